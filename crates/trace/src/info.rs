@@ -1,0 +1,77 @@
+//! The JSON blocks of a rank file: [`RankInfo`] at the start, [`Trailer`] at the end.
+
+use serde::{Deserialize, Serialize};
+
+/// How a rank's clock ticks map to nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockInfo {
+    /// `"tsc"` (x86 time-stamp counter) or `"monotonic"` (CLOCK_MONOTONIC, ticks are ns).
+    pub source: String,
+    /// Ticks read when tracing started.
+    pub sync_ticks: u64,
+    /// CLOCK_MONOTONIC nanoseconds read together with `sync_ticks`.
+    pub sync_ns: u64,
+    /// Nominal tick rate, used until a later clock pair is available.
+    pub ticks_per_second: f64,
+    /// Smallest observed difference between two clock reads, in ns.
+    pub resolution_ns: f64,
+}
+
+/// The description of one rank, written once at the start of its file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankInfo {
+    /// Rank in the world communicator.
+    pub rank: u32,
+    /// Size of the world communicator.
+    pub size: u32,
+    /// Process id.
+    pub pid: u32,
+    /// Host name.
+    pub host: String,
+    /// CPU core at initialization, when known.
+    pub core: Option<u32>,
+    /// Clock description.
+    pub clock: ClockInfo,
+    /// The run's epoch (rank 0's initialization) on this rank's monotonic clock, in ns.
+    pub epoch_ns: u64,
+    /// This rank's monotonic clock minus rank 0's, in ns (0 on rank 0's host).
+    pub offset_ns: i64,
+    /// MPI library version string.
+    pub mpi_library: String,
+    /// Thread support provided by the MPI library (`single`, `funneled`, `serialized`, `multiple`).
+    pub thread_level: String,
+    /// Executable path.
+    pub executable: String,
+    /// Recorder options in effect (environment settings).
+    pub options: serde_json::Value,
+}
+
+/// Count and time of every call of one function, recorded or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallTotal {
+    /// Call id.
+    pub id: u32,
+    /// Calls made.
+    pub count: u64,
+    /// Calls recorded as events.
+    pub recorded: u64,
+    /// Time spent in the calls that were timed, in clock ticks.
+    pub ticks: u64,
+}
+
+/// The closing summary of a rank file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trailer {
+    /// Why tracing ended: `finalize`, `exit`, or `signal <name>`.
+    pub reason: String,
+    /// Clock ticks at the end.
+    pub sync_ticks: u64,
+    /// CLOCK_MONOTONIC ns read together with `sync_ticks`.
+    pub sync_ns: u64,
+    /// Events written.
+    pub events: u64,
+    /// Events that could not be written (write errors after tracing was disabled).
+    pub lost: u64,
+    /// Per-function totals, including calls not recorded because of sampling or filters.
+    pub calls: Vec<CallTotal>,
+}

@@ -1,0 +1,175 @@
+//! The run manifest (`manifest.json`) and the run directory that holds it.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::reader::{RankReader, ReadError};
+
+/// Name of the manifest file in a run directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// File name of rank `r`'s trace.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank-{rank:05}.mpst")
+}
+
+/// Where one rank ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RankPlacement {
+    /// World rank.
+    pub rank: u32,
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// CPU core at initialization, when known.
+    pub core: Option<u32>,
+    /// Trace file name, relative to the run directory.
+    pub file: String,
+}
+
+/// The MPI library a run used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MpiLibrary {
+    /// `openmpi` or `mpich`.
+    pub flavour: String,
+    /// The library's own version string (`MPI_Get_library_version`).
+    pub version: String,
+    /// MPI standard version (`MPI_Get_version`), as `major.minor`.
+    pub standard: String,
+}
+
+/// Clock used by the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClockSummary {
+    /// `tsc` or `monotonic`.
+    pub source: String,
+    /// Nominal tick rate.
+    pub ticks_per_second: f64,
+    /// Smallest observed difference between two clock reads, in ns.
+    pub resolution_ns: f64,
+    /// How ranks on other hosts were aligned with rank 0.
+    pub alignment: String,
+}
+
+/// Everything about a run that is not an event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Trace format version (`major.minor`).
+    pub format_version: String,
+    /// The mpiscope version that recorded the run.
+    pub recorder_version: String,
+    /// The full command line (launcher included when known).
+    pub command: Vec<String>,
+    /// The traced executable.
+    pub executable: String,
+    /// MPI library.
+    pub mpi: MpiLibrary,
+    /// Number of ranks.
+    pub ranks: u32,
+    /// Distinct hosts, in order of first rank.
+    pub hosts: Vec<String>,
+    /// Rank to host and core.
+    pub placement: Vec<RankPlacement>,
+    /// Clock.
+    pub clock: ClockSummary,
+    /// Start of the run (rank 0's initialization), Unix time in ns.
+    pub start_unix_ns: u64,
+    /// Start of the run as RFC 3339 UTC text.
+    pub start_time: String,
+    /// Recorder options in effect.
+    pub options: serde_json::Value,
+    /// Filled in by `mpiscope trace` when the run ends: the launcher's exit status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i32>,
+}
+
+/// A problem with a run directory.
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// The manifest could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The manifest is not valid JSON of the expected shape.
+    #[error("{path}: line {line}, column {column}: {message}")]
+    BadManifest {
+        /// The file.
+        path: PathBuf,
+        /// Line of the error.
+        line: usize,
+        /// Column of the error.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A rank file could not be opened.
+    #[error(transparent)]
+    Rank(#[from] ReadError),
+    /// The directory has no manifest and no rank files.
+    #[error("{0}: not an mpiscope run directory (no manifest.json and no rank-*.mpst files)")]
+    Empty(PathBuf),
+}
+
+/// A run directory: the manifest and one trace file per rank.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    /// The directory.
+    pub path: PathBuf,
+    /// The manifest, when present.
+    pub manifest: Option<Manifest>,
+    /// Rank files found, sorted by rank.
+    pub rank_files: Vec<(u32, PathBuf)>,
+}
+
+impl RunDir {
+    /// Opens a run directory: reads the manifest (if any) and lists rank files.
+    pub fn open(path: impl AsRef<Path>) -> Result<RunDir, RunDirError> {
+        let path = path.as_ref().to_path_buf();
+        let mpath = path.join(MANIFEST_FILE);
+        let manifest = match std::fs::read(&mpath) {
+            Ok(bytes) => Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
+                RunDirError::BadManifest { path: mpath.clone(), line: e.line(), column: e.column(), message: e.to_string() }
+            })?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => return Err(RunDirError::Io { path: mpath, source }),
+        };
+        let entries = std::fs::read_dir(&path).map_err(|source| RunDirError::Io { path: path.clone(), source })?;
+        let mut rank_files = Vec::new();
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(num) = name.strip_prefix("rank-").and_then(|s| s.strip_suffix(".mpst")) {
+                if let Ok(r) = num.parse::<u32>() {
+                    rank_files.push((r, e.path()));
+                }
+            }
+        }
+        rank_files.sort();
+        if manifest.is_none() && rank_files.is_empty() {
+            return Err(RunDirError::Empty(path));
+        }
+        Ok(RunDir { path, manifest, rank_files })
+    }
+
+    /// Number of ranks: from the manifest, else the rank files found.
+    pub fn ranks(&self) -> u32 {
+        self.manifest.as_ref().map(|m| m.ranks).unwrap_or(self.rank_files.len() as u32)
+    }
+
+    /// Opens the reader of one rank.
+    pub fn open_rank(&self, rank: u32) -> Result<RankReader<std::io::BufReader<std::fs::File>>, ReadError> {
+        let path = self
+            .rank_files
+            .iter()
+            .find(|(r, _)| *r == rank)
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| self.path.join(rank_file_name(rank)));
+        RankReader::open(path)
+    }
+}

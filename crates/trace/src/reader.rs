@@ -1,0 +1,365 @@
+//! The streaming reader of one rank file.
+//!
+//! [`RankReader`] reads one block at a time into a reused buffer, so memory stays constant
+//! whatever the file size. Definitions, the info block and the trailer are absorbed as they
+//! come; [`RankReader::next_event`] hands out events only. A file that ends inside a block, or
+//! whose block fails its checksum, reads up to the last good block: iteration then ends and
+//! [`RankReader::stopped`] says where and why.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+use crate::block::{
+    block_crc, BlockHeader, BlockKind, BLOCK_HEADER_LEN, FILE_HEADER_LEN, FILE_MAGIC, VERSION_MAJOR,
+};
+use crate::clock::ClockMap;
+use crate::decode::EventDecoder;
+use crate::defs::{self, CallDef, CallsiteDef, CommDef, Definition, ModuleDef, OpDef};
+use crate::event::Event;
+use crate::info::{RankInfo, Trailer};
+
+/// A problem reading a trace file, with where it happened.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// The file is not an mpiscope rank file or has an unsupported version.
+    #[error("{path}: {message}")]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The file is damaged or cut at `offset`.
+    #[error("{path}: offset {offset}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the block (or event) where reading stopped.
+        offset: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ReadError {
+    /// True when the file simply ends early (cut inside a block): the normal state of the
+    /// file of a rank that was killed.
+    pub fn is_truncation(&self) -> bool {
+        matches!(self, ReadError::Corrupt { message, .. } if message.starts_with("file ends"))
+    }
+}
+
+/// The definitions seen so far in a rank file.
+#[derive(Debug, Default, Clone)]
+pub struct Tables {
+    /// Calls by id.
+    pub calls: HashMap<u32, CallDef>,
+    /// Modules by id.
+    pub modules: HashMap<u32, ModuleDef>,
+    /// Callsites by id.
+    pub callsites: HashMap<u32, CallsiteDef>,
+    /// Communicators by id.
+    pub comms: HashMap<u32, CommDef>,
+    /// Reduction operations by id.
+    pub ops: HashMap<u32, OpDef>,
+}
+
+impl Tables {
+    fn absorb(&mut self, d: Definition) {
+        match d {
+            Definition::Call(c) => {
+                self.calls.insert(c.id, c);
+            }
+            Definition::Module(m) => {
+                self.modules.insert(m.id, m);
+            }
+            Definition::Callsite(c) => {
+                self.callsites.insert(c.id, c);
+            }
+            Definition::Comm(c) => {
+                self.comms.insert(c.id, c);
+            }
+            Definition::Op(o) => {
+                self.ops.insert(o.id, o);
+            }
+        }
+    }
+
+    /// Name of a call id (`?<id>` if undefined).
+    pub fn call_name(&self, id: u32) -> std::borrow::Cow<'_, str> {
+        match self.calls.get(&id) {
+            Some(c) => std::borrow::Cow::Borrowed(c.name.as_str()),
+            None => std::borrow::Cow::Owned(format!("?{id}")),
+        }
+    }
+}
+
+/// Streams the events of one rank file.
+pub struct RankReader<R> {
+    src: R,
+    path: PathBuf,
+    offset: u64,
+    info: Option<RankInfo>,
+    trailer: Option<Trailer>,
+    tables: Tables,
+    clock: ClockMap,
+    payload: Vec<u8>,
+    block_offset: u64,
+    block_thread: u16,
+    decoder: EventDecoder,
+    in_events: bool,
+    stopped: Option<ReadError>,
+    done: bool,
+    blocks: u64,
+}
+
+impl RankReader<BufReader<File>> {
+    /// Opens a rank file and reads up to its info block.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
+        let path = path.as_ref();
+        let f = File::open(path).map_err(|source| ReadError::Io { path: path.into(), source })?;
+        RankReader::new(BufReader::with_capacity(1 << 16, f), path)
+    }
+}
+
+impl<R: Read> RankReader<R> {
+    /// A reader over any byte source; `path` names it in errors.
+    pub fn new(mut src: R, path: impl Into<PathBuf>) -> Result<Self, ReadError> {
+        let path = path.into();
+        let mut hdr = [0u8; FILE_HEADER_LEN];
+        if let Err(e) = src.read_exact(&mut hdr) {
+            return Err(if e.kind() == ErrorKind::UnexpectedEof {
+                ReadError::NotATrace { path, message: "file is shorter than a trace header".into() }
+            } else {
+                ReadError::Io { path, source: e }
+            });
+        }
+        if hdr[..8] != FILE_MAGIC {
+            return Err(ReadError::NotATrace { path, message: "not an mpiscope trace (bad magic)".into() });
+        }
+        let major = u16::from_le_bytes([hdr[8], hdr[9]]);
+        if major != VERSION_MAJOR {
+            return Err(ReadError::NotATrace {
+                path,
+                message: format!("trace format version {major} is not supported (this reader reads {VERSION_MAJOR})"),
+            });
+        }
+        let mut r = RankReader {
+            src,
+            path,
+            offset: FILE_HEADER_LEN as u64,
+            info: None,
+            trailer: None,
+            tables: Tables::default(),
+            clock: ClockMap::identity(),
+            payload: Vec::new(),
+            block_offset: 0,
+            block_thread: 0,
+            decoder: EventDecoder::new(0, 0),
+            in_events: false,
+            stopped: None,
+            done: false,
+            blocks: 0,
+        };
+        // The info block comes first; read blocks until it is seen or events start.
+        while r.info.is_none() && !r.done && !r.in_events {
+            r.next_block();
+        }
+        Ok(r)
+    }
+
+    /// The rank's description, if its info block was read.
+    pub fn info(&self) -> Option<&RankInfo> {
+        self.info.as_ref()
+    }
+
+    /// The closing summary, once the end of the file has been reached (absent if the rank
+    /// did not end tracing normally).
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// Definitions read so far.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    /// Why reading stopped before the end of the file, if it did.
+    pub fn stopped(&self) -> Option<&ReadError> {
+        self.stopped.as_ref()
+    }
+
+    /// The file being read.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Blocks read so far.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Reads the rest of the file, discarding events, so that tables and trailer are complete.
+    pub fn drain(&mut self) {
+        while self.next_event().is_some() {}
+    }
+
+    fn corrupt(&mut self, offset: u64, message: impl Into<String>) {
+        self.stopped = Some(ReadError::Corrupt { path: self.path.clone(), offset, message: message.into() });
+        self.done = true;
+        self.in_events = false;
+    }
+
+    /// Reads exactly `buf.len()` bytes; returns how many were read before EOF.
+    fn fill(src: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match src.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Reads the next block; event blocks are left ready for decoding.
+    fn next_block(&mut self) {
+        let at = self.offset;
+        let mut hb = [0u8; BLOCK_HEADER_LEN];
+        match Self::fill(&mut self.src, &mut hb) {
+            Ok(0) => {
+                self.done = true;
+                return;
+            }
+            Ok(n) if n < BLOCK_HEADER_LEN => {
+                if hb[..n].iter().all(|&b| b == 0) {
+                    // Preallocated, never-written tail.
+                    self.done = true;
+                } else {
+                    self.corrupt(at, format!("file ends inside a block header ({n} of {BLOCK_HEADER_LEN} bytes)"));
+                }
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.stopped = Some(ReadError::Io { path: self.path.clone(), source: e });
+                self.done = true;
+                return;
+            }
+        }
+        if hb.iter().all(|&b| b == 0) {
+            self.done = true;
+            return;
+        }
+        let hdr = match BlockHeader::parse(&hb) {
+            Ok(h) => h,
+            Err(m) => return self.corrupt(at, m),
+        };
+        let len = hdr.payload_len as usize;
+        self.payload.resize(len, 0);
+        match Self::fill(&mut self.src, &mut self.payload) {
+            Ok(n) if n == len => {}
+            Ok(n) => return self.corrupt(at, format!("file ends inside a block ({n} of {len} payload bytes)")),
+            Err(e) => {
+                self.stopped = Some(ReadError::Io { path: self.path.clone(), source: e });
+                self.done = true;
+                return;
+            }
+        }
+        if block_crc(&hb, &self.payload) != hdr.crc {
+            return self.corrupt(at, "block checksum mismatch");
+        }
+        self.offset += (BLOCK_HEADER_LEN + len) as u64;
+        self.blocks += 1;
+        match hdr.kind {
+            BlockKind::Events => {
+                self.clock.update(hdr.sync_ticks, hdr.sync_ns);
+                self.decoder.restart(hdr.records, hdr.base_ticks);
+                self.block_offset = at;
+                self.block_thread = hdr.thread;
+                self.in_events = true;
+            }
+            BlockKind::Definitions => {
+                let mut pos = 0;
+                let payload = std::mem::take(&mut self.payload);
+                while pos < payload.len() {
+                    match defs::decode(&payload, &mut pos) {
+                        Ok(d) => self.tables.absorb(d),
+                        Err(m) => {
+                            self.payload = payload;
+                            return self.corrupt(at + (BLOCK_HEADER_LEN + pos) as u64, m);
+                        }
+                    }
+                }
+                self.payload = payload;
+            }
+            BlockKind::Info => match serde_json::from_slice::<RankInfo>(&self.payload) {
+                Ok(info) => {
+                    self.clock = ClockMap::new(&info.clock, info.epoch_ns);
+                    self.info = Some(info);
+                }
+                Err(e) => self.corrupt(at, format!("bad info block: {e}")),
+            },
+            BlockKind::Trailer => match serde_json::from_slice::<Trailer>(&self.payload) {
+                Ok(t) => {
+                    self.clock.update(t.sync_ticks, t.sync_ns);
+                    self.trailer = Some(t);
+                }
+                Err(e) => self.corrupt(at, format!("bad trailer block: {e}")),
+            },
+        }
+    }
+
+    /// The next event, or `None` at the end (check [`RankReader::stopped`]).
+    pub fn next_event(&mut self) -> Option<Event> {
+        loop {
+            if self.in_events {
+                match self.decoder.next_event(&self.payload) {
+                    Some(Ok(t)) => {
+                        return Some(Event {
+                            thread: self.block_thread,
+                            call: t.call,
+                            t_enter: self.clock.to_ns(t.t_enter),
+                            t_exit: self.clock.to_ns(t.t_exit),
+                            callsite: t.callsite,
+                            core: t.core,
+                            ret: t.ret,
+                            skipped: t.skipped,
+                            args: t.args,
+                            lists: t.lists,
+                        });
+                    }
+                    Some(Err(m)) => {
+                        let at = self.block_offset + (BLOCK_HEADER_LEN + self.decoder.position()) as u64;
+                        self.corrupt(at, m);
+                        return None;
+                    }
+                    None => self.in_events = false,
+                }
+            }
+            if self.done {
+                return None;
+            }
+            self.next_block();
+        }
+    }
+}
+
+impl<R: Read> Iterator for RankReader<R> {
+    type Item = Event;
+    fn next(&mut self) -> Option<Event> {
+        self.next_event()
+    }
+}
