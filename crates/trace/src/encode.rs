@@ -226,7 +226,7 @@ impl BlockEncoder {
         p = varint::put(buf, p, gap);
         p = varint::put(buf, p, t_exit - (st.prev_exit + gap));
         let cached = st.cached_args(ev.call);
-        if cached != ev.args {
+        if !cached.same_as(ev.args) {
             h |= F_ARGS;
             let present = ev.args.present_mask();
             let mut changed = 0u32;

@@ -159,6 +159,18 @@ impl Args {
         self.vals[slot as usize] = v;
     }
 
+    /// Clears every slot (keeping the invariant that absent slots hold zero).
+    #[inline]
+    pub fn reset(&mut self) {
+        let mut m = self.present;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            self.vals[i] = 0;
+        }
+        self.present = 0;
+    }
+
     /// Removes a slot.
     #[inline]
     pub fn clear(&mut self, slot: Slot) {
@@ -194,6 +206,23 @@ impl Args {
     /// Present slots and their values, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (Slot, i64)> + '_ {
         Slot::ALL.iter().filter_map(move |&s| self.get(s).map(|v| (s, v)))
+    }
+
+    /// Same present slots with the same values (cheaper than `==` when few slots are set).
+    #[inline]
+    pub fn same_as(&self, other: &Args) -> bool {
+        if self.present != other.present {
+            return false;
+        }
+        let mut m = self.present;
+        while m != 0 {
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            if self.vals[i] != other.vals[i] {
+                return false;
+            }
+        }
+        true
     }
 
     /// True when nothing is recorded.
@@ -319,7 +348,9 @@ impl Event {
     }
 
     /// Completed requests, from the [`ListKind::Completions`] list or, for single-request
-    /// completions, from the `Request` and `Status*` slots.
+    /// completions, from the `Request` and `Status*` slots. Only meaningful for completion
+    /// calls (`Wait`, `Test`, ...): for a call that starts a request, the `Request` slot names
+    /// the request it created.
     pub fn completions(&self) -> Vec<Completion> {
         let opt = |v: i64| (v != NO_VALUE).then_some(v);
         if let Some(vals) = self.list(ListKind::Completions) {
@@ -328,6 +359,14 @@ impl Event {
                 .map(|c| Completion { request: c[0], source: opt(c[1]), tag: opt(c[2]), bytes: opt(c[3]) })
                 .collect();
         }
-        Vec::new()
+        match self.args.get(Slot::Request) {
+            Some(request) if self.list(ListKind::Requests).is_none() => vec![Completion {
+                request,
+                source: self.args.get(Slot::StatusSource),
+                tag: self.args.get(Slot::StatusTag),
+                bytes: self.args.get(Slot::StatusBytes),
+            }],
+            _ => Vec::new(),
+        }
     }
 }

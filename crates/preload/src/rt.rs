@@ -1,0 +1,1221 @@
+//! The per-call path: deciding, timing, collecting arguments, encoding.
+//!
+//! Generated wrappers do, in order: [`caller_address!`], [`enter`] (which returns `None`
+//! when the call is not recorded, and the wrapper then calls the real function directly),
+//! `pre_*` (snapshots of handles the call will change), [`CallGuard::start`], the real call,
+//! [`CallGuard::stop`], `post_*` (argument collection) and [`CallGuard::commit`].
+//!
+//! Each thread owns a [`ThreadState`]: its block encoder, per-function counters and scratch
+//! buffers. The thread that first calls MPI finds its state through one compare with a
+//! global, other threads through a thread-local.
+
+use std::cell::Cell;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use mpiscope_trace::{Args, BlockEncoder, ListKind, RawEvent, RawList, Slot, NO_CORE, NO_VALUE, PEER_ANY, PEER_NULL, PEER_ROOT, PEER_UNKNOWN};
+
+use crate::comms::{self, CommInfo};
+use crate::config::CoreMode;
+use crate::consts::Consts;
+use crate::handles;
+use crate::mpi::*;
+use crate::requests::{self, ReqEntry};
+use crate::session;
+use crate::wrappers::{CALL_NAMES, FORTRAN_BASE};
+
+/// Number of call ids: C functions, then their Fortran bindings.
+pub const NCALLS: usize = 2 * CALL_NAMES.len();
+
+/// Mode of a call id: not recorded.
+pub const MODE_OFF: u8 = 0;
+/// Mode of a call id: every call recorded.
+pub const MODE_ALL: u8 = 1;
+/// Mode of a call id: one call in `SAMPLE_EVERY[id]` recorded.
+pub const MODE_SAMPLED: u8 = 2;
+
+/// Current mode of each call id (all off until the library is configured).
+pub static MODES: [AtomicU8; NCALLS] = [const { AtomicU8::new(MODE_OFF) }; NCALLS];
+/// Configured mode of each call id (restored by `MPI_Pcontrol(1)`).
+pub static CONFIGURED: [AtomicU8; NCALLS] = [const { AtomicU8::new(MODE_OFF) }; NCALLS];
+/// Sampling period of each call id.
+pub static SAMPLE_EVERY: [AtomicU64; NCALLS] = [const { AtomicU64::new(1) }; NCALLS];
+/// How often the core is read.
+pub static CORE_MODE: AtomicU8 = AtomicU8::new(1);
+/// Recording window in ticks: events entering outside [start, end) are counted, not written.
+pub static WINDOW_START: AtomicU64 = AtomicU64::new(0);
+/// End of the recording window.
+pub static WINDOW_END: AtomicU64 = AtomicU64::new(u64::MAX);
+
+static mut CONSTS: core::mem::MaybeUninit<Consts> = core::mem::MaybeUninit::zeroed();
+
+/// Values of `mpi.h` macro constants.
+#[inline(always)]
+pub fn consts() -> &'static Consts {
+    // SAFETY: filled by the library constructor before any wrapper runs; plain data.
+    unsafe { &*(core::ptr::addr_of!(CONSTS) as *const Consts) }
+}
+
+/// Reads the constants from the C shim.
+pub(crate) fn load_consts() {
+    // SAFETY: the shim writes every field of the struct.
+    unsafe { crate::consts::mpiscope_get_consts(core::ptr::addr_of_mut!(CONSTS) as *mut Consts) };
+}
+
+/// The return address of the current function: the callsite of the MPI call.
+///
+/// Must be expanded directly in the exported wrapper (frame pointers are forced for this
+/// crate, so the frame record holds the caller's return address).
+#[macro_export]
+macro_rules! caller_address {
+    () => {{
+        #[cfg(target_arch = "x86_64")]
+        let ra: usize = {
+            let fp: usize;
+            // SAFETY: reads the frame pointer register.
+            unsafe { core::arch::asm!("mov {}, rbp", out(reg) fp, options(nomem, nostack, preserves_flags)) };
+            // SAFETY: with frame pointers, [rbp + 8] is this function's return address.
+            if fp == 0 { 0 } else { unsafe { *((fp + 8) as *const usize) } }
+        };
+        #[cfg(target_arch = "aarch64")]
+        let ra: usize = {
+            let fp: usize;
+            // SAFETY: reads the frame pointer register.
+            unsafe { core::arch::asm!("mov {}, x29", out(reg) fp, options(nomem, nostack, preserves_flags)) };
+            // SAFETY: with frame pointers, [x29 + 8] is the saved link register.
+            if fp == 0 { 0 } else { unsafe { *((fp + 8) as *const usize) } }
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let ra: usize = 0;
+        ra
+    }};
+}
+pub use caller_address;
+
+/// Counters of one call id on one thread.
+#[derive(Clone, Copy, Default)]
+pub struct Counter {
+    /// Calls made (while tracing was active).
+    pub count: u64,
+    /// Calls recorded as events.
+    pub recorded: u64,
+    /// Ticks spent in recorded calls.
+    pub ticks: u64,
+    /// Calls not recorded since the last recorded one.
+    pub skipped: u64,
+    /// Position in the sampling period.
+    pub phase: u64,
+}
+
+/// Up to eight list arguments of the event being built.
+pub struct ListBuf {
+    kinds: [ListKind; 8],
+    ranges: [(u32, u32); 8],
+    n: usize,
+    values: Vec<i64>,
+}
+
+impl ListBuf {
+    fn new() -> Self {
+        ListBuf { kinds: [ListKind::User; 8], ranges: [(0, 0); 8], n: 0, values: Vec::with_capacity(256) }
+    }
+
+    fn clear(&mut self) {
+        self.n = 0;
+        self.values.clear();
+    }
+
+    /// Appends a list.
+    pub fn push(&mut self, kind: ListKind, vals: impl IntoIterator<Item = i64>) {
+        if self.n == self.kinds.len() {
+            return;
+        }
+        let start = self.values.len() as u32;
+        self.values.extend(vals);
+        self.kinds[self.n] = kind;
+        self.ranges[self.n] = (start, self.values.len() as u32);
+        self.n += 1;
+    }
+
+    fn raw(&self) -> ([RawList<'_>; 8], usize) {
+        let empty: &[i64] = &[];
+        let mut out = [RawList { kind: ListKind::User, values: empty }; 8];
+        for i in 0..self.n {
+            let (a, b) = self.ranges[i];
+            out[i] = RawList { kind: self.kinds[i], values: &self.values[a as usize..b as usize] };
+        }
+        (out, self.n)
+    }
+}
+
+/// Everything a thread needs to record.
+pub struct ThreadState {
+    /// Thread index in the rank (0: the first thread that called MPI).
+    pub index: u16,
+    busy: bool,
+    /// Encoder of the current block.
+    pub enc: BlockEncoder,
+    args: Args,
+    lists: ListBuf,
+    /// Per-call counters.
+    pub counters: Box<[Counter]>,
+    last_defined: u32,
+    core_countdown: u32,
+    callsite_cache: [(usize, u32); 64],
+    pub(crate) comm_cache: comms::ThreadCache,
+    pub(crate) dtype_cache: handles::DtypeCache,
+    ret: c_int,
+    // Scratch buffers, grown on demand.
+    req_snaps: Vec<Option<ReqEntry>>,
+    statuses: Vec<MPI_Status>,
+    fstatuses: Vec<MPI_Fint>,
+    c_statuses: Vec<MPI_Status>,
+    c_requests: Vec<MPI_Request>,
+    c_indices: Vec<c_int>,
+}
+
+impl ThreadState {
+    fn new(index: u16, block: usize) -> Box<ThreadState> {
+        Box::new(ThreadState {
+            index,
+            busy: false,
+            enc: BlockEncoder::new(block, index),
+            args: Args::EMPTY,
+            lists: ListBuf::new(),
+            counters: vec![Counter::default(); NCALLS].into_boxed_slice(),
+            last_defined: u32::MAX,
+            core_countdown: 0,
+            callsite_cache: [(0, 0); 64],
+            comm_cache: comms::ThreadCache::default(),
+            dtype_cache: handles::DtypeCache::default(),
+            ret: 0,
+            req_snaps: Vec::new(),
+            statuses: Vec::new(),
+            fstatuses: Vec::new(),
+            c_statuses: Vec::new(),
+            c_requests: Vec::new(),
+            c_indices: Vec::new(),
+        })
+    }
+
+    /// True while a wrapper of this thread is between `enter` and `commit`.
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Writes the current block (if any) to the rank file.
+    pub fn flush(&mut self) {
+        flush_encoder(&mut self.enc);
+    }
+}
+
+// ---------------------------------------------------------------- thread states
+
+static MAIN_THREAD: AtomicUsize = AtomicUsize::new(0);
+static MAIN_STATE: AtomicPtr<ThreadState> = AtomicPtr::new(core::ptr::null_mut());
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+/// Every thread state, for flushing at the end.
+pub(crate) static THREADS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Block size for new thread states.
+pub static BLOCK_SIZE: AtomicUsize = AtomicUsize::new(256 << 10);
+
+struct TlsOwner(Cell<*mut ThreadState>);
+
+impl Drop for TlsOwner {
+    fn drop(&mut self) {
+        let p = self.0.get();
+        if p.is_null() {
+            return;
+        }
+        // Thread exit: write what this thread recorded and forget it.
+        if let Ok(mut list) = THREADS.lock() {
+            // SAFETY: the state belongs to this exiting thread; no wrapper is running on it.
+            unsafe { (*p).flush() };
+            session::absorb_counters(unsafe { &(*p).counters });
+            list.retain(|&q| q != p as usize);
+            // SAFETY: allocated by Box::into_raw in `new_state`, removed from the registry.
+            drop(unsafe { Box::from_raw(p) });
+        }
+        self.0.set(core::ptr::null_mut());
+    }
+}
+
+thread_local! {
+    static TLS: TlsOwner = const { TlsOwner(Cell::new(core::ptr::null_mut())) };
+}
+
+fn new_state() -> *mut ThreadState {
+    let index = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+    let st = Box::into_raw(ThreadState::new(index.min(u16::MAX as usize) as u16, BLOCK_SIZE.load(Ordering::Relaxed)));
+    if let Ok(mut l) = THREADS.lock() {
+        l.push(st as usize);
+    }
+    st
+}
+
+/// This thread's state, created on first use (`None` while the thread is exiting).
+#[inline(always)]
+fn current() -> Option<*mut ThreadState> {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as usize;
+    if me == MAIN_THREAD.load(Ordering::Relaxed) {
+        return Some(MAIN_STATE.load(Ordering::Relaxed));
+    }
+    current_slow(me)
+}
+
+static CLAIM_MAIN: Mutex<()> = Mutex::new(());
+
+#[cold]
+fn current_slow(me: usize) -> Option<*mut ThreadState> {
+    if MAIN_THREAD.load(Ordering::Acquire) == 0 {
+        let _claim = CLAIM_MAIN.lock();
+        if MAIN_THREAD.load(Ordering::Acquire) == 0 {
+            let st = new_state();
+            // Publish the state before the thread id: only this thread can match the id.
+            MAIN_STATE.store(st, Ordering::Release);
+            MAIN_THREAD.store(me, Ordering::Release);
+            return Some(st);
+        }
+    }
+    TLS.try_with(|o| {
+        let p = o.0.get();
+        if !p.is_null() {
+            return p;
+        }
+        let st = new_state();
+        o.0.set(st);
+        st
+    })
+    .ok()
+}
+
+/// Runs `f` on every thread state (under the registry lock; skipped if it cannot be taken).
+pub(crate) fn for_each_state(f: impl FnMut(&mut ThreadState)) {
+    let mut f = f;
+    let guard = match THREADS.try_lock() {
+        Ok(g) => g,
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for &p in guard.iter() {
+        // SAFETY: registered states stay allocated while registered.
+        f(unsafe { &mut *(p as *mut ThreadState) });
+    }
+}
+
+// ---------------------------------------------------------------- the call path
+
+/// State kept between the two halves of a wrapper.
+#[derive(Default, Clone, Copy)]
+pub struct Snap {
+    /// Request looked up before a completion call.
+    pub req: Option<ReqEntry>,
+    /// Number of requests snapshotted into the thread's scratch.
+    pub n: usize,
+    /// Communicator (freed communicator, matched message's communicator).
+    pub comm: Option<&'static CommInfo>,
+    /// A handle value.
+    pub handle: usize,
+}
+
+impl Snap {
+    /// The communicator of the snapshot.
+    pub fn comm_info(&self) -> Option<&'static CommInfo> {
+        self.comm
+    }
+}
+
+/// An MPI call being recorded.
+pub struct CallGuard {
+    ts: *mut ThreadState,
+    call: u32,
+    ra: usize,
+    t_enter: u64,
+    t_exit: u64,
+    core: u32,
+}
+
+/// Decides whether this call is recorded. `None`: call the real function and return.
+#[inline(always)]
+pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
+    // SAFETY: `call` is a generated id below NCALLS.
+    let mode = unsafe { MODES.get_unchecked(call as usize) }.load(Ordering::Relaxed);
+    if mode == MODE_OFF {
+        return None;
+    }
+    let ts = current()?;
+    // SAFETY: the state belongs to this thread; `busy` excludes re-entry.
+    let t = unsafe { &mut *ts };
+    if t.busy {
+        return None;
+    }
+    // SAFETY: call < NCALLS.
+    let c = unsafe { t.counters.get_unchecked_mut(call as usize) };
+    c.count += 1;
+    if mode == MODE_SAMPLED {
+        c.phase += 1;
+        // SAFETY: call < NCALLS.
+        if c.phase < unsafe { SAMPLE_EVERY.get_unchecked(call as usize) }.load(Ordering::Relaxed) {
+            c.skipped += 1;
+            return None;
+        }
+        c.phase = 0;
+    }
+    t.busy = true;
+    t.args.reset();
+    t.lists.clear();
+    t.ret = 0;
+    let g = CallGuard { ts, call, ra, t_enter: 0, t_exit: 0, core: NO_CORE };
+    crate::plugin::pre(&g);
+    Some(g)
+}
+
+impl CallGuard {
+    #[inline(always)]
+    fn ts(&mut self) -> &mut ThreadState {
+        // SAFETY: the guard is only created for the current thread's state.
+        unsafe { &mut *self.ts }
+    }
+
+    /// Call id.
+    pub fn call(&self) -> u32 {
+        self.call
+    }
+
+    /// Entry and exit ticks.
+    pub fn times(&self) -> (u64, u64) {
+        (self.t_enter, self.t_exit)
+    }
+
+    /// Reads the entry time.
+    #[inline(always)]
+    pub fn start(&mut self) {
+        let every = CORE_MODE.load(Ordering::Relaxed);
+        let t = self.ts();
+        if every != 0 && t.core_countdown == 0 {
+            t.core_countdown = if every == 2 { 0 } else { 15 };
+            let (ticks, core) = crate::clock::ticks_and_core();
+            self.core = core;
+            self.t_enter = ticks;
+        } else {
+            t.core_countdown = t.core_countdown.saturating_sub(1);
+            self.t_enter = crate::clock::ticks();
+        }
+    }
+
+    /// Reads the exit time.
+    #[inline(always)]
+    pub fn stop(&mut self) {
+        self.t_exit = crate::clock::ticks();
+    }
+
+    /// Sets a fixed argument.
+    #[inline(always)]
+    pub fn set(&mut self, slot: Slot, v: i64) {
+        self.ts().args.set(slot, v);
+    }
+
+    /// Appends a list argument.
+    pub fn list(&mut self, kind: ListKind, vals: impl IntoIterator<Item = i64>) {
+        self.ts().lists.push(kind, vals);
+    }
+
+    /// Stores the return code of the real call (first statement of every post function).
+    #[inline(always)]
+    pub fn set_ret(&mut self, ret: c_int) {
+        self.ts().ret = ret;
+    }
+
+    /// Return code of the real call (set by the generated post function).
+    pub fn ret(&self) -> c_int {
+        // SAFETY: see `ts`.
+        unsafe { (*self.ts).ret }
+    }
+
+    /// Records the outcome and writes the event.
+    #[inline(always)]
+    pub fn commit(mut self, ret: c_int) {
+        let call = self.call;
+        let (t_enter, t_exit) = (self.t_enter, self.t_exit);
+        let in_window =
+            t_enter >= WINDOW_START.load(Ordering::Relaxed) && t_enter < WINDOW_END.load(Ordering::Relaxed);
+        crate::plugin::post(&mut self);
+        let (ra, core) = (self.ra, self.core);
+        let t = self.ts();
+        // SAFETY: call < NCALLS.
+        let c = unsafe { t.counters.get_unchecked_mut(call as usize) };
+        if !in_window {
+            c.skipped += 1;
+            t.busy = false;
+            return;
+        }
+        c.recorded += 1;
+        c.ticks += t_exit.wrapping_sub(t_enter);
+        let skipped = core::mem::take(&mut c.skipped);
+        if call != t.last_defined {
+            session::define_call(call);
+            t.last_defined = call;
+        }
+        let callsite = t.callsite(ra);
+        let list_store;
+        let lists: &[RawList] = if t.lists.n == 0 {
+            &[]
+        } else {
+            list_store = t.lists.raw();
+            &list_store.0[..list_store.1]
+        };
+        let ev = RawEvent {
+            call,
+            t_enter,
+            t_exit,
+            callsite,
+            core,
+            ret,
+            skipped,
+            args: &t.args,
+            lists,
+        };
+        if !t.enc.push(&ev) {
+            push_slow(&mut t.enc, t.index, &ev);
+        }
+        t.busy = false;
+    }
+
+    // ------------------------------------------------------------ argument helpers
+
+    /// The call's communicator: sets the `Comm` slot.
+    #[inline(always)]
+    pub fn comm(&mut self, comm: MPI_Comm) -> Option<&'static CommInfo> {
+        if comm == consts().comm_world {
+            let w = comms::world();
+            if let Some(ci) = w {
+                self.set(Slot::Comm, i64::from(ci.id));
+            }
+            return w;
+        }
+        let ok = self.ret() == 0;
+        let t = self.ts();
+        let ci = comms::lookup(&mut t.comm_cache, comm, ok)?;
+        t.args.set(Slot::Comm, i64::from(ci.id));
+        Some(ci)
+    }
+
+    /// The window's communicator: sets the `Comm` slot.
+    pub fn win(&mut self, win: MPI_Win) -> Option<&'static CommInfo> {
+        let ci = handles::win_comm(win)?;
+        self.set(Slot::Comm, i64::from(ci.id));
+        Some(ci)
+    }
+
+    /// A peer rank of `ci`, as a world rank.
+    #[inline]
+    pub fn peer(&mut self, slot: Slot, rank: c_int, ci: Option<&'static CommInfo>) {
+        let k = consts();
+        let v = if rank == k.any_source {
+            PEER_ANY
+        } else if rank == k.proc_null {
+            PEER_NULL
+        } else {
+            match ci {
+                Some(ci) => ci.peer_world(rank),
+                None => PEER_UNKNOWN,
+            }
+        };
+        self.set(slot, v);
+    }
+
+    /// The root of a rooted collective; returns whether this process is the root.
+    pub fn root(&mut self, root: c_int, ci: Option<&'static CommInfo>) -> bool {
+        let k = consts();
+        let Some(ci) = ci else {
+            self.set(Slot::Root, PEER_UNKNOWN);
+            return false;
+        };
+        if ci.inter {
+            if root == k.root {
+                self.set(Slot::Root, PEER_ROOT);
+                return true;
+            }
+            if root == k.proc_null {
+                self.set(Slot::Root, PEER_NULL);
+                return false;
+            }
+            self.set(Slot::Root, ci.peer_world(root));
+            return false;
+        }
+        self.set(Slot::Root, ci.local_world(root));
+        root == ci.my_rank
+    }
+
+    /// A buffer of `count` elements of `dtype`.
+    #[inline]
+    pub fn count(&mut self, count_slot: Slot, size_slot: Slot, bytes_slot: Slot, count: i64, dtype: MPI_Datatype) {
+        let ok = self.ret() == 0;
+        let t = self.ts();
+        t.args.set(count_slot, count);
+        if let Some(size) = handles::dtype_size(&mut t.dtype_cache, dtype, ok) {
+            t.args.set(size_slot, size);
+            t.args.set(bytes_slot, count.saturating_mul(size));
+        }
+    }
+
+    fn peers_of(ci: Option<&'static CommInfo>) -> Option<usize> {
+        ci.map(|c| if c.inter { c.remote.len() } else { c.size as usize })
+    }
+
+    /// Per-peer counts of one datatype (v-collectives).
+    pub fn counts<T: Copy + Into<i64>>(
+        &mut self,
+        kind: ListKind,
+        size_slot: Slot,
+        bytes_slot: Slot,
+        counts: *const T,
+        dtype: MPI_Datatype,
+        ci: Option<&'static CommInfo>,
+    ) {
+        let Some(n) = Self::peers_of(ci) else { return };
+        if counts.is_null() || self.ret() != 0 {
+            return;
+        }
+        // SAFETY: MPI requires `counts` to hold one entry per peer here.
+        let vals = unsafe { core::slice::from_raw_parts(counts, n) };
+        let total: i64 = vals.iter().map(|&v| v.into()).sum();
+        self.list(kind, vals.iter().map(|&v| v.into()));
+        let t = self.ts();
+        if let Some(size) = handles::dtype_size(&mut t.dtype_cache, dtype, true) {
+            t.args.set(size_slot, size);
+            t.args.set(bytes_slot, total.saturating_mul(size));
+        }
+    }
+
+    /// Per-peer counts and datatypes (`Alltoallw`).
+    pub fn counts_w<T: Copy + Into<i64>>(
+        &mut self,
+        kind: ListKind,
+        sizes_kind: ListKind,
+        bytes_slot: Slot,
+        counts: *const T,
+        types: *const MPI_Datatype,
+        ci: Option<&'static CommInfo>,
+    ) {
+        let Some(n) = Self::peers_of(ci) else { return };
+        if counts.is_null() || types.is_null() || self.ret() != 0 {
+            return;
+        }
+        // SAFETY: MPI requires one entry per peer.
+        let (vals, tys) = unsafe { (core::slice::from_raw_parts(counts, n), core::slice::from_raw_parts(types, n)) };
+        let t = self.ts();
+        let sizes: Vec<i64> =
+            tys.iter().map(|&d| handles::dtype_size(&mut t.dtype_cache, d, true).unwrap_or(0)).collect();
+        let total: i64 = vals.iter().zip(&sizes).map(|(&c, &s)| c.into() * s).sum();
+        self.list(kind, vals.iter().map(|&v| v.into()));
+        self.list(sizes_kind, sizes);
+        self.set(bytes_slot, total);
+    }
+
+    /// A reduction operation.
+    pub fn op(&mut self, op: MPI_Op) {
+        let id = handles::op_id(op);
+        self.set(Slot::Op, i64::from(id));
+    }
+
+    /// Reads a boolean output.
+    #[inline]
+    pub fn flag(&mut self, flag: *mut c_int) -> bool {
+        if flag.is_null() || self.ret() != 0 {
+            return false;
+        }
+        // SAFETY: MPI wrote the flag.
+        let f = unsafe { *flag } != 0;
+        self.set(Slot::Flag, f as i64);
+        f
+    }
+
+    /// Reads a thread-level output.
+    pub fn level_out(&mut self, provided: *mut c_int) {
+        if !provided.is_null() && self.ret() == 0 {
+            // SAFETY: MPI wrote it.
+            let v = unsafe { *provided };
+            self.set(Slot::Level, i64::from(v));
+        }
+    }
+
+    /// Decodes a status: source (as a world rank, through `ci`), tag and bytes.
+    pub fn status(&mut self, st: *mut MPI_Status, ci: Option<&'static CommInfo>, ret: c_int) {
+        if let Some((src, tag, bytes)) = decode_status(st, ci, ret) {
+            if let Some(s) = src {
+                self.set(Slot::StatusSource, s);
+                self.set(Slot::StatusTag, tag);
+            }
+            if let Some(b) = bytes {
+                self.set(Slot::StatusBytes, b);
+            }
+        }
+    }
+
+    /// A request created by this call.
+    pub fn new_request(
+        &mut self,
+        req: *mut MPI_Request,
+        recv: bool,
+        persistent: bool,
+        ci: Option<&'static CommInfo>,
+        ret: c_int,
+    ) {
+        if ret != 0 || req.is_null() {
+            return;
+        }
+        // SAFETY: MPI wrote the request.
+        let h = unsafe { *req };
+        if h == consts().request_null {
+            return;
+        }
+        let id = requests::create(h, recv, persistent, ci);
+        self.set(Slot::Request, id as i64);
+    }
+
+    /// A communicator created by this call.
+    pub fn new_comm(&mut self, out: *mut MPI_Comm, ret: c_int) {
+        if ret != 0 || out.is_null() {
+            return;
+        }
+        // SAFETY: MPI wrote the handle.
+        let c = unsafe { *out };
+        if c == consts().comm_null {
+            return;
+        }
+        if let Some(ci) = comms::register(c) {
+            self.set(Slot::NewComm, i64::from(ci.id));
+        }
+    }
+
+    /// A window created by this call.
+    pub fn new_win(&mut self, out: *mut MPI_Win, ci: Option<&'static CommInfo>, ret: c_int) {
+        if ret == 0 && !out.is_null() {
+            // SAFETY: MPI wrote the handle.
+            handles::win_created(unsafe { *out }, ci);
+        }
+    }
+
+    /// Snapshot before `MPI_Win_free`.
+    pub fn win_snap(&mut self, win: *mut MPI_Win) -> Snap {
+        let mut s = Snap::default();
+        if !win.is_null() {
+            // SAFETY: valid pointer by MPI's contract.
+            let w = unsafe { *win };
+            s.handle = w as usize;
+            s.comm = handles::win_comm(w);
+            if let Some(ci) = s.comm {
+                self.set(Slot::Comm, i64::from(ci.id));
+            }
+        }
+        s
+    }
+
+    /// After `MPI_Win_free`.
+    pub fn win_freed(&mut self, s: &Snap, ret: c_int) {
+        if ret == 0 {
+            handles::win_freed(s.handle);
+        }
+    }
+
+    /// A matched message created by `MPI_Mprobe` / `MPI_Improbe`.
+    pub fn new_message(&mut self, msg: *mut MPI_Message, ci: Option<&'static CommInfo>, ret: c_int) {
+        if ret == 0 && !msg.is_null() {
+            // SAFETY: MPI wrote the handle.
+            handles::message_matched(unsafe { *msg }, ci);
+        }
+    }
+
+    /// Snapshot before `MPI_Mrecv` / `MPI_Imrecv`: the message's communicator.
+    pub fn message_snap(&mut self, msg: *mut MPI_Message) -> Snap {
+        let mut s = Snap::default();
+        if !msg.is_null() {
+            // SAFETY: valid pointer by MPI's contract.
+            s.comm = handles::message_taken(unsafe { *msg });
+            if let Some(ci) = s.comm {
+                self.set(Slot::Comm, i64::from(ci.id));
+            }
+        }
+        s
+    }
+
+    /// Snapshot before a call that releases a communicator.
+    pub fn comm_snap(&mut self, comm: *mut MPI_Comm) -> Snap {
+        let mut s = Snap::default();
+        if !comm.is_null() {
+            // SAFETY: valid pointer by MPI's contract.
+            let c = unsafe { *comm };
+            s.handle = c as usize;
+            let t = self.ts();
+            s.comm = comms::lookup(&mut t.comm_cache, c, true);
+            if let Some(ci) = s.comm {
+                t.args.set(Slot::Comm, i64::from(ci.id));
+            }
+        }
+        s
+    }
+
+    /// After a call that releases a communicator.
+    pub fn comm_freed(&mut self, s: &Snap, ret: c_int) {
+        if ret == 0 && s.handle != 0 {
+            comms::release(s.handle);
+        }
+    }
+
+    // ------------------------------------------------------------ requests
+
+    /// Snapshot of a request before a completion call.
+    pub fn req_snap(&mut self, req: *mut MPI_Request) -> Snap {
+        if req.is_null() {
+            return Snap::default();
+        }
+        // SAFETY: valid pointer by MPI's contract.
+        self.req_snap_value(unsafe { *req })
+    }
+
+    /// Snapshot of a request passed by value.
+    pub fn req_snap_value(&mut self, req: MPI_Request) -> Snap {
+        let mut s = Snap::default();
+        if req != consts().request_null {
+            s.handle = req as usize;
+            s.req = requests::lookup(req);
+            if let Some(e) = &s.req {
+                self.set(Slot::Request, e.id as i64);
+            }
+        }
+        s
+    }
+
+    /// Snapshots of an array of requests, kept in the thread's scratch.
+    pub fn req_snap_array(&mut self, count: c_int, reqs: *mut MPI_Request) -> Snap {
+        let n = if count > 0 && !reqs.is_null() { count as usize } else { 0 };
+        let null = consts().request_null;
+        let t = self.ts();
+        t.req_snaps.clear();
+        for i in 0..n {
+            // SAFETY: MPI requires `count` valid entries.
+            let h = unsafe { *reqs.add(i) };
+            t.req_snaps.push(if h == null { None } else { requests::lookup(h) });
+        }
+        self.set(Slot::ArrayLen, n as i64);
+        let t = self.ts();
+        let snaps = core::mem::take(&mut t.req_snaps);
+        t.lists.push(ListKind::Requests, snaps.iter().map(|e| e.map(|e| e.id as i64).unwrap_or(0)));
+        t.req_snaps = snaps;
+        Snap { n, ..Snap::default() }
+    }
+
+    fn completion_values(e: &ReqEntry, st: *mut MPI_Status, ret: c_int) -> [i64; 4] {
+        if e.recv {
+            if let Some((src, tag, bytes)) = decode_status(st, e.comm, ret) {
+                return [e.id as i64, src.unwrap_or(NO_VALUE), if src.is_some() { tag } else { NO_VALUE }, bytes.unwrap_or(NO_VALUE)];
+            }
+        }
+        [e.id as i64, NO_VALUE, NO_VALUE, NO_VALUE]
+    }
+
+    /// `MPI_Wait` / `MPI_Test` completed the snapshotted request.
+    pub fn complete_one(&mut self, s: &Snap, st: *mut MPI_Status, ret: c_int) {
+        let Some(e) = s.req else { return };
+        if e.recv {
+            self.status(st, e.comm, ret);
+        }
+        if !e.persistent {
+            requests::complete(s.handle, e.id);
+        }
+    }
+
+    /// `MPI_Request_get_status` found the request complete (the request stays).
+    pub fn complete_peek(&mut self, s: &Snap, st: *mut MPI_Status, ret: c_int) {
+        if let Some(e) = s.req {
+            if e.recv {
+                self.status(st, e.comm, ret);
+            }
+        }
+    }
+
+    /// `MPI_Waitany` / `MPI_Testany` completed entry `*index`.
+    pub fn complete_any(&mut self, s: &Snap, index: *mut c_int, st: *mut MPI_Status, ret: c_int) {
+        if index.is_null() {
+            return;
+        }
+        // SAFETY: MPI wrote the index.
+        let i = unsafe { *index };
+        self.set(Slot::Index, i64::from(i));
+        if i == consts().undefined || i < 0 || i as usize >= s.n {
+            return;
+        }
+        let t = self.ts();
+        let Some(e) = t.req_snaps[i as usize] else { return };
+        self.set(Slot::Request, e.id as i64);
+        if e.recv {
+            self.status(st, e.comm, ret);
+        }
+        if !e.persistent {
+            requests::complete_entry(&e);
+        }
+    }
+
+    /// `MPI_Waitall` / `MPI_Testall` completed every request.
+    pub fn complete_all(&mut self, s: &Snap, sts: *mut MPI_Status, ret: c_int) {
+        let t = self.ts();
+        let snaps = core::mem::take(&mut t.req_snaps);
+        let mut vals = Vec::with_capacity(4 * s.n);
+        for (i, e) in snaps.iter().enumerate().take(s.n) {
+            let Some(e) = e else { continue };
+            let st = if sts.is_null() { sts } else { unsafe { sts.add(i) } };
+            vals.extend(Self::completion_values(e, st, ret));
+            if !e.persistent {
+                requests::complete_entry(e);
+            }
+        }
+        let t = self.ts();
+        t.req_snaps = snaps;
+        t.lists.push(ListKind::Completions, vals);
+    }
+
+    /// `MPI_Waitsome` / `MPI_Testsome` completed `*outcount` entries listed in `indices`.
+    pub fn complete_some(&mut self, s: &Snap, outcount: *mut c_int, indices: *mut c_int, sts: *mut MPI_Status, ret: c_int) {
+        if outcount.is_null() {
+            return;
+        }
+        // SAFETY: MPI wrote outcount.
+        let k = unsafe { *outcount };
+        self.set(Slot::Index, i64::from(k));
+        if k == consts().undefined || k <= 0 || indices.is_null() {
+            return;
+        }
+        let t = self.ts();
+        let snaps = core::mem::take(&mut t.req_snaps);
+        let mut vals = Vec::with_capacity(4 * k as usize);
+        let mut idx = Vec::with_capacity(k as usize);
+        for j in 0..k as usize {
+            // SAFETY: MPI wrote `outcount` indices.
+            let i = unsafe { *indices.add(j) };
+            idx.push(i64::from(i));
+            if i < 0 || i as usize >= s.n {
+                continue;
+            }
+            let Some(e) = snaps[i as usize] else { continue };
+            let st = if sts.is_null() { sts } else { unsafe { sts.add(j) } };
+            vals.extend(Self::completion_values(&e, st, ret));
+            if !e.persistent {
+                requests::complete_entry(&e);
+            }
+        }
+        let t = self.ts();
+        t.req_snaps = snaps;
+        t.lists.push(ListKind::Indices, idx);
+        t.lists.push(ListKind::Completions, vals);
+    }
+
+    /// `MPI_Request_free`.
+    pub fn request_freed(&mut self, s: &Snap, ret: c_int) {
+        if let (Some(e), 0) = (s.req, ret) {
+            requests::complete(s.handle, e.id);
+        }
+    }
+
+    /// `MPI_Start`, `MPI_Cancel`: the request id is already in the `Request` slot.
+    pub fn request_noted(&mut self, _s: &Snap) {}
+
+    /// `MPI_Startall`: the ids are already in the `Requests` list.
+    pub fn requests_noted(&mut self, _s: &Snap) {}
+
+    // ------------------------------------------------------------ status substitution
+
+    /// Scratch statuses when the caller ignores them.
+    pub fn statuses_or_scratch(&mut self, sts: *mut MPI_Status, n: isize) -> *mut MPI_Status {
+        if sts != consts().statuses_ignore && !sts.is_null() {
+            return sts;
+        }
+        if n <= 0 {
+            return sts;
+        }
+        let t = self.ts();
+        // SAFETY: MPI_Status is plain data; zero is a valid value.
+        t.statuses.resize(n as usize, unsafe { core::mem::zeroed() });
+        t.statuses.as_mut_ptr()
+    }
+
+    // ------------------------------------------------------------ Fortran views
+
+    /// Fortran status array buffer when the caller passes `MPI_STATUSES_IGNORE`.
+    pub fn fortran_statuses_or_scratch(&mut self, f: *mut core::ffi::c_void, n: c_int) -> *mut core::ffi::c_void {
+        // SAFETY: reading an extern static pointer.
+        let ignore = unsafe { MPI_F_STATUSES_IGNORE } as *mut core::ffi::c_void;
+        if f != ignore || n <= 0 {
+            return f;
+        }
+        let per = fortran_status_ints();
+        let t = self.ts();
+        t.fstatuses.resize(n as usize * per, 0);
+        t.fstatuses.as_mut_ptr().cast()
+    }
+
+    /// C views of `n` Fortran statuses.
+    pub fn fortran_statuses(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Status {
+        let n = n.max(0) as usize;
+        let per = fortran_status_ints();
+        let t = self.ts();
+        // SAFETY: MPI_Status is plain data.
+        t.c_statuses.resize(n, unsafe { core::mem::zeroed() });
+        if f.is_null() {
+            return t.c_statuses.as_mut_ptr();
+        }
+        for i in 0..n {
+            // SAFETY: the Fortran array holds n statuses of `per` integers.
+            unsafe { PMPI_Status_f2c(f.add(i * per), t.c_statuses.as_mut_ptr().add(i)) };
+        }
+        t.c_statuses.as_mut_ptr()
+    }
+
+    /// C handles of `n` Fortran requests.
+    pub fn fortran_requests(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Request {
+        let n = n.max(0) as usize;
+        let t = self.ts();
+        t.c_requests.clear();
+        for i in 0..n {
+            // SAFETY: the Fortran array holds n requests.
+            t.c_requests.push(unsafe { PMPI_Request_f2c(*f.add(i)) });
+        }
+        t.c_requests.as_mut_ptr()
+    }
+
+    /// C (0-based) views of Fortran (1-based) indices.
+    pub fn fortran_indices(&mut self, f: *const MPI_Fint, n: c_int) -> *mut c_int {
+        let n = n.max(0) as usize;
+        let t = self.ts();
+        t.c_indices.clear();
+        for i in 0..n {
+            // SAFETY: MPI wrote n indices.
+            t.c_indices.push(unsafe { *f.add(i) } - 1);
+        }
+        t.c_indices.as_mut_ptr()
+    }
+}
+
+/// Writes an encoder's block (if any) to the rank file.
+fn flush_encoder(enc: &mut BlockEncoder) {
+    if enc.is_empty() {
+        return;
+    }
+    let (t, ns) = crate::clock::pair();
+    let records = enc.records() as u64;
+    session::write_block(enc.seal(t, ns), records);
+    enc.clear();
+}
+
+#[cold]
+fn push_slow(enc: &mut BlockEncoder, thread: u16, ev: &RawEvent) {
+    flush_encoder(enc);
+    if enc.push(ev) {
+        return;
+    }
+    // Larger than a block: a block of its own.
+    let mut big = BlockEncoder::new(ev.max_encoded_len() + mpiscope_trace::block::BLOCK_HEADER_LEN, thread);
+    if big.push(ev) {
+        let (tk, ns) = crate::clock::pair();
+        session::write_block(big.seal(tk, ns), 1);
+    }
+}
+
+impl ThreadState {
+    #[inline]
+    fn callsite(&mut self, ra: usize) -> u32 {
+        let depth = crate::callsites::DEPTH.load(Ordering::Relaxed);
+        if ra == 0 || depth == 0 {
+            return 0;
+        }
+        if depth > 1 {
+            return crate::callsites::intern(ra);
+        }
+        let slot = &mut self.callsite_cache[(ra >> 2) & 63];
+        if slot.0 == ra {
+            return slot.1;
+        }
+        let id = crate::callsites::intern(ra);
+        *slot = (ra, id);
+        id
+    }
+}
+
+/// Source (world rank), tag and bytes of a status, when it can be read.
+fn decode_status(st: *mut MPI_Status, ci: Option<&'static CommInfo>, ret: c_int) -> Option<(Option<i64>, i64, Option<i64>)> {
+    let k = consts();
+    if st.is_null() || st == k.status_ignore || ret != 0 {
+        return None;
+    }
+    // SAFETY: MPI filled the status.
+    let s = unsafe { &*st };
+    let mut bytes: c_int = 0;
+    // SAFETY: valid status and predefined datatype.
+    let rc = unsafe { PMPI_Get_count(st, k.byte, &mut bytes) };
+    let bytes = (rc == 0 && bytes != k.undefined).then_some(i64::from(bytes));
+    let src = if s.MPI_SOURCE == k.proc_null {
+        Some(PEER_NULL)
+    } else {
+        ci.map(|c| c.peer_world(s.MPI_SOURCE))
+    };
+    Some((src, i64::from(s.MPI_TAG), bytes))
+}
+
+/// Number of Fortran integers in a status.
+pub fn fortran_status_ints() -> usize {
+    (consts().status_size_bytes as usize / core::mem::size_of::<MPI_Fint>()).max(1)
+}
+
+/// Room for one Fortran status on the stack.
+pub const FORTRAN_STATUS_MAX: usize = 16;
+
+/// A status pointer, or `local` when the caller ignores the status.
+#[inline(always)]
+pub fn status_or(st: *mut MPI_Status, local: *mut MPI_Status) -> *mut MPI_Status {
+    if st == consts().status_ignore || st.is_null() {
+        local
+    } else {
+        st
+    }
+}
+
+/// A Fortran status pointer, or `local` when the caller passes `MPI_STATUS_IGNORE`.
+pub fn fortran_status_or(f: *mut core::ffi::c_void, local: *mut MPI_Fint) -> *mut core::ffi::c_void {
+    // SAFETY: reading an extern static pointer.
+    let ignore = unsafe { MPI_F_STATUS_IGNORE } as *mut core::ffi::c_void;
+    if f == ignore || f.is_null() {
+        local.cast()
+    } else {
+        f
+    }
+}
+
+/// Converts a Fortran status.
+pub unsafe fn fortran_status(f: *const MPI_Fint, c: *mut MPI_Status) {
+    if !f.is_null() {
+        PMPI_Status_f2c(f, c);
+    }
+}
+
+/// Reads a Fortran INTEGER argument.
+#[inline(always)]
+pub fn fortran_int(p: *mut core::ffi::c_void) -> c_int {
+    if p.is_null() {
+        0
+    } else {
+        // SAFETY: Fortran passes a pointer to an INTEGER.
+        unsafe { *(p as *const MPI_Fint) as c_int }
+    }
+}
+
+/// A Fortran index output, converted from 1-based.
+pub fn fortran_index(p: *const MPI_Fint) -> c_int {
+    if p.is_null() {
+        return consts().undefined;
+    }
+    // SAFETY: MPI wrote it.
+    let v = unsafe { *p };
+    if v == consts().undefined {
+        v
+    } else {
+        v - 1
+    }
+}
+
+/// True for `MPI_IN_PLACE` in either binding.
+pub fn is_in_place(p: *const core::ffi::c_void) -> bool {
+    p as usize == consts().in_place as usize || handles::is_fortran_in_place(p as usize)
+}
+
+/// A Fortran function of the real library, found on first use.
+pub struct FortranTarget {
+    names: &'static [&'static str],
+    ptr: AtomicPtr<core::ffi::c_void>,
+}
+
+impl FortranTarget {
+    /// A target looked up by any of `names` (NUL-terminated).
+    pub const fn new(names: &'static [&'static str]) -> Self {
+        FortranTarget { names, ptr: AtomicPtr::new(core::ptr::null_mut()) }
+    }
+
+    /// The function's address.
+    #[inline]
+    pub fn get(&self) -> Option<*mut core::ffi::c_void> {
+        let p = self.ptr.load(Ordering::Relaxed);
+        if !p.is_null() {
+            return Some(p);
+        }
+        for n in self.names {
+            // SAFETY: NUL-terminated name; RTLD_NEXT finds the MPI library's definition.
+            let p = unsafe { libc::dlsym(libc::RTLD_NEXT, n.as_ptr().cast()) };
+            if !p.is_null() {
+                self.ptr.store(p, Ordering::Relaxed);
+                return Some(p);
+            }
+        }
+        None
+    }
+}
+
+/// The real Fortran function is missing: report once and fail the call.
+pub fn fortran_missing(ierr: *mut MPI_Fint, name: &str) {
+    session::warn_once(&format!("cannot find {name} in the MPI library; the call was not made"));
+    if !ierr.is_null() {
+        // SAFETY: Fortran passes a valid ierr.
+        unsafe { *ierr = consts().err_other };
+    }
+}
+
+/// Called by `MPI_Type_free`.
+pub fn datatypes_changed() {
+    handles::datatypes_changed();
+}
+
+/// Called by `MPI_Op_create` and `MPI_Op_free`.
+pub fn ops_changed() {
+    handles::ops_changed();
+}
+
+/// Called after `MPI_Pcontrol(level)`.
+pub fn pcontrol(level: c_int) {
+    session::pcontrol(level);
+}
+
+/// Called after `MPI_Init` / `MPI_Init_thread`.
+pub fn after_init() {
+    session::start();
+}
+
+/// Called before `MPI_Finalize`.
+pub fn before_finalize() {
+    session::before_finalize();
+}
+
+/// Called after `MPI_Finalize`.
+pub fn after_finalize() {
+    session::after_finalize();
+}
+
+/// Sets the core-read mode.
+pub fn set_core_mode(m: CoreMode) {
+    CORE_MODE.store(
+        match m {
+            CoreMode::Off => 0,
+            CoreMode::Sampled => 1,
+            CoreMode::Every => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The C id of a call id (Fortran ids map to their C function).
+pub fn c_id(call: u32) -> u32 {
+    if call >= FORTRAN_BASE {
+        call - FORTRAN_BASE
+    } else {
+        call
+    }
+}

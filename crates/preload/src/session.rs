@@ -1,0 +1,705 @@
+//! The life of a traced process: configuration at load time, start after `MPI_Init`, the
+//! rank file, definitions, and the end (`MPI_Finalize`, exit or a fatal signal).
+
+use std::fmt::Write as _;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use mpiscope_trace::{block, CallDef, ClockInfo, Definition, Lang, OpDef, RankInfo};
+
+use crate::clock;
+use crate::config::Config;
+use crate::mpi::*;
+use crate::rt::{self, consts, Counter, CONFIGURED, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED, NCALLS, SAMPLE_EVERY};
+use crate::wrappers::{CALL_NAMES, FLAVOUR, FORTRAN_BASE};
+
+/// Loaded, not configured.
+const LOADED: u8 = 0;
+/// Recording into buffers; the rank file does not exist yet.
+const PREINIT: u8 = 1;
+/// Recording to the rank file.
+const TRACING: u8 = 2;
+/// Finished (finalized, exited, or failed).
+const STOPPED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(LOADED);
+static CONFIG: OnceLock<Config> = OnceLock::new();
+static FD: AtomicI32 = AtomicI32::new(-1);
+static WRITE_LOCK: Mutex<()> = Mutex::new(());
+static RANK: AtomicI32 = AtomicI32::new(-1);
+static EVENTS: AtomicU64 = AtomicU64::new(0);
+static LOST: AtomicU64 = AtomicU64::new(0);
+static CALLS_DEFINED: [AtomicU64; NCALLS.div_ceil(64)] = [const { AtomicU64::new(0) }; NCALLS.div_ceil(64)];
+static PENDING: Mutex<Vec<Definition>> = Mutex::new(Vec::new());
+static EXITED: Mutex<Vec<Counter>> = Mutex::new(Vec::new());
+static LOAD_PAIR: Mutex<(u64, u64)> = Mutex::new((0, 0));
+static STARTED: AtomicBool = AtomicBool::new(false);
+static ENDED: AtomicBool = AtomicBool::new(false);
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// World rank (-1 before `MPI_Init`).
+pub fn world_rank() -> c_int {
+    RANK.load(Ordering::Relaxed)
+}
+
+/// Prints one line on stderr, prefixed with the rank.
+pub fn warn(msg: &str) {
+    let r = world_rank();
+    if r >= 0 {
+        eprintln!("mpiscope: rank {r}: {msg}");
+    } else {
+        eprintln!("mpiscope: {msg}");
+    }
+}
+
+/// Prints a warning once per process.
+pub fn warn_once(msg: &str) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        warn(msg);
+    }
+}
+
+/// Stops recording after a failure of the recorder itself; the program goes on.
+pub fn fail(msg: &str) {
+    for m in MODES.iter() {
+        m.store(MODE_OFF, Ordering::Relaxed);
+    }
+    let was = STATE.swap(STOPPED, Ordering::AcqRel);
+    if was != STOPPED {
+        warn(&format!("{msg}; tracing disabled, the program continues"));
+    }
+    let fd = FD.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+// ---------------------------------------------------------------- load time
+
+/// Library constructor: reads the options and arms the wrappers.
+extern "C" fn on_load() {
+    rt::load_consts();
+    let known: Vec<&str> = CALL_NAMES.to_vec();
+    let cfg = match Config::from_lookup(|k| std::env::var(k).ok(), &known) {
+        Ok(c) => c,
+        Err(e) => {
+            warn(&format!("bad option: {e}; tracing disabled, the program continues"));
+            STATE.store(STOPPED, Ordering::Relaxed);
+            return;
+        }
+    };
+    if cfg.disabled {
+        STATE.store(STOPPED, Ordering::Relaxed);
+        let _ = CONFIG.set(cfg);
+        return;
+    }
+    clock::choose(&cfg.clock);
+    *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner()) = clock::pair();
+    rt::BLOCK_SIZE.store(cfg.buffer, Ordering::Relaxed);
+    rt::set_core_mode(cfg.core);
+    crate::callsites::DEPTH.store(cfg.stack, Ordering::Relaxed);
+    for (i, name) in CALL_NAMES.iter().enumerate() {
+        let (mode, every) = match cfg.mode_of(name) {
+            None => (MODE_OFF, 1),
+            Some(1) => (MODE_ALL, 1),
+            Some(n) => (MODE_SAMPLED, u64::from(n)),
+        };
+        for id in [i, i + FORTRAN_BASE as usize] {
+            CONFIGURED[id].store(mode, Ordering::Relaxed);
+            MODES[id].store(mode, Ordering::Relaxed);
+            SAMPLE_EVERY[id].store(every, Ordering::Relaxed);
+        }
+    }
+    if let Some(p) = &cfg.plugin {
+        if let Err(e) = crate::plugin::load(p) {
+            warn(&format!("MPISCOPE_PLUGIN={p}: {e}; running without the plugin"));
+        }
+    }
+    let _ = CONFIG.set(cfg);
+    STATE.store(PREINIT, Ordering::Release);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+// ---------------------------------------------------------------- start
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buffer of 256 bytes.
+    unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// What rank 0 learns of every rank at start.
+struct Gathered {
+    hosts: Vec<String>,
+    pids: Vec<u32>,
+    cores: Vec<Option<u32>>,
+    offset_ns: i64,
+    epoch_ns: u64,
+    epoch_unix_ns: u64,
+}
+
+/// Exchanges host names, process ids and clocks on a private duplicate of the world
+/// communicator, so no message can meet the program's own.
+unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>) -> Option<Gathered> {
+    let k = consts();
+    let mut comm: MPI_Comm = core::mem::zeroed();
+    if PMPI_Comm_dup(k.comm_world, &mut comm) != 0 {
+        return None;
+    }
+    let n = size as usize;
+    const HOST: usize = 64;
+    let mut mine = [0u8; HOST + 16];
+    let hb = host.as_bytes();
+    mine[..hb.len().min(HOST - 1)].copy_from_slice(&hb[..hb.len().min(HOST - 1)]);
+    mine[HOST..HOST + 8].copy_from_slice(&(libc::getpid() as u64).to_le_bytes());
+    mine[HOST + 8..].copy_from_slice(&core.map(u64::from).unwrap_or(u64::MAX).to_le_bytes());
+    let rec = HOST + 16;
+    let mut all = vec![0u8; rec * n];
+    let ok = PMPI_Allgather(
+        mine.as_ptr().cast(),
+        rec as c_int,
+        k.byte,
+        all.as_mut_ptr().cast(),
+        rec as c_int,
+        k.byte,
+        comm,
+    ) == 0;
+    if !ok {
+        PMPI_Comm_free(&mut comm);
+        return None;
+    }
+    let mut hosts = Vec::with_capacity(n);
+    let mut pids = Vec::with_capacity(n);
+    let mut cores = Vec::with_capacity(n);
+    for r in 0..n {
+        let e = &all[r * rec..(r + 1) * rec];
+        let end = e[..HOST].iter().position(|&b| b == 0).unwrap_or(HOST);
+        hosts.push(String::from_utf8_lossy(&e[..end]).into_owned());
+        pids.push(u64::from_le_bytes(e[HOST..HOST + 8].try_into().unwrap()) as u32);
+        let c = u64::from_le_bytes(e[HOST + 8..].try_into().unwrap());
+        cores.push((c != u64::MAX).then_some(c as u32));
+    }
+    // Clock offsets of ranks on other hosts than rank 0 (min-RTT ping-pong).
+    let mut offset: i64 = 0;
+    let mut st: MPI_Status = core::mem::zeroed();
+    const ROUNDS: usize = 10;
+    if rank == 0 {
+        for r in 1..n {
+            if hosts[r] == hosts[0] {
+                continue;
+            }
+            let mut best = (u64::MAX, 0i64);
+            for _ in 0..ROUNDS {
+                let a = clock::monotonic_ns();
+                let mut t: u64 = 0;
+                PMPI_Send(core::ptr::null(), 0, k.byte, r as c_int, 1, comm);
+                PMPI_Recv((&mut t as *mut u64).cast(), 8, k.byte, r as c_int, 2, comm, &mut st);
+                let b = clock::monotonic_ns();
+                if b - a < best.0 {
+                    best = (b - a, t as i64 - ((a / 2 + b / 2) as i64));
+                }
+            }
+            PMPI_Send((&best.1 as *const i64).cast(), 8, k.byte, r as c_int, 3, comm);
+        }
+    } else if hosts[rank as usize] != hosts[0] {
+        for _ in 0..ROUNDS {
+            PMPI_Recv(core::ptr::null_mut(), 0, k.byte, 0, 1, comm, &mut st);
+            let t = clock::monotonic_ns();
+            PMPI_Send((&t as *const u64).cast(), 8, k.byte, 0, 2, comm);
+        }
+        PMPI_Recv((&mut offset as *mut i64).cast(), 8, k.byte, 0, 3, comm, &mut st);
+    }
+    // The epoch: rank 0's clock now, in every rank's clock.
+    let mut epoch = [clock::monotonic_ns(), clock::realtime_ns()];
+    PMPI_Bcast(epoch.as_mut_ptr().cast(), 16, k.byte, 0, comm);
+    PMPI_Comm_free(&mut comm);
+    Some(Gathered {
+        hosts,
+        pids,
+        cores,
+        offset_ns: offset,
+        epoch_ns: (epoch[0] as i64 + offset) as u64,
+        epoch_unix_ns: epoch[1],
+    })
+}
+
+fn library_version() -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: MPI_MAX_LIBRARY_VERSION_STRING is at most 8192 in every implementation.
+    unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    buf.truncate(len.max(0) as usize);
+    let s = String::from_utf8_lossy(&buf).into_owned();
+    s.trim_end_matches('\0').trim().to_owned()
+}
+
+fn standard_version() -> String {
+    let (mut a, mut b) = (0, 0);
+    // SAFETY: plain out-parameters.
+    unsafe { PMPI_Get_version(&mut a, &mut b) };
+    format!("{a}.{b}")
+}
+
+/// Starts tracing once MPI is initialized (idempotent).
+pub fn start() {
+    if STARTED.swap(true, Ordering::AcqRel) || STATE.load(Ordering::Acquire) != PREINIT {
+        return;
+    }
+    let k = consts();
+    let mut flag: c_int = 0;
+    // SAFETY: allowed at any time.
+    unsafe { PMPI_Initialized(&mut flag) };
+    if flag == 0 {
+        return;
+    }
+    rt::load_consts();
+    let cfg = CONFIG.get().expect("configured before start");
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: MPI is initialized.
+    unsafe {
+        PMPI_Comm_rank(k.comm_world, &mut rank);
+        PMPI_Comm_size(k.comm_world, &mut size);
+    }
+    RANK.store(rank, Ordering::Relaxed);
+    let host = hostname();
+    let (_, core) = clock::ticks_and_core();
+    let core = (core != u32::MAX).then_some(core);
+    // SAFETY: MPI is initialized; the exchange uses a private communicator.
+    let Some(g) = (unsafe { gather(rank, size, &host, core) }) else {
+        fail("cannot exchange start-up information between ranks");
+        return;
+    };
+    let sync = clock::pair();
+    let load = *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner());
+    let tps = if clock::source() == "tsc" && sync.1 > load.1 + 1_000_000 {
+        (sync.0 - load.0) as f64 * 1e9 / (sync.1 - load.1) as f64
+    } else {
+        1e9
+    };
+    let res_ticks = clock::resolution_ticks();
+    let mut level: c_int = 0;
+    // SAFETY: MPI is initialized.
+    unsafe { PMPI_Query_thread(&mut level) };
+    crate::handles::find_fortran_sentinels();
+    crate::callsites::warm_up();
+    crate::requests::reserve(4096);
+
+    // The rank file.
+    let dir = std::path::Path::new(&cfg.dir);
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        fail(&format!("cannot create the trace directory {}: {e}", dir.display()));
+        return;
+    }
+    let path = dir.join(mpiscope_trace::rank_file_name(rank as u32));
+    let cpath = match std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
+        Ok(c) => c,
+        Err(_) => {
+            fail(&format!("bad trace path {}", path.display()));
+            return;
+        }
+    };
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe {
+        libc::open(cpath.as_ptr(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND | libc::O_CLOEXEC, 0o644)
+    };
+    if fd < 0 {
+        fail(&format!("cannot create {}: {}", path.display(), std::io::Error::last_os_error()));
+        return;
+    }
+    let info = RankInfo {
+        rank: rank as u32,
+        size: size as u32,
+        pid: std::process::id(),
+        host: host.clone(),
+        core,
+        clock: ClockInfo {
+            source: clock::source().into(),
+            sync_ticks: sync.0,
+            sync_ns: sync.1,
+            ticks_per_second: tps,
+            resolution_ns: res_ticks as f64 * 1e9 / tps,
+        },
+        epoch_ns: g.epoch_ns,
+        offset_ns: g.offset_ns,
+        mpi_library: library_version(),
+        thread_level: crate::handles::thread_level_name(level).into(),
+        executable: std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or_default(),
+        options: cfg.to_json(),
+    };
+    let json = serde_json::to_vec(&info).unwrap_or_default();
+    let mut head = block::file_header().to_vec();
+    head.extend(block::frame(block::BlockKind::Info, 0, 1, sync, &json));
+    if !write_all(fd, &head) {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+        fail(&format!("cannot write {}: {}", path.display(), std::io::Error::last_os_error()));
+        return;
+    }
+    FD.store(fd, Ordering::Release);
+    // Window.
+    let to_ticks = |ns: u64| (ns as f64 * tps / 1e9) as u64;
+    let now = clock::ticks();
+    rt::WINDOW_START.store(now.saturating_add(to_ticks(cfg.start_after_ns)), Ordering::Relaxed);
+    if let Some(d) = cfg.duration_ns {
+        rt::WINDOW_END.store(now.saturating_add(to_ticks(cfg.start_after_ns + d)), Ordering::Relaxed);
+    }
+    STATE.store(TRACING, Ordering::Release);
+    // Definitions made before the file existed.
+    let mut defs: Vec<Definition> = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()));
+    for (w, word) in CALLS_DEFINED.iter().enumerate() {
+        let bits = word.load(Ordering::Relaxed);
+        for b in 0..64 {
+            if bits & (1 << b) != 0 {
+                defs.insert(0, call_def((w * 64 + b) as u32));
+            }
+        }
+    }
+    define(&defs);
+    crate::comms::start(rank, size);
+    if rank == 0 {
+        write_manifest(cfg, &info, &g, size as u32, tps, res_ticks as f64 * 1e9 / tps);
+    }
+    if cfg.signals {
+        crate::signals::install();
+    }
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(on_exit) };
+}
+
+fn write_manifest(cfg: &Config, info: &RankInfo, g: &Gathered, size: u32, tps: f64, res_ns: f64) {
+    let mut hosts: Vec<String> = Vec::new();
+    for h in &g.hosts {
+        if !hosts.contains(h) {
+            hosts.push(h.clone());
+        }
+    }
+    let command = cfg.command.clone().unwrap_or_else(|| std::env::args().collect());
+    let m = mpiscope_trace::Manifest {
+        format_version: mpiscope_trace::format_version(),
+        recorder_version: crate::VERSION.into(),
+        command,
+        executable: info.executable.clone(),
+        mpi: mpiscope_trace::MpiLibrary {
+            flavour: FLAVOUR.into(),
+            version: info.mpi_library.clone(),
+            standard: standard_version(),
+        },
+        ranks: size,
+        hosts: hosts.clone(),
+        placement: (0..size as usize)
+            .map(|r| mpiscope_trace::RankPlacement {
+                rank: r as u32,
+                host: g.hosts[r].clone(),
+                pid: g.pids[r],
+                core: g.cores[r],
+                file: mpiscope_trace::rank_file_name(r as u32),
+            })
+            .collect(),
+        clock: mpiscope_trace::ClockSummary {
+            source: info.clock.source.clone(),
+            ticks_per_second: tps,
+            resolution_ns: res_ns,
+            alignment: if hosts.len() > 1 {
+                "ranks on other hosts aligned to rank 0 by min-RTT ping-pong at MPI_Init".into()
+            } else {
+                "one host: shared clock".into()
+            },
+        },
+        start_unix_ns: g.epoch_unix_ns,
+        start_time: rfc3339(g.epoch_unix_ns),
+        options: cfg.to_json(),
+        exit_status: None,
+    };
+    let path = std::path::Path::new(&cfg.dir).join(mpiscope_trace::MANIFEST_FILE);
+    let text = serde_json::to_string_pretty(&m).unwrap_or_default();
+    if let Err(e) = std::fs::write(&path, text + "\n") {
+        warn(&format!("cannot write {}: {e}", path.display()));
+    }
+}
+
+/// Formats Unix ns as RFC 3339 UTC.
+fn rfc3339(ns: u64) -> String {
+    let secs = (ns / 1_000_000_000) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        (ns % 1_000_000_000) / 1_000_000
+    )
+}
+
+// ---------------------------------------------------------------- writing
+
+fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
+    while !buf.is_empty() {
+        // SAFETY: valid buffer.
+        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return false;
+        }
+        buf = &buf[n as usize..];
+    }
+    true
+}
+
+/// Appends a sealed block to the rank file.
+pub fn write_block(bytes: &[u8], events: u64) {
+    let fd = FD.load(Ordering::Acquire);
+    if fd < 0 {
+        LOST.fetch_add(events, Ordering::Relaxed);
+        return;
+    }
+    let ok = {
+        let _g = WRITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+        write_all(fd, bytes)
+    };
+    if ok {
+        EVENTS.fetch_add(events, Ordering::Relaxed);
+    } else {
+        LOST.fetch_add(events, Ordering::Relaxed);
+        fail(&format!("cannot write the trace: {}", std::io::Error::last_os_error()));
+    }
+}
+
+fn call_def(call: u32) -> Definition {
+    let c = rt::c_id(call) as usize;
+    Definition::Call(CallDef {
+        id: call,
+        name: CALL_NAMES.get(c).copied().unwrap_or("?").into(),
+        lang: if call >= FORTRAN_BASE { Lang::Fortran } else { Lang::C },
+    })
+}
+
+/// Writes definitions now, or keeps them until the rank file exists.
+pub fn define(defs: &[Definition]) {
+    if defs.is_empty() {
+        return;
+    }
+    if FD.load(Ordering::Acquire) < 0 {
+        if STATE.load(Ordering::Relaxed) != STOPPED {
+            PENDING.lock().unwrap_or_else(|p| p.into_inner()).extend(defs.iter().cloned());
+        }
+        return;
+    }
+    let mut payload = Vec::new();
+    for d in defs {
+        d.encode(&mut payload);
+    }
+    let framed = block::frame(block::BlockKind::Definitions, 0, defs.len() as u32, clock::pair(), &payload);
+    write_block(&framed, 0);
+}
+
+/// Defines a call id on first use.
+pub fn define_call(call: u32) {
+    let (w, b) = (call as usize / 64, call % 64);
+    let Some(word) = CALLS_DEFINED.get(w) else { return };
+    if word.load(Ordering::Relaxed) & (1 << b) != 0 {
+        return;
+    }
+    if word.fetch_or(1 << b, Ordering::AcqRel) & (1 << b) != 0 {
+        return;
+    }
+    if FD.load(Ordering::Acquire) >= 0 {
+        define(&[call_def(call)]);
+    }
+    // Otherwise `start` writes it from the bitset.
+}
+
+/// Defines a communicator.
+pub fn define_comm(d: mpiscope_trace::CommDef) {
+    define(&[Definition::Comm(d)]);
+}
+
+/// Defines an operation.
+pub fn define_op(id: u32, name: &str) {
+    define(&[Definition::Op(OpDef { id, name: name.into() })]);
+}
+
+/// Keeps the counters of an exiting thread.
+pub fn absorb_counters(c: &[Counter]) {
+    let mut e = EXITED.lock().unwrap_or_else(|p| p.into_inner());
+    if e.is_empty() {
+        e.resize(c.len(), Counter::default());
+    }
+    for (a, b) in e.iter_mut().zip(c) {
+        a.count += b.count;
+        a.recorded += b.recorded;
+        a.ticks += b.ticks;
+    }
+}
+
+// ---------------------------------------------------------------- the end
+
+/// Writes every thread's pending events.
+fn flush_all() {
+    rt::for_each_state(|t| {
+        if !t.is_busy() {
+            t.flush();
+        }
+    });
+}
+
+/// The trailer as JSON, built into a fixed buffer (no allocation: used from signal handlers).
+fn write_trailer(reason: &str) {
+    let fd = FD.load(Ordering::Acquire);
+    if fd < 0 {
+        return;
+    }
+    static mut TOTALS: [Counter; NCALLS] = [Counter { count: 0, recorded: 0, ticks: 0, skipped: 0, phase: 0 }; NCALLS];
+    static mut BUF: [u8; 1 << 18] = [0; 1 << 18];
+    // SAFETY: the end happens once (guarded by ENDED); these statics are used only here.
+    let totals = unsafe { &mut *core::ptr::addr_of_mut!(TOTALS) };
+    let buf = unsafe { &mut *core::ptr::addr_of_mut!(BUF) };
+    for c in totals.iter_mut() {
+        *c = Counter::default();
+    }
+    let mut add = |c: &[Counter]| {
+        for (a, b) in totals.iter_mut().zip(c) {
+            a.count += b.count;
+            a.recorded += b.recorded;
+            a.ticks += b.ticks;
+        }
+    };
+    rt::for_each_state(|t| add(&t.counters));
+    if let Ok(e) = EXITED.try_lock() {
+        add(&e);
+    }
+    let (sync_t, sync_ns) = clock::pair();
+    let mut w = FixedBuf { buf: &mut buf[block::BLOCK_HEADER_LEN..], len: 0 };
+    let _ = write!(
+        w,
+        "{{\"reason\":\"{reason}\",\"sync_ticks\":{sync_t},\"sync_ns\":{sync_ns},\"events\":{},\"lost\":{},\"calls\":[",
+        EVENTS.load(Ordering::Relaxed),
+        LOST.load(Ordering::Relaxed)
+    );
+    let mut first = true;
+    for (id, c) in totals.iter().enumerate() {
+        if c.count == 0 {
+            continue;
+        }
+        let _ = write!(
+            w,
+            "{}{{\"id\":{id},\"count\":{},\"recorded\":{},\"ticks\":{}}}",
+            if first { "" } else { "," },
+            c.count,
+            c.recorded,
+            c.ticks
+        );
+        first = false;
+    }
+    let _ = write!(w, "]}}");
+    let n = w.len;
+    let hdr = block::BlockHeader {
+        kind: block::BlockKind::Trailer,
+        thread: 0,
+        payload_len: n as u32,
+        records: 1,
+        base_ticks: sync_t,
+        sync_ticks: sync_t,
+        sync_ns,
+        crc: 0,
+    };
+    hdr.write_fields(&mut buf[..block::BLOCK_HEADER_LEN]);
+    let crc = block::block_crc(&buf[..40], &buf[block::BLOCK_HEADER_LEN..block::BLOCK_HEADER_LEN + n]);
+    buf[40..44].copy_from_slice(&crc.to_le_bytes());
+    write_all(fd, &buf[..block::BLOCK_HEADER_LEN + n]);
+}
+
+struct FixedBuf<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl std::fmt::Write for FixedBuf<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let b = s.as_bytes();
+        if self.len + b.len() > self.buf.len() {
+            return Err(std::fmt::Error);
+        }
+        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+        Ok(())
+    }
+}
+
+/// Ends tracing: flushes, writes the trailer, closes the file.
+fn end(reason: &str) {
+    if STATE.load(Ordering::Acquire) != TRACING || ENDED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    for m in MODES.iter() {
+        m.store(MODE_OFF, Ordering::Relaxed);
+    }
+    flush_all();
+    write_trailer(reason);
+    STATE.store(STOPPED, Ordering::Release);
+    let fd = FD.swap(-1, Ordering::AcqRel);
+    if fd >= 0 {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+    }
+}
+
+/// Before `MPI_Finalize`: everything recorded so far reaches the file, in case finalization
+/// never returns.
+pub fn before_finalize() {
+    if STATE.load(Ordering::Acquire) == TRACING {
+        flush_all();
+    }
+}
+
+/// After `MPI_Finalize` (and its event): the end.
+pub fn after_finalize() {
+    end("finalize");
+}
+
+extern "C" fn on_exit() {
+    end("exit");
+}
+
+/// Called from the signal handler.
+pub(crate) fn on_signal(name: &str) {
+    let mut reason = [0u8; 48];
+    let mut w = FixedBuf { buf: &mut reason, len: 0 };
+    let _ = write!(w, "signal {name}");
+    let n = w.len;
+    end(std::str::from_utf8(&reason[..n]).unwrap_or("signal"));
+}
+
+/// `MPI_Pcontrol(level)`: 0 pauses, any other level resumes.
+pub fn pcontrol(level: c_int) {
+    let Some(cfg) = CONFIG.get() else { return };
+    if !cfg.pcontrol || STATE.load(Ordering::Acquire) == STOPPED {
+        return;
+    }
+    let pc = CALL_NAMES.iter().position(|n| *n == "MPI_Pcontrol");
+    for (i, m) in MODES.iter().enumerate() {
+        let keep = pc.is_some_and(|p| rt::c_id(i as u32) as usize == p);
+        let v = if level == 0 && !keep { MODE_OFF } else { CONFIGURED[i].load(Ordering::Relaxed) };
+        m.store(v, Ordering::Relaxed);
+    }
+}
