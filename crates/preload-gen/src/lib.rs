@@ -65,6 +65,7 @@ pub fn generate(flavour: Flavour, out_dir: &Path) -> Result<Summary, GenError> {
         Some(l) => discover::exported_symbols(l)?,
         None => Default::default(),
     };
+    let api_bindings = api.bindings.clone();
     let exported = c_syms.iter().filter(|s| s.starts_with("PMPI_")).count();
     let declared = api.functions.len();
     let functions: Vec<model::Function> = api
@@ -77,10 +78,11 @@ pub fn generate(flavour: Flavour, out_dir: &Path) -> Result<Summary, GenError> {
         .map(|f| emit::fortran_entry(&f.name, &f_syms, flavour == Flavour::OpenMpi))
         .collect();
     let out = emit::emit(&functions, &fortran, flavour.name(), &install.header.display().to_string());
-    write(&out_dir.join("bindings.rs"), &api.bindings)?;
+    write(&out_dir.join("bindings.rs"), &api_bindings)?;
     write(&out_dir.join("wrappers.rs"), &out.rust)?;
-    write(&out_dir.join("consts.rs"), &emit::consts_rust())?;
-    write(&out_dir.join("consts.c"), &out.c_shim)?;
+    let handles = emit::present_handles(&api_bindings);
+    write(&out_dir.join("consts.rs"), &emit::consts_rust(&handles))?;
+    write(&out_dir.join("consts.c"), &emit::c_shim(&handles))?;
     Ok(Summary {
         install,
         declared,

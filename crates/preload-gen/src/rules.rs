@@ -8,24 +8,25 @@
 
 use crate::model::Function;
 
-/// Handle types and their Fortran conversion functions.
-pub const HANDLES: &[(&str, &str)] = &[
-    ("MPI_Comm", "PMPI_Comm_f2c"),
-    ("MPI_Datatype", "PMPI_Type_f2c"),
-    ("MPI_Group", "PMPI_Group_f2c"),
-    ("MPI_Request", "PMPI_Request_f2c"),
-    ("MPI_File", "PMPI_File_f2c"),
-    ("MPI_Win", "PMPI_Win_f2c"),
-    ("MPI_Op", "PMPI_Op_f2c"),
-    ("MPI_Info", "PMPI_Info_f2c"),
-    ("MPI_Errhandler", "PMPI_Errhandler_f2c"),
-    ("MPI_Message", "PMPI_Message_f2c"),
-    ("MPI_Session", "PMPI_Session_f2c"),
+/// Handle types, the name of their `MPI_*_f2c` conversion, and the shim function that
+/// performs it (MPICH defines the conversions as macros, Open MPI as functions).
+pub const HANDLES: &[(&str, &str, &str)] = &[
+    ("MPI_Comm", "Comm", "mpiscope_f2c_comm"),
+    ("MPI_Datatype", "Type", "mpiscope_f2c_type"),
+    ("MPI_Group", "Group", "mpiscope_f2c_group"),
+    ("MPI_Request", "Request", "mpiscope_f2c_request"),
+    ("MPI_File", "File", "mpiscope_f2c_file"),
+    ("MPI_Win", "Win", "mpiscope_f2c_win"),
+    ("MPI_Op", "Op", "mpiscope_f2c_op"),
+    ("MPI_Info", "Info", "mpiscope_f2c_info"),
+    ("MPI_Errhandler", "Errhandler", "mpiscope_f2c_errhandler"),
+    ("MPI_Message", "Message", "mpiscope_f2c_message"),
+    ("MPI_Session", "Session", "mpiscope_f2c_session"),
 ];
 
-/// The Fortran conversion function of a handle type.
+/// The Fortran conversion function (a shim function, `crate::consts::...`) of a handle type.
 pub fn f2c_of(ty: &str) -> Option<&'static str> {
-    HANDLES.iter().find(|(t, _)| *t == ty).map(|(_, f)| *f)
+    HANDLES.iter().find(|(t, _, _)| *t == ty).map(|(_, _, f)| *f)
 }
 
 /// Names of output communicator parameters that receive a new communicator.
@@ -115,47 +116,36 @@ pub fn plan(f: &Function) -> Plan {
         p.statuses_param = Some(("array_of_statuses".into(), n.into()));
     }
 
-    // Functions whose meaning is in their name.
-    let special = match short {
-        "Wait" => Some((vec!["__g.req_snap(request)"], vec!["__g.complete_one(&__s, status, __ret)"])),
-        "Test" => Some((
-            vec!["__g.req_snap(request)"],
-            vec!["if __g.flag(flag) { __g.complete_one(&__s, status, __ret) }"],
-        )),
-        "Request_get_status" => Some((
-            vec!["__g.req_snap_value(request)"],
-            vec!["if __g.flag(flag) { __g.complete_peek(&__s, status, __ret) }"],
-        )),
+    // Functions whose meaning is in their name. (MPICH calls the index of `Waitany` `indx`.)
+    let idx = f.params.get(2).map(|p| p.name.clone()).unwrap_or_else(|| "index".into());
+    let sv = |pre: Vec<&str>, post: Vec<&str>| -> Option<(Vec<String>, Vec<String>)> {
+        Some((pre.into_iter().map(String::from).collect(), post.into_iter().map(String::from).collect()))
+    };
+    let special: Option<(Vec<String>, Vec<String>)> = match short {
+        "Wait" => sv(vec!["__g.req_snap(request)"], vec!["__g.complete_one(&__s, status, __ret)"]),
+        "Test" => sv(vec!["__g.req_snap(request)"], vec!["if __g.flag(flag) { __g.complete_one(&__s, status, __ret) }"]),
+        "Request_get_status" => sv(vec!["__g.req_snap_value(request)"], vec!["if __g.flag(flag) { __g.complete_peek(&__s, status, __ret) }"]),
         "Waitany" => Some((
-            vec!["__g.req_snap_array(count, array_of_requests)"],
-            vec!["__g.complete_any(&__s, index, status, __ret)"],
+            vec!["__g.req_snap_array(count, array_of_requests)".to_owned()],
+            vec![format!("__g.complete_any(&__s, {idx}, status, __ret)")],
         )),
         "Testany" => Some((
-            vec!["__g.req_snap_array(count, array_of_requests)"],
-            vec!["if __g.flag(flag) { __g.complete_any(&__s, index, status, __ret) }"],
+            vec!["__g.req_snap_array(count, array_of_requests)".to_owned()],
+            vec![format!("if __g.flag(flag) {{ __g.complete_any(&__s, {idx}, status, __ret) }}")],
         )),
-        "Waitall" => Some((
-            vec!["__g.req_snap_array(count, array_of_requests)"],
-            vec!["__g.complete_all(&__s, array_of_statuses, __ret)"],
-        )),
-        "Testall" => Some((
-            vec!["__g.req_snap_array(count, array_of_requests)"],
-            vec!["if __g.flag(flag) { __g.complete_all(&__s, array_of_statuses, __ret) }"],
-        )),
-        "Waitsome" | "Testsome" => Some((
-            vec!["__g.req_snap_array(incount, array_of_requests)"],
-            vec!["__g.complete_some(&__s, outcount, array_of_indices, array_of_statuses, __ret)"],
-        )),
-        "Request_free" => Some((vec!["__g.req_snap(request)"], vec!["__g.request_freed(&__s, __ret)"])),
-        "Cancel" => Some((vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"])),
-        "Start" => Some((vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"])),
-        "Startall" => Some((vec!["__g.req_snap_array(count, array_of_requests)"], vec!["__g.requests_noted(&__s)"])),
+        "Waitall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["__g.complete_all(&__s, array_of_statuses, __ret)"]),
+        "Testall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["if __g.flag(flag) { __g.complete_all(&__s, array_of_statuses, __ret) }"]),
+        "Waitsome" | "Testsome" => sv(vec!["__g.req_snap_array(incount, array_of_requests)"], vec!["__g.complete_some(&__s, outcount, array_of_indices, array_of_statuses, __ret)"]),
+        "Request_free" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_freed(&__s, __ret)"]),
+        "Cancel" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"]),
+        "Start" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"]),
+        "Startall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["__g.requests_noted(&__s)"]),
         "Comm_free" | "Comm_disconnect" => {
-            Some((vec!["__g.comm_snap(comm)"], vec!["__g.comm_freed(&__s, __ret)"]))
+            sv(vec!["__g.comm_snap(comm)"], vec!["__g.comm_freed(&__s, __ret)"])
         }
-        "Type_free" => Some((vec!["rt::Snap::default()"], vec!["rt::datatypes_changed()"])),
-        "Op_free" => Some((vec!["rt::Snap::default()"], vec!["rt::ops_changed()"])),
-        "Pcontrol" => Some((vec!["rt::Snap::default()"], vec!["__g.set(Slot::Level, level as i64); rt::pcontrol(level)"])),
+        "Type_free" => sv(vec!["rt::Snap::default()"], vec!["rt::datatypes_changed()"]),
+        "Op_free" => sv(vec!["rt::Snap::default()"], vec!["rt::ops_changed()"]),
+        "Pcontrol" => sv(vec!["rt::Snap::default()"], vec!["__g.set(Slot::Level, level as i64); rt::pcontrol(level)"]),
         _ => None,
     };
     match short {
@@ -172,14 +162,14 @@ pub fn plan(f: &Function) -> Plan {
         _ => {}
     }
     if matches!(short, "Waitany" | "Testany") {
-        p.one_based.push(("index".into(), false, "count".into()));
+        p.one_based.push((idx.clone(), false, "count".into()));
     }
     if matches!(short, "Waitsome" | "Testsome") {
         p.one_based.push(("array_of_indices".into(), true, "outcount".into()));
     }
     if let Some((pre, post)) = special {
-        p.pre = pre.into_iter().map(String::from).collect();
-        p.post.extend(post.into_iter().map(String::from));
+        p.pre = pre;
+        p.post.extend(post);
         return p;
     }
 

@@ -980,7 +980,7 @@ impl CallGuard {
         t.c_requests.clear();
         for i in 0..n {
             // SAFETY: the Fortran array holds n requests.
-            t.c_requests.push(unsafe { PMPI_Request_f2c(*f.add(i)) });
+            t.c_requests.push(unsafe { crate::consts::mpiscope_f2c_request(*f.add(i)) });
         }
         t.c_requests.as_mut_ptr()
     }
