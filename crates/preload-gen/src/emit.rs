@@ -413,6 +413,7 @@ pub const CONSTANTS: &[(&str, &str, &str)] = &[
     ("request_null", "MPI_Request", "MPI_REQUEST_NULL"),
     ("datatype_null", "MPI_Datatype", "MPI_DATATYPE_NULL"),
     ("byte", "MPI_Datatype", "MPI_BYTE"),
+    ("uint64", "MPI_Datatype", "MPI_UINT64_T"),
     ("group_null", "MPI_Group", "MPI_GROUP_NULL"),
     ("win_null", "MPI_Win", "MPI_WIN_NULL"),
     ("op_null", "MPI_Op", "MPI_OP_NULL"),

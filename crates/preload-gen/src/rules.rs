@@ -257,6 +257,16 @@ pub fn plan(f: &Function) -> Plan {
             num("recvcount")
         ));
     }
+    if f.param("recvcount").is_some_and(|p| !p.is_pointer())
+        && f.param("recvtype").is_none()
+        && has(f, "datatype", "MPI_Datatype")
+    {
+        // Reduce_scatter_block: one count per process, one datatype.
+        post.push(format!(
+            "__g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, datatype);",
+            num("recvcount")
+        ));
+    }
     if !neighbor {
         if f.param("sendcounts").is_some_and(|p| p.is_pointer()) {
             if has(f, "sendtype", "MPI_Datatype") {

@@ -147,7 +147,7 @@ struct Gathered {
 
 /// Exchanges host names, process ids and clocks on a private duplicate of the world
 /// communicator, so no message can meet the program's own.
-unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>) -> Option<Gathered> {
+unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>, load_ns: u64) -> Option<Gathered> {
     let k = consts();
     let mut comm: MPI_Comm = core::mem::zeroed();
     if PMPI_Comm_dup(k.comm_world, &mut comm) != 0 {
@@ -216,17 +216,20 @@ unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>) -> Opt
         }
         PMPI_Recv((&mut offset as *mut i64).cast(), 8, k.byte, 0, 3, comm, &mut st);
     }
-    // The epoch: rank 0's clock now, in every rank's clock.
-    let mut epoch = [clock::monotonic_ns(), clock::realtime_ns()];
-    PMPI_Bcast(epoch.as_mut_ptr().cast(), 16, k.byte, 0, comm);
+    // The epoch: the earliest library load of any rank, on rank 0's clock, so that every
+    // event of every rank has a non-negative time.
+    let mine = (load_ns as i64 - offset).max(0) as u64;
+    let mut epoch0: u64 = mine;
+    PMPI_Allreduce((&mine as *const u64).cast(), (&mut epoch0 as *mut u64).cast(), 1, k.uint64, k.op_min, comm);
     PMPI_Comm_free(&mut comm);
+    let (mono_now, unix_now) = (clock::monotonic_ns(), clock::realtime_ns());
     Some(Gathered {
         hosts,
         pids,
         cores,
         offset_ns: offset,
-        epoch_ns: (epoch[0] as i64 + offset) as u64,
-        epoch_unix_ns: epoch[1],
+        epoch_ns: (epoch0 as i64 + offset) as u64,
+        epoch_unix_ns: unix_now.saturating_sub(mono_now.saturating_sub(epoch0)),
     })
 }
 
@@ -272,12 +275,12 @@ pub fn start() {
     let (_, core) = clock::ticks_and_core();
     let core = (core != u32::MAX).then_some(core);
     // SAFETY: MPI is initialized; the exchange uses a private communicator.
-    let Some(g) = (unsafe { gather(rank, size, &host, core) }) else {
+    let load = *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(g) = (unsafe { gather(rank, size, &host, core, load.1) }) else {
         fail("cannot exchange start-up information between ranks");
         return;
     };
     let sync = clock::pair();
-    let load = *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner());
     let tps = if clock::source() == "tsc" && sync.1 > load.1 + 1_000_000 {
         (sync.0 - load.0) as f64 * 1e9 / (sync.1 - load.1) as f64
     } else {
@@ -346,7 +349,9 @@ pub fn start() {
     // Window.
     let to_ticks = |ns: u64| (ns as f64 * tps / 1e9) as u64;
     let now = clock::ticks();
-    rt::WINDOW_START.store(now.saturating_add(to_ticks(cfg.start_after_ns)), Ordering::Relaxed);
+    if cfg.start_after_ns > 0 {
+        rt::WINDOW_START.store(now.saturating_add(to_ticks(cfg.start_after_ns)), Ordering::Relaxed);
+    }
     if let Some(d) = cfg.duration_ns {
         rt::WINDOW_END.store(now.saturating_add(to_ticks(cfg.start_after_ns + d)), Ordering::Relaxed);
     }
@@ -603,8 +608,10 @@ fn write_trailer(reason: &str) {
         }
         let _ = write!(
             w,
-            "{}{{\"id\":{id},\"count\":{},\"recorded\":{},\"ticks\":{}}}",
+            "{}{{\"id\":{id},\"name\":\"{}\",\"fortran\":{},\"count\":{},\"recorded\":{},\"ticks\":{}}}",
             if first { "" } else { "," },
+            CALL_NAMES.get(rt::c_id(id as u32) as usize).copied().unwrap_or("?"),
+            id as u32 >= FORTRAN_BASE,
             c.count,
             c.recorded,
             c.ticks

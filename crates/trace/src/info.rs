@@ -51,6 +51,12 @@ pub struct RankInfo {
 pub struct CallTotal {
     /// Call id.
     pub id: u32,
+    /// C name of the function (so that calls never recorded still have a name).
+    #[serde(default)]
+    pub name: String,
+    /// Made through a Fortran binding.
+    #[serde(default)]
+    pub fortran: bool,
     /// Calls made.
     pub count: u64,
     /// Calls recorded as events.

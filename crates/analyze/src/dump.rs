@@ -1,0 +1,175 @@
+//! Events as text, one line each (`mpiscope dump`).
+//!
+//! ```text
+//! # rank 1 host node7 pid 4242 clock tsc (2.000 GHz), 3 threads
+//! 1.0 0.000123456 4.210us MPI_Send peer=0 tag=7 comm=0 count=10 dtsize=4 bytes=40 @2
+//! 1.0 0.000130001 0.900us MPI_Iprobe peer=any tag=77 comm=0 flag=0 @3 skipped=9999
+//! ```
+//!
+//! Fields: `rank.thread`, entry time in seconds since the run's epoch, duration, call (a
+//! trailing `(F)` for a Fortran binding), the recorded arguments, `@callsite` (or, with
+//! symbols, `@function file:line`), and the vector arguments.
+
+use std::io::Write;
+
+use mpiscope_trace::{Event, ListKind, RankReader, RunDir, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT, PEER_UNKNOWN, TAG_ANY};
+
+use crate::symbols::Symbolizer;
+use crate::AnalyzeError;
+
+/// What to print.
+#[derive(Debug, Clone, Default)]
+pub struct DumpOptions {
+    /// Only this rank.
+    pub rank: Option<u32>,
+    /// At most this many events per rank.
+    pub limit: Option<u64>,
+    /// Resolve callsites to function and line.
+    pub symbols: bool,
+    /// Print the definition tables after each rank's events.
+    pub definitions: bool,
+}
+
+fn peer(v: i64) -> String {
+    match v {
+        PEER_ANY => "any".into(),
+        PEER_NULL => "null".into(),
+        PEER_ROOT => "root".into(),
+        PEER_UNKNOWN => "?".into(),
+        _ => v.to_string(),
+    }
+}
+
+/// One event as text (without the trailing newline).
+pub fn format_event(rank: u32, ev: &Event, tables: &Tables, symbols: Option<&mut Symbolizer>) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::with_capacity(96);
+    let call = tables.calls.get(&ev.call);
+    let name = call.map(|c| c.name.as_str()).unwrap_or("?");
+    let fortran = call.is_some_and(|c| c.lang == mpiscope_trace::Lang::Fortran);
+    let _ = write!(
+        s,
+        "{rank}.{} {}.{:09} {:.3}us {name}{}",
+        ev.thread,
+        ev.t_enter / 1_000_000_000,
+        ev.t_enter % 1_000_000_000,
+        ev.duration() as f64 / 1e3,
+        if fortran { "(F)" } else { "" }
+    );
+    for (slot, v) in ev.args.iter() {
+        let text = match slot {
+            Slot::Peer | Slot::RecvPeer | Slot::Root | Slot::StatusSource => peer(v),
+            Slot::Tag | Slot::RecvTag if v == TAG_ANY => "any".into(),
+            Slot::Op => tables.ops.get(&(v as u32)).map(|o| o.name.clone()).unwrap_or_else(|| v.to_string()),
+            _ => v.to_string(),
+        };
+        let _ = write!(s, " {}={text}", slot.name());
+    }
+    if ev.ret != 0 {
+        let _ = write!(s, " ret={}", ev.ret);
+    }
+    if ev.callsite != 0 {
+        match symbols.and_then(|sy| sy.describe(tables, ev.callsite)) {
+            Some(d) => {
+                let _ = write!(s, " @{d}");
+            }
+            None => {
+                let _ = write!(s, " @{}", ev.callsite);
+            }
+        }
+    }
+    if ev.skipped != 0 {
+        let _ = write!(s, " skipped={}", ev.skipped);
+    }
+    for l in &ev.lists {
+        let _ = write!(s, " {}=", l.kind.name());
+        if l.kind == ListKind::Completions {
+            let parts: Vec<String> = l
+                .values
+                .chunks(4)
+                .map(|c| {
+                    let f = |v: i64| if v == mpiscope_trace::NO_VALUE { "-".to_string() } else { v.to_string() };
+                    format!("{}:{}/{}/{}", c[0], f(*c.get(1).unwrap_or(&i64::MIN)), f(*c.get(2).unwrap_or(&i64::MIN)), f(*c.get(3).unwrap_or(&i64::MIN)))
+                })
+                .collect();
+            s.push_str(&parts.join(","));
+        } else {
+            let parts: Vec<String> = l.values.iter().map(|v| v.to_string()).collect();
+            s.push_str(&parts.join(","));
+        }
+    }
+    s
+}
+
+fn dump_rank<R: std::io::Read>(
+    mut reader: RankReader<R>,
+    rank: u32,
+    opts: &DumpOptions,
+    symbols: &mut Option<Symbolizer>,
+    out: &mut dyn Write,
+) -> Result<(), AnalyzeError> {
+    if let Some(i) = reader.info() {
+        writeln!(
+            out,
+            "# rank {} of {} host {} pid {} clock {} ({:.3} GHz) mpi {}",
+            i.rank,
+            i.size,
+            i.host,
+            i.pid,
+            i.clock.source,
+            i.clock.ticks_per_second / 1e9,
+            i.mpi_library.lines().next().unwrap_or("")
+        )?;
+    }
+    let mut n = 0u64;
+    while let Some(ev) = reader.next_event() {
+        if opts.limit.is_some_and(|l| n >= l) {
+            break;
+        }
+        n += 1;
+        let line = format_event(rank, &ev, reader.tables(), symbols.as_mut());
+        writeln!(out, "{line}")?;
+    }
+    if opts.definitions {
+        reader.drain();
+        let t = reader.tables();
+        let mut ids: Vec<_> = t.comms.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let c = &t.comms[&id];
+            writeln!(out, "# comm {id}: {:?} size {} key {:#018x} ranks {:?} remote {:?}", c.kind, c.size, c.key, c.ranks, c.remote)?;
+        }
+        let mut ids: Vec<_> = t.callsites.keys().copied().collect();
+        ids.sort();
+        for id in ids {
+            let d = symbols.as_mut().and_then(|s| s.describe(t, id)).unwrap_or_default();
+            let frames: Vec<String> = t.callsites[&id]
+                .frames
+                .iter()
+                .map(|f| format!("{}+{:#x}", t.modules.get(&f.module).map(|m| m.path.as_str()).unwrap_or("?"), f.offset))
+                .collect();
+            writeln!(out, "# callsite {id}: {} {d}", frames.join(" < "))?;
+        }
+    }
+    if let Some(t) = reader.trailer() {
+        writeln!(out, "# end: {} ({} events written, {} lost)", t.reason, t.events, t.lost)?;
+    } else if let Some(e) = reader.stopped() {
+        writeln!(out, "# end: file cut: {e}")?;
+    } else if opts.limit.is_none() {
+        writeln!(out, "# end: no trailer (the rank did not end tracing normally)")?;
+    }
+    Ok(())
+}
+
+/// Writes the events of a run (or one rank) as text.
+pub fn dump(run: &RunDir, opts: &DumpOptions, out: &mut dyn Write) -> Result<(), AnalyzeError> {
+    let mut symbols = opts.symbols.then(Symbolizer::new);
+    for (rank, path) in &run.rank_files {
+        if opts.rank.is_some_and(|r| r != *rank) {
+            continue;
+        }
+        let reader = RankReader::open(path)?;
+        dump_rank(reader, *rank, opts, &mut symbols, out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,27 @@
+//! Reports on mpiscope traces.
+//!
+//! * [`profile`]: per-function counts, times and bytes, and per-rank compute versus MPI
+//!   time, streamed over every rank in constant memory per rank;
+//! * [`dump`]: events as text, one line each;
+//! * [`volume`]: what a call moves, in bytes, by MPI semantics;
+//! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
+//!   information.
+
+pub mod dump;
+pub mod profile;
+pub mod symbols;
+pub mod volume;
+
+/// A problem while analysing a run.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    /// The run directory or a rank file could not be read.
+    #[error(transparent)]
+    Run(#[from] mpiscope_trace::RunDirError),
+    /// A rank file could not be read.
+    #[error(transparent)]
+    Read(#[from] mpiscope_trace::ReadError),
+    /// Writing the output failed.
+    #[error("writing output: {0}")]
+    Write(#[from] std::io::Error),
+}

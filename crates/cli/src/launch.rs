@@ -1,0 +1,284 @@
+//! `mpiscope trace`: run an MPI program under the recorder.
+//!
+//! Picks the preload library that matches the program's MPI (from the libraries the
+//! executable links), passes `LD_PRELOAD` and the recorder options through the launcher
+//! (`-x` for Open MPI's `mpirun`, `-genv` for MPICH's Hydra, the environment otherwise),
+//! runs the command, and completes the run directory's manifest with the exit status.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+/// Options of `mpiscope trace`.
+#[derive(Args, Debug)]
+pub struct TraceArgs {
+    /// Output run directory.
+    #[arg(short, long, default_value = "mpiscope-trace")]
+    output: PathBuf,
+    /// Record one call in N of a function or group: `--sample MPI_Iprobe=10000` (repeatable).
+    #[arg(long, value_name = "FUNC=N")]
+    sample: Vec<String>,
+    /// Record only these functions or groups (comma-separated: p2p, probe, completion,
+    /// collective, comm, datatype, rma, io, tools, other, or MPI_ names).
+    #[arg(long, value_name = "LIST")]
+    include: Option<String>,
+    /// Do not record these functions or groups.
+    #[arg(long, value_name = "LIST")]
+    exclude: Option<String>,
+    /// Start recording this many seconds after MPI_Init.
+    #[arg(long, value_name = "SECONDS")]
+    start_after: Option<f64>,
+    /// Stop recording after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Per-thread buffer (one block) size, e.g. 256K, 4M.
+    #[arg(long, value_name = "SIZE")]
+    buffer: Option<String>,
+    /// Frames per callsite: 0 none, 1 the return address, N unwound frames.
+    #[arg(long, value_name = "N")]
+    stack: Option<u32>,
+    /// CPU core reads: off, sampled, every.
+    #[arg(long, value_name = "MODE")]
+    core: Option<String>,
+    /// Clock: auto, tsc, monotonic.
+    #[arg(long, value_name = "CLOCK")]
+    clock: Option<String>,
+    /// Shared object with PRE/POST callbacks (see include/mpiscope_plugin.h).
+    #[arg(long, value_name = "SO")]
+    plugin: Option<PathBuf>,
+    /// Ignore MPI_Pcontrol.
+    #[arg(long)]
+    no_pcontrol: bool,
+    /// Do not flush the trace on fatal signals.
+    #[arg(long)]
+    no_signals: bool,
+    /// MPI flavour of the program: auto, openmpi, mpich.
+    #[arg(long, default_value = "auto")]
+    flavour: String,
+    /// Use this preload library instead of the one found next to mpiscope.
+    #[arg(long, value_name = "SO")]
+    preload: Option<PathBuf>,
+    /// The command: a launcher and its arguments (`mpirun -np 4 ./app`), or a program.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// How a launcher takes environment variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    /// Open MPI `mpirun`: `-x NAME=VALUE`.
+    OpenMpi,
+    /// MPICH Hydra `mpiexec`: `-genv NAME VALUE`.
+    Hydra,
+    /// No launcher, or one that forwards the environment (srun).
+    Environment,
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())
+    })
+}
+
+fn is_elf(p: &Path) -> bool {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
+}
+
+/// The MPI flavour an executable is linked against, from `ldd`.
+fn flavour_of(exe: &Path) -> Option<&'static str> {
+    let out = Command::new("ldd").arg(exe).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("libmpich") {
+        Some("mpich")
+    } else if text.contains("libmpi.so") {
+        Some("openmpi")
+    } else {
+        None
+    }
+}
+
+fn launcher_kind(cmd0: &str) -> Option<Launcher> {
+    let path = which(cmd0)?;
+    let real = std::fs::canonicalize(&path).unwrap_or(path.clone());
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let real_name = real.file_name()?.to_string_lossy().into_owned();
+    let launchers = ["mpirun", "mpiexec", "orterun", "mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "srun", "prun"];
+    if !launchers.contains(&name.as_str()) && !launchers.contains(&real_name.as_str()) {
+        return None;
+    }
+    let all = format!("{name} {real_name}");
+    if all.contains("hydra") || all.contains("mpich") {
+        Some(Launcher::Hydra)
+    } else if all.contains("orterun") || all.contains("openmpi") || all.contains("opal") || real_name == "mpirun" {
+        Some(Launcher::OpenMpi)
+    } else {
+        Some(Launcher::Environment)
+    }
+}
+
+fn find_preload(flavour: &str, explicit: Option<&PathBuf>) -> Result<PathBuf> {
+    if let Some(p) = explicit {
+        if !p.is_file() {
+            bail!("--preload {}: no such file", p.display());
+        }
+        return Ok(std::fs::canonicalize(p)?);
+    }
+    let name = format!("libmpiscope_preload_{flavour}.so");
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("MPISCOPE_PRELOAD_DIR") {
+        dirs.push(PathBuf::from(d));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(d) = exe.parent() {
+            dirs.push(d.to_path_buf());
+            dirs.push(d.join("../lib"));
+            dirs.push(d.join("../lib/mpiscope"));
+        }
+    }
+    for d in &dirs {
+        let p = d.join(&name);
+        if p.is_file() {
+            return Ok(std::fs::canonicalize(p)?);
+        }
+    }
+    bail!(
+        "cannot find {name} (looked in {}); build it with `cargo build --release` or pass --preload",
+        dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Runs the command under the recorder.
+pub fn trace(a: TraceArgs) -> Result<i32> {
+    let cmd = &a.command;
+    let launcher = launcher_kind(&cmd[0]);
+    // The executable: the command itself, or the first ELF argument after the launcher.
+    let exe = if launcher.is_some() {
+        cmd[1..].iter().filter(|s| !s.starts_with('-')).filter_map(|s| which(s)).find(|p| is_elf(p))
+    } else {
+        which(&cmd[0])
+    };
+    let flavour = match a.flavour.as_str() {
+        "auto" => {
+            let from_exe = exe.as_deref().and_then(flavour_of);
+            let from_launcher = match launcher {
+                Some(Launcher::Hydra) => Some("mpich"),
+                Some(Launcher::OpenMpi) => Some("openmpi"),
+                _ => None,
+            };
+            from_exe.or(from_launcher).with_context(|| {
+                format!(
+                    "cannot tell which MPI `{}` uses (no libmpi in `ldd` of {}); pass --flavour openmpi or mpich",
+                    cmd.join(" "),
+                    exe.as_deref().map(|p| p.display().to_string()).unwrap_or_else(|| "the command".into())
+                )
+            })?
+        }
+        "openmpi" => "openmpi",
+        "mpich" => "mpich",
+        other => bail!("--flavour {other}: expected auto, openmpi or mpich"),
+    };
+    let preload = find_preload(flavour, a.preload.as_ref())?;
+
+    // The output directory: created, and emptied of an earlier run's files.
+    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let out = std::fs::canonicalize(&a.output)?;
+    for e in std::fs::read_dir(&out)?.flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if (n.starts_with("rank-") && n.ends_with(".mpst")) || n == mpiscope_trace::MANIFEST_FILE {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+
+    let mut env: Vec<(String, String)> = vec![
+        ("LD_PRELOAD".into(), preload.display().to_string()),
+        ("MPISCOPE_DIR".into(), out.display().to_string()),
+        ("MPISCOPE_COMMAND".into(), serde_json::to_string(cmd)?),
+    ];
+    if !a.sample.is_empty() {
+        env.push(("MPISCOPE_SAMPLE".into(), a.sample.join(",")));
+    }
+    let mut opt = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            env.push((k.into(), v));
+        }
+    };
+    opt("MPISCOPE_INCLUDE", a.include.clone());
+    opt("MPISCOPE_EXCLUDE", a.exclude.clone());
+    opt("MPISCOPE_START_AFTER", a.start_after.map(|s| s.to_string()));
+    opt("MPISCOPE_DURATION", a.duration.map(|s| s.to_string()));
+    opt("MPISCOPE_BUFFER", a.buffer.clone());
+    opt("MPISCOPE_STACK", a.stack.map(|s| s.to_string()));
+    opt("MPISCOPE_CORE", a.core.clone());
+    opt("MPISCOPE_CLOCK", a.clock.clone());
+    opt("MPISCOPE_PLUGIN", a.plugin.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()).display().to_string()));
+    if a.no_pcontrol {
+        opt("MPISCOPE_PCONTROL", Some("off".into()));
+    }
+    if a.no_signals {
+        opt("MPISCOPE_SIGNALS", Some("off".into()));
+    }
+
+    let mut argv: Vec<String> = vec![cmd[0].clone()];
+    let mut child_env: Vec<(String, String)> = Vec::new();
+    match launcher {
+        Some(Launcher::OpenMpi) => {
+            for (k, v) in &env {
+                argv.push("-x".into());
+                argv.push(format!("{k}={v}"));
+            }
+        }
+        Some(Launcher::Hydra) => {
+            for (k, v) in &env {
+                argv.push("-genv".into());
+                argv.push(k.clone());
+                argv.push(v.clone());
+            }
+        }
+        _ => child_env = env.clone(),
+    }
+    argv.extend(cmd[1..].iter().cloned());
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .envs(child_env)
+        .status()
+        .with_context(|| format!("cannot run `{}`", cmd[0]))?;
+    let code = status.code().unwrap_or(128);
+
+    // Complete the manifest and summarize.
+    let mpath = out.join(mpiscope_trace::MANIFEST_FILE);
+    if let Ok(text) = std::fs::read_to_string(&mpath) {
+        if let Ok(mut m) = serde_json::from_str::<mpiscope_trace::Manifest>(&text) {
+            m.exit_status = Some(code);
+            m.command = cmd.clone();
+            std::fs::write(&mpath, serde_json::to_string_pretty(&m)? + "\n")?;
+        }
+    }
+    let files: Vec<_> = std::fs::read_dir(&out)?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".mpst"))
+        .collect();
+    if files.is_empty() {
+        eprintln!(
+            "mpiscope: no trace was written to {} (did the program call MPI_Init? is it linked against {flavour}?)",
+            out.display()
+        );
+    } else {
+        let bytes: u64 = files.iter().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+        eprintln!(
+            "mpiscope: traced {} rank(s) of `{}` into {} ({:.1} MiB, {flavour})",
+            files.len(),
+            cmd.join(" "),
+            out.display(),
+            bytes as f64 / (1 << 20) as f64
+        );
+    }
+    Ok(code)
+}
