@@ -12,9 +12,16 @@ use crate::info::ClockInfo;
 pub struct ClockMap {
     ticks0: u64,
     ns0: u64,
-    num: u128,
-    den: u128,
+    /// ns per tick with 48 fractional bits (a multiplication per conversion, no division).
+    mult: u128,
     epoch_ns: u64,
+}
+
+const FRAC: u32 = 48;
+const HALF: u128 = 1 << (FRAC - 1);
+
+fn ratio(num: u128, den: u128) -> u128 {
+    (num << FRAC) / den.max(1)
 }
 
 /// Below this many ticks between two pairs the nominal rate is used instead.
@@ -23,25 +30,23 @@ const MIN_SPAN_TICKS: u64 = 1000;
 impl ClockMap {
     /// A map from a rank's clock description and epoch.
     pub fn new(clock: &ClockInfo, epoch_ns: u64) -> ClockMap {
-        let (num, den) = if clock.source == "tsc" && clock.ticks_per_second > 0.0 {
-            // ns per tick as a ratio with 2^32 precision.
-            ((1e9 / clock.ticks_per_second * 4294967296.0) as u128, 1u128 << 32)
+        let mult = if clock.source == "tsc" && clock.ticks_per_second > 0.0 {
+            ratio((1e9 / clock.ticks_per_second * 4294967296.0) as u128, 1u128 << 32)
         } else {
-            (1, 1)
+            1 << FRAC
         };
-        ClockMap { ticks0: clock.sync_ticks, ns0: clock.sync_ns, num, den, epoch_ns }
+        ClockMap { ticks0: clock.sync_ticks, ns0: clock.sync_ns, mult, epoch_ns }
     }
 
     /// An identity map (ticks are already ns since the epoch).
     pub fn identity() -> ClockMap {
-        ClockMap { ticks0: 0, ns0: 0, num: 1, den: 1, epoch_ns: 0 }
+        ClockMap { ticks0: 0, ns0: 0, mult: 1 << FRAC, epoch_ns: 0 }
     }
 
     /// Refines the rate with a later clock pair.
     pub fn update(&mut self, sync_ticks: u64, sync_ns: u64) {
         if sync_ticks > self.ticks0.saturating_add(MIN_SPAN_TICKS) && sync_ns > self.ns0 {
-            self.num = u128::from(sync_ns - self.ns0);
-            self.den = u128::from(sync_ticks - self.ticks0);
+            self.mult = ratio(u128::from(sync_ns - self.ns0), u128::from(sync_ticks - self.ticks0));
         }
     }
 
@@ -49,10 +54,10 @@ impl ClockMap {
     #[inline]
     pub fn to_ns(&self, ticks: u64) -> u64 {
         let mono = if ticks >= self.ticks0 {
-            let d = u128::from(ticks - self.ticks0) * self.num / self.den;
+            let d = (u128::from(ticks - self.ticks0) * self.mult + HALF) >> FRAC;
             self.ns0.saturating_add(d as u64)
         } else {
-            let d = u128::from(self.ticks0 - ticks) * self.num / self.den;
+            let d = (u128::from(self.ticks0 - ticks) * self.mult + HALF) >> FRAC;
             self.ns0.saturating_sub(d as u64)
         };
         mono.saturating_sub(self.epoch_ns)

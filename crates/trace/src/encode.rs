@@ -188,6 +188,38 @@ impl BlockEncoder {
     /// Appends `ev`; returns false (and writes nothing) when it might not fit.
     #[inline]
     pub fn push(&mut self, ev: &RawEvent) -> bool {
+        // The hot case: the same call as the previous event, from the same place, with the
+        // same arguments (a polling loop). One header byte and the two time varints.
+        let st = &mut self.state;
+        if self.records != 0
+            && ev.call == st.prev_call
+            && ev.callsite == st.prev_callsite
+            && (ev.core == NO_CORE || ev.core == st.prev_core)
+            && ev.ret == 0
+            && ev.skipped == 0
+            && ev.lists.is_empty()
+            && self.buf.len() - self.pos >= 1 + 2 * MAX_VARINT_LEN
+            && st.cached_args(ev.call).same_as(ev.args)
+        {
+            let gap = ev.t_enter.saturating_sub(st.prev_exit);
+            let t_exit = ev.t_exit.max(st.prev_exit + gap);
+            let buf = &mut self.buf[..];
+            let mut p = self.pos;
+            buf[p] = 0;
+            // SAFETY: room for the header and two varints was checked above.
+            unsafe {
+                p = varint::put_unchecked(buf, p + 1, gap);
+                p = varint::put_unchecked(buf, p, t_exit - (st.prev_exit + gap));
+            }
+            st.prev_exit = t_exit;
+            self.pos = p;
+            self.records += 1;
+            return true;
+        }
+        self.push_general(ev)
+    }
+
+    fn push_general(&mut self, ev: &RawEvent) -> bool {
         if self.buf.len() - self.pos < ev.max_encoded_len() {
             return false;
         }

@@ -145,18 +145,19 @@ impl Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub struct Args {
     present: u32,
-    vals: [i64; NSLOTS],
+    /// Room for 32 slots so that any 5-bit index is in bounds without a check.
+    vals: [i64; 32],
 }
 
 impl Args {
     /// No argument recorded.
-    pub const EMPTY: Args = Args { present: 0, vals: [0; NSLOTS] };
+    pub const EMPTY: Args = Args { present: 0, vals: [0; 32] };
 
     /// Sets a slot.
     #[inline]
     pub fn set(&mut self, slot: Slot, v: i64) {
         self.present |= 1 << slot as u32;
-        self.vals[slot as usize] = v;
+        self.vals[(slot as usize) & 31] = v;
     }
 
     /// Clears every slot (keeping the invariant that absent slots hold zero).
@@ -164,7 +165,7 @@ impl Args {
     pub fn reset(&mut self) {
         let mut m = self.present;
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = (m.trailing_zeros() & 31) as usize;
             m &= m - 1;
             self.vals[i] = 0;
         }
@@ -175,13 +176,13 @@ impl Args {
     #[inline]
     pub fn clear(&mut self, slot: Slot) {
         self.present &= !(1 << slot as u32);
-        self.vals[slot as usize] = 0;
+        self.vals[(slot as usize) & 31] = 0;
     }
 
     /// The value of a slot, if recorded.
     #[inline]
     pub fn get(&self, slot: Slot) -> Option<i64> {
-        (self.present & (1 << slot as u32) != 0).then(|| self.vals[slot as usize])
+        (self.present & (1 << slot as u32) != 0).then(|| self.vals[(slot as usize) & 31])
     }
 
     /// Bit `i` set when slot `i` is present.
@@ -193,14 +194,14 @@ impl Args {
     /// Raw value of slot number `i` (zero when absent).
     #[inline]
     pub fn raw(&self, i: usize) -> i64 {
-        self.vals[i]
+        self.vals[i & 31]
     }
 
     /// Sets slot number `i` from raw parts; used by the decoder.
     #[inline]
     pub(crate) fn set_raw(&mut self, i: usize, v: i64) {
         self.present |= 1 << i;
-        self.vals[i] = v;
+        self.vals[i & 31] = v;
     }
 
     /// Present slots and their values, in slot order.
@@ -208,21 +209,21 @@ impl Args {
         Slot::ALL.iter().filter_map(move |&s| self.get(s).map(|v| (s, v)))
     }
 
-    /// Same present slots with the same values (cheaper than `==` when few slots are set).
-    #[inline]
+    /// Same present slots with the same values (compares only the present slots, without
+    /// an early exit: the loop is as predictable as the mask).
+    #[inline(always)]
     pub fn same_as(&self, other: &Args) -> bool {
         if self.present != other.present {
             return false;
         }
+        let mut diff = 0u64;
         let mut m = self.present;
         while m != 0 {
-            let i = m.trailing_zeros() as usize;
+            let i = (m.trailing_zeros() & 31) as usize;
             m &= m - 1;
-            if self.vals[i] != other.vals[i] {
-                return false;
-            }
+            diff |= (self.vals[i] ^ other.vals[i]) as u64;
         }
-        true
+        diff == 0
     }
 
     /// True when nothing is recorded.

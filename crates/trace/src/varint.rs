@@ -21,8 +21,7 @@ pub fn unzigzag(v: u64) -> i64 {
 
 /// Writes `v` at `buf[pos..]` and returns the new position.
 ///
-/// The caller guarantees `buf.len() - pos >= MAX_VARINT_LEN`; this is the encoder's hot path
-/// and does no bounds checks beyond the slice's own.
+/// Panics if fewer than [`len`]`(v)` bytes remain.
 #[inline]
 pub fn put(buf: &mut [u8], mut pos: usize, mut v: u64) -> usize {
     while v >= 0x80 {
@@ -31,6 +30,22 @@ pub fn put(buf: &mut [u8], mut pos: usize, mut v: u64) -> usize {
         pos += 1;
     }
     buf[pos] = v as u8;
+    pos + 1
+}
+
+/// Writes `v` at `buf[pos..]` without bounds checks; returns the new position.
+///
+/// # Safety
+/// `buf.len() - pos >= MAX_VARINT_LEN`.
+#[inline(always)]
+pub unsafe fn put_unchecked(buf: &mut [u8], mut pos: usize, mut v: u64) -> usize {
+    let p = buf.as_mut_ptr();
+    while v >= 0x80 {
+        *p.add(pos) = (v as u8) | 0x80;
+        v >>= 7;
+        pos += 1;
+    }
+    *p.add(pos) = v as u8;
     pos + 1
 }
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The main job end to end on the bundled example: build mpiscope, trace a 4-rank MPI program
+# under Open MPI, report on it, and show its first events.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cargo build --release
+mkdir -p target/demo
+mpicc -g -O2 -o target/demo/halo examples/halo.c -lm
+
+echo "== mpiscope trace -o target/demo/trace -- mpirun -np 4 target/demo/halo"
+target/release/mpiscope trace -o target/demo/trace -- \
+  mpirun --allow-run-as-root --oversubscribe -np 4 target/demo/halo 200
+echo
+echo "== mpiscope report target/demo/trace"
+target/release/mpiscope report target/demo/trace
+echo
+echo "== mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols"
+target/release/mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols

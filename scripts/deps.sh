@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages mpiscope needs, when missing. Safe to run repeatedly.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  openmpi-bin libopenmpi-dev      # Open MPI 4.1: the default mpicc/mpirun
+  mpich libmpich-dev              # MPICH 4.0: mpicc.mpich / mpirun.mpich
+  gfortran                        # Fortran test programs
+  libclang-dev                    # bindgen reads mpi.h through libclang
+  hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
+  simgrid libsimgrid-dev          # smpirun: the differential oracle for exports and replay
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "deps: cargo is not installed; install Rust from https://rustup.rs" >&2
+  exit 1
+fi
