@@ -35,6 +35,24 @@ enum Command {
         #[arg(long)]
         defs: bool,
     },
+    /// Convert a trace for another tool: `--format simgrid-ti` writes SimGrid
+    /// time-independent traces for `smpirun -replay OUT/index.txt`.
+    Export {
+        /// Run directory written by `mpiscope trace`.
+        dir: PathBuf,
+        /// Output format: simgrid-ti.
+        #[arg(long, default_value = "simgrid-ti")]
+        format: String,
+        /// Output directory.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Host speed (flop/s) turning compute bursts into flop counts.
+        #[arg(long, default_value_t = 1e9)]
+        flops: f64,
+        /// Drop compute bursts shorter than this many ns.
+        #[arg(long, default_value_t = 0)]
+        min_compute_ns: u64,
+    },
     /// Per-function counts, times and bytes; per-rank compute versus MPI time.
     Report {
         /// Run directory written by `mpiscope trace`.
@@ -47,6 +65,15 @@ enum Command {
 
 fn open_run(dir: &PathBuf) -> Result<mpiscope_trace::RunDir> {
     mpiscope_trace::RunDir::open(dir).with_context(|| format!("cannot open the trace {}", dir.display()))
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 fn main() {
@@ -75,14 +102,32 @@ fn run(cli: Cli) -> Result<i32> {
             }
             Ok(0)
         }
+        Command::Export { dir, format, output, flops, min_compute_ns } => {
+            let run = open_run(&dir)?;
+            match format.as_str() {
+                "simgrid-ti" => {
+                    let opts = mpiscope_export::TiOptions { host_speed_flops: flops, min_compute_ns };
+                    let s = mpiscope_export::export_simgrid_ti(&run, &output, &opts)?;
+                    eprintln!(
+                        "mpiscope: wrote {} actions for {} ranks to {} (replay: smpirun -replay {}/index.txt ...)",
+                        s.actions,
+                        s.ranks,
+                        output.display(),
+                        output.display()
+                    );
+                    for note in &s.skipped {
+                        eprintln!("mpiscope: note: {note}");
+                    }
+                    Ok(0)
+                }
+                other => anyhow::bail!("--format {other}: supported formats: simgrid-ti"),
+            }
+        }
         Command::Report { dir, json } => {
             let run = open_run(&dir)?;
             let p = mpiscope_analyze::profile::profile(&run)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&p)?);
-            } else {
-                print!("{}", p.to_text());
-            }
+            let text = if json { serde_json::to_string_pretty(&p)? + "\n" } else { p.to_text() };
+            write_stdout(&text)?;
             Ok(0)
         }
     }

@@ -179,7 +179,8 @@ pub fn plan(f: &Function) -> Plan {
     let mut post = Vec::new();
 
     // The communicator that ranks refer to.
-    let comm_param = ["comm", "comm_old", "old_comm", "local_comm"].into_iter().find(|n| has(f, n, "MPI_Comm"));
+    let comm_param =
+        ["comm", "comm_old", "old_comm", "local_comm", "intercomm"].into_iter().find(|n| has(f, n, "MPI_Comm"));
     if let Some(c) = comm_param {
         post.push(format!("let __ci = __g.comm({c});"));
     } else if has(f, "win", "MPI_Win") {
@@ -228,8 +229,10 @@ pub fn plan(f: &Function) -> Plan {
     let send_guard = if scatter_like && root { "__is_root && " } else { "" };
     let recv_guard = if gather_like && root { "__is_root && " } else { "" };
     let num = |n: &str| format!("{n} as i64");
-    if f.param("count").is_some_and(|p| !p.is_pointer()) && has(f, "datatype", "MPI_Datatype") {
-        post.push(format!("__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, datatype);", num("count")));
+    // The datatype of `count` (Open MPI's MPI_Mrecv calls it `type`).
+    let dtype = ["datatype", "type_"].into_iter().find(|n| has(f, n, "MPI_Datatype"));
+    if let (true, Some(d)) = (f.param("count").is_some_and(|p| !p.is_pointer()), dtype) {
+        post.push(format!("__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, {d});", num("count")));
     }
     if f.param("origin_count").is_some_and(|p| !p.is_pointer()) && has(f, "origin_datatype", "MPI_Datatype") {
         post.push(format!(

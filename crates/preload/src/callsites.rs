@@ -54,8 +54,10 @@ fn intern_frames(frames: &[usize]) -> u32 {
         key = (key ^ f as u64).wrapping_mul(0x100000001b3);
     }
     let mut defs = Vec::new();
+    // The definition is written under the table lock: no thread can use the id before it is
+    // in the file.
+    let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     let id = {
-        let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
         let t = guard.get_or_insert_with(|| Table { by_key: HashMap::new(), modules: HashMap::new(), next: 1 });
         if let Some(&id) = t.by_key.get(&key) {
             return id;
@@ -72,6 +74,7 @@ fn intern_frames(frames: &[usize]) -> u32 {
         id
     };
     session::define(&defs);
+    drop(guard);
     id
 }
 

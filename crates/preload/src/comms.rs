@@ -268,10 +268,11 @@ pub fn register(comm: MPI_Comm) -> Option<&'static CommInfo> {
         ranks: ranks.into_boxed_slice(),
         remote: remote.into_boxed_slice(),
     }));
+    // Defined before it can be found: no event refers to an undefined communicator.
+    session::define_comm(info.definition());
     table.by_handle.insert(comm as usize, info);
     GENERATION.fetch_add(1, Ordering::Release);
     drop(guard);
-    session::define_comm(info.definition());
     Some(info)
 }
 

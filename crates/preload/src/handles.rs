@@ -60,6 +60,7 @@ fn predefined_ops() -> [MPI_Op; 14] {
 }
 
 static OPS_DEFINED: AtomicU64 = AtomicU64::new(0);
+static DEFINE_OP: Mutex<()> = Mutex::new(());
 static USER_OPS: Mutex<Vec<(usize, u32)>> = Mutex::new(Vec::new());
 static NEXT_USER_OP: AtomicUsize = AtomicUsize::new(0);
 
@@ -69,8 +70,12 @@ pub fn op_id(op: MPI_Op) -> u32 {
         if *p == op {
             let id = i as u32 + 1;
             let bit = 1u64 << i;
-            if OPS_DEFINED.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
-                session::define_op(id, OP_NAMES[i]);
+            if OPS_DEFINED.load(Ordering::Acquire) & bit == 0 {
+                let _g = DEFINE_OP.lock().unwrap_or_else(|p| p.into_inner());
+                if OPS_DEFINED.load(Ordering::Acquire) & bit == 0 {
+                    session::define_op(id, OP_NAMES[i]);
+                    OPS_DEFINED.fetch_or(bit, Ordering::AcqRel);
+                }
             }
             return id;
         }
@@ -82,9 +87,8 @@ pub fn op_id(op: MPI_Op) -> u32 {
     }
     let n = NEXT_USER_OP.fetch_add(1, Ordering::Relaxed);
     let id = 100 + n as u32;
-    users.push((h, id));
-    drop(users);
     session::define_op(id, &format!("user#{n}"));
+    users.push((h, id));
     id
 }
 

@@ -1,6 +1,11 @@
 //! Requests: each request a call creates gets an id, so that its completion (in `Wait`,
-//! `Test`, `Waitall`, ...) can be tied to the call that started it, whatever handle value
-//! the MPI library reuses.
+//! `Test`, `Waitall`, ...) can be tied to the call that started it.
+//!
+//! Handles are not identities: MPI libraries reuse a freed handle, and both Open MPI and MPICH
+//! return one shared handle for every request that completed at creation (a small `Isend`).
+//! So a live request is known by its handle *and* the address of the variable the program
+//! keeps it in (`MPI_Isend(..., &reqs[3])` then `MPI_Wait(&reqs[3])`): a lookup takes the
+//! entry with the same handle and address, else the oldest entry with the same handle.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -23,6 +28,8 @@ pub struct ReqEntry {
     pub comm: Option<&'static CommInfo>,
     /// The handle value.
     pub handle: usize,
+    /// Where the program stored the handle (0 when unknown).
+    pub addr: usize,
 }
 
 /// A multiplicative hasher for handle values.
@@ -43,39 +50,51 @@ impl Hasher for HandleHasher {
     }
 }
 
-type Map = HashMap<usize, ReqEntry, BuildHasherDefault<HandleHasher>>;
+type Map = HashMap<usize, Vec<ReqEntry>, BuildHasherDefault<HandleHasher>>;
 
 static LIVE: Mutex<Map> = Mutex::new(HashMap::with_hasher(BuildHasherDefault::new()));
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-/// Requests created (ids handed out).
-pub static CREATED: AtomicU64 = AtomicU64::new(0);
+/// Entries kept per handle before the oldest is forgotten (completions we never saw).
+const MAX_PER_HANDLE: usize = 4096;
 
 /// Reserves room so that steady state does not allocate.
 pub fn reserve(n: usize) {
     LIVE.lock().unwrap_or_else(|p| p.into_inner()).reserve(n);
 }
 
-/// A request was created: returns its id.
-pub fn create(handle: MPI_Request, recv: bool, persistent: bool, comm: Option<&'static CommInfo>) -> u64 {
+/// A request was created and stored at `addr`: returns its id.
+pub fn create(handle: MPI_Request, addr: usize, recv: bool, persistent: bool, comm: Option<&'static CommInfo>) -> u64 {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    CREATED.fetch_add(1, Ordering::Relaxed);
     let h = handle as usize;
-    let e = ReqEntry { id, recv, persistent, comm, handle: h };
-    // A stale entry under the same handle (its completion was not seen) is replaced.
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).insert(h, e);
+    let e = ReqEntry { id, recv, persistent, comm, handle: h, addr };
+    let mut m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let v = m.entry(h).or_default();
+    // An entry under the same handle and address is stale: its completion was not seen.
+    if addr != 0 {
+        v.retain(|x| x.addr != addr);
+    }
+    if v.len() >= MAX_PER_HANDLE {
+        v.remove(0);
+    }
+    v.push(e);
     id
 }
 
-/// The live request with this handle.
-pub fn lookup(handle: MPI_Request) -> Option<ReqEntry> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).get(&(handle as usize)).copied()
+/// The live request with this handle, stored at `addr` (or the oldest with this handle).
+pub fn lookup(handle: MPI_Request, addr: usize) -> Option<ReqEntry> {
+    let m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    let v = m.get(&(handle as usize))?;
+    v.iter().find(|e| addr != 0 && e.addr == addr).or_else(|| v.first()).copied()
 }
 
 /// The request with this handle and id completed (or was freed).
 pub fn complete(handle: usize, id: u64) {
     let mut m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    if m.get(&handle).is_some_and(|e| e.id == id) {
-        m.remove(&handle);
+    if let Some(v) = m.get_mut(&handle) {
+        v.retain(|e| e.id != id);
+        if v.is_empty() {
+            m.remove(&handle);
+        }
     }
 }
 
@@ -86,5 +105,5 @@ pub fn complete_entry(e: &ReqEntry) {
 
 /// Number of live requests.
 pub fn live() -> usize {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).len()
+    LIVE.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
 }

@@ -672,7 +672,7 @@ impl CallGuard {
         if h == consts().request_null {
             return;
         }
-        let id = requests::create(h, recv, persistent, ci);
+        let id = requests::create(h, self.handle_addr(req), recv, persistent, ci);
         self.set(Slot::Request, id as i64);
     }
 
@@ -772,16 +772,31 @@ impl CallGuard {
         if req.is_null() {
             return Snap::default();
         }
+        let addr = self.handle_addr(req);
         // SAFETY: valid pointer by MPI's contract.
-        self.req_snap_value(unsafe { *req })
+        self.req_snap_at(unsafe { *req }, addr)
+    }
+
+    /// Where the program keeps a handle: the address it passed, for C calls. Fortran calls
+    /// pass the recorder converted copies, whose addresses mean nothing (0: unknown).
+    fn handle_addr<T>(&self, p: *mut T) -> usize {
+        if self.call >= FORTRAN_BASE {
+            0
+        } else {
+            p as usize
+        }
     }
 
     /// Snapshot of a request passed by value.
     pub fn req_snap_value(&mut self, req: MPI_Request) -> Snap {
+        self.req_snap_at(req, 0)
+    }
+
+    fn req_snap_at(&mut self, req: MPI_Request, addr: usize) -> Snap {
         let mut s = Snap::default();
         if req != consts().request_null {
             s.handle = req as usize;
-            s.req = requests::lookup(req);
+            s.req = requests::lookup(req, addr);
             if let Some(e) = &s.req {
                 self.set(Slot::Request, e.id as i64);
             }
@@ -793,12 +808,14 @@ impl CallGuard {
     pub fn req_snap_array(&mut self, count: c_int, reqs: *mut MPI_Request) -> Snap {
         let n = if count > 0 && !reqs.is_null() { count as usize } else { 0 };
         let null = consts().request_null;
+        let fortran = self.call >= FORTRAN_BASE;
         let t = self.ts();
         t.req_snaps.clear();
         for i in 0..n {
             // SAFETY: MPI requires `count` valid entries.
             let h = unsafe { *reqs.add(i) };
-            t.req_snaps.push(if h == null { None } else { requests::lookup(h) });
+            let addr = if fortran { 0 } else { reqs.wrapping_add(i) as usize };
+            t.req_snaps.push(if h == null { None } else { requests::lookup(h, addr) });
         }
         self.set(Slot::ArrayLen, n as i64);
         let t = self.ts();

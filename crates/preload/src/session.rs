@@ -356,17 +356,17 @@ pub fn start() {
         rt::WINDOW_END.store(now.saturating_add(to_ticks(cfg.start_after_ns + d)), Ordering::Relaxed);
     }
     STATE.store(TRACING, Ordering::Release);
-    // Definitions made before the file existed.
-    let mut defs: Vec<Definition> = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()));
-    for (w, word) in CALLS_DEFINED.iter().enumerate() {
-        let bits = word.load(Ordering::Relaxed);
-        for b in 0..64 {
-            if bits & (1 << b) != 0 {
-                defs.insert(0, call_def((w * 64 + b) as u32));
-            }
+    // Definitions made before the file existed: calls first, then the rest.
+    {
+        let _g = DEFINE_CALL.lock().unwrap_or_else(|p| p.into_inner());
+        let mut defs: Vec<Definition> = Vec::new();
+        for (w, word) in CALLS_DEFINED.iter().enumerate() {
+            let bits = word.load(Ordering::Relaxed);
+            defs.extend((0..64).filter(|b| bits & (1 << b) != 0).map(|b| call_def((w * 64 + b) as u32)));
         }
+        defs.extend(std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner())));
+        define(&defs);
     }
-    define(&defs);
     crate::comms::start(rank, size);
     if rank == 0 {
         write_manifest(cfg, &info, &g, size as u32, tps, res_ticks as f64 * 1e9 / tps);
@@ -518,20 +518,26 @@ pub fn define(defs: &[Definition]) {
     write_block(&framed, 0);
 }
 
-/// Defines a call id on first use.
+static DEFINE_CALL: Mutex<()> = Mutex::new(());
+
+/// Defines a call id on first use. The bit is set only once the definition is in the file
+/// (or, before the file exists, once `start` is sure to write it), so that no thread can flush
+/// an event of this call before its definition.
 pub fn define_call(call: u32) {
     let (w, b) = (call as usize / 64, call % 64);
     let Some(word) = CALLS_DEFINED.get(w) else { return };
-    if word.load(Ordering::Relaxed) & (1 << b) != 0 {
+    if word.load(Ordering::Acquire) & (1 << b) != 0 {
         return;
     }
-    if word.fetch_or(1 << b, Ordering::AcqRel) & (1 << b) != 0 {
+    let _g = DEFINE_CALL.lock().unwrap_or_else(|p| p.into_inner());
+    if word.load(Ordering::Acquire) & (1 << b) != 0 {
         return;
     }
     if FD.load(Ordering::Acquire) >= 0 {
         define(&[call_def(call)]);
     }
-    // Otherwise `start` writes it from the bitset.
+    // Before the file exists, `start` writes every call whose bit is set.
+    word.fetch_or(1 << b, Ordering::AcqRel);
 }
 
 /// Defines a communicator.

@@ -32,6 +32,8 @@ pub enum BlockKind {
     Info = 2,
     /// The rank's closing summary (JSON), written at finalize, exit or fatal signal.
     Trailer = 3,
+    /// A kind this reader does not know (a later minor version): skipped by its length.
+    Unknown = 255,
 }
 
 impl BlockKind {
@@ -96,7 +98,7 @@ impl BlockHeader {
         if b[0..4] != BLOCK_MAGIC {
             return Err("bad block magic");
         }
-        let kind = BlockKind::from_u8(b[4]).ok_or("unknown block kind")?;
+        let kind = BlockKind::from_u8(b[4]).unwrap_or(BlockKind::Unknown);
         let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
         let payload_len = u32_at(8);

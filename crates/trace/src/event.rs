@@ -361,7 +361,7 @@ impl Event {
                 .collect();
         }
         match self.args.get(Slot::Request) {
-            Some(request) if self.list(ListKind::Requests).is_none() => vec![Completion {
+            Some(request) => vec![Completion {
                 request,
                 source: self.args.get(Slot::StatusSource),
                 tag: self.args.get(Slot::StatusTag),

@@ -312,6 +312,7 @@ impl<R: Read> RankReader<R> {
                 }
                 Err(e) => self.corrupt(at, format!("bad info block: {e}")),
             },
+            BlockKind::Unknown => {}
             BlockKind::Trailer => match serde_json::from_slice::<Trailer>(&self.payload) {
                 Ok(t) => {
                     self.clock.update(t.sync_ticks, t.sync_ns);

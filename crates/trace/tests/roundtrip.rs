@@ -233,3 +233,27 @@ fn truncation_names_the_offset() {
     assert!(err.is_truncation(), "{err}");
     assert!(err.to_string().contains("cut.mpst: offset "), "{err}");
 }
+
+#[test]
+fn a_changed_flag_next_to_new_slots_round_trips() {
+    // Regression: MPI_Test recorded flag=0 then flag=1 with a decoded status.
+    let mut w = RankWriter::new(Vec::new(), &info(), 1 << 16).unwrap();
+    let mut a = Args::EMPTY;
+    a.set(Slot::Request, 1);
+    a.set(Slot::Flag, 0);
+    let mut b = Args::EMPTY;
+    b.set(Slot::Request, 1);
+    b.set(Slot::StatusSource, 0);
+    b.set(Slot::StatusTag, 5);
+    b.set(Slot::StatusBytes, 4);
+    b.set(Slot::Flag, 1);
+    for (i, args) in [a, b].iter().enumerate() {
+        let t = 100 * i as u64;
+        w.event(&RawEvent { call: 320, t_enter: t, t_exit: t + 5, callsite: 3, core: NO_CORE, ret: 0, skipped: 0, args, lists: &[] })
+            .unwrap();
+    }
+    let bytes = w.finish(None).unwrap();
+    let (evs, _) = read_all(&bytes);
+    assert_eq!(evs[0].args, a);
+    assert_eq!(evs[1].args, b);
+}

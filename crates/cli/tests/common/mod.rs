@@ -1,0 +1,216 @@
+//! Helpers shared by the end-to-end tests: build MPI test programs, run them with and
+//! without the recorder under a real `mpirun`, read the traces back.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use mpiscope_trace::{Event, RankReader, RunDir, Tables};
+
+/// Serializes MPI runs: the machine has two cores, and oversubscribed runs of several
+/// tests at once time out or starve each other.
+pub static MPI_LOCK: Mutex<()> = Mutex::new(());
+
+/// Takes the MPI lock (ignoring poisoning by a failed test).
+pub fn mpi_lock() -> std::sync::MutexGuard<'static, ()> {
+    MPI_LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The `mpiscope` binary under test.
+pub fn mpiscope() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_mpiscope"))
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Directory of the build profile (`target/debug` or `target/release`).
+pub fn profile_dir() -> PathBuf {
+    mpiscope().parent().unwrap().to_path_buf()
+}
+
+/// The MPI implementations under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mpi {
+    /// Open MPI (Debian's default `mpicc`).
+    OpenMpi,
+    /// MPICH (`mpicc.mpich`).
+    Mpich,
+}
+
+impl Mpi {
+    /// `openmpi` or `mpich`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mpi::OpenMpi => "openmpi",
+            Mpi::Mpich => "mpich",
+        }
+    }
+
+    /// C compiler wrapper.
+    pub fn cc(self) -> &'static str {
+        match self {
+            Mpi::OpenMpi => "mpicc.openmpi",
+            Mpi::Mpich => "mpicc.mpich",
+        }
+    }
+
+    /// Fortran compiler wrapper.
+    pub fn fc(self) -> &'static str {
+        match self {
+            Mpi::OpenMpi => "mpifort.openmpi",
+            Mpi::Mpich => "mpifort.mpich",
+        }
+    }
+
+    /// The launcher and its arguments for `np` ranks (root-safe, oversubscribed).
+    pub fn launcher(self, np: u32) -> Vec<String> {
+        match self {
+            Mpi::OpenMpi => vec![
+                "mpirun.openmpi".into(),
+                "--allow-run-as-root".into(),
+                "--oversubscribe".into(),
+                "--mca".into(),
+                "btl".into(),
+                "self,vader".into(),
+                "-np".into(),
+                np.to_string(),
+            ],
+            Mpi::Mpich => vec!["mpirun.mpich".into(), "-np".into(), np.to_string()],
+        }
+    }
+
+    /// The preload library this build produced.
+    pub fn preload(self) -> PathBuf {
+        let p = profile_dir().join(format!("libmpiscope_preload_{}.so", self.name()));
+        assert!(
+            p.is_file(),
+            "{} is missing: build the workspace first (`cargo build --workspace` with the same profile)",
+            p.display()
+        );
+        p
+    }
+}
+
+/// Where compiled test programs go.
+fn programs_out(mpi: Mpi) -> PathBuf {
+    let d = profile_dir().join("mpiscope-test-programs").join(mpi.name());
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn compile(compiler: &str, src: &Path, out: &Path, extra: &[&str]) {
+    let o = Command::new(compiler)
+        .args(["-g", "-O1"])
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg(src)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    assert!(
+        o.status.success(),
+        "{compiler} {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Compiles `tests/programs/<name>` (C or Fortran, by extension) for `mpi`; returns the
+/// executable. Recompiled when the source is newer.
+pub fn build(mpi: Mpi, name: &str, extra: &[&str]) -> PathBuf {
+    let src = root().join("tests/programs").join(name);
+    assert!(src.is_file(), "no test program {}", src.display());
+    let stem = Path::new(name).file_stem().unwrap().to_string_lossy().into_owned();
+    let out = programs_out(mpi).join(&stem);
+    let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
+        (Ok(o), Ok(s)) => o.modified().unwrap() >= s.modified().unwrap(),
+        _ => false,
+    };
+    if !fresh {
+        let fortran = name.ends_with(".f90") || name.ends_with(".f") || name.ends_with(".F90");
+        compile(if fortran { mpi.fc() } else { mpi.cc() }, &src, &out, extra);
+    }
+    out
+}
+
+/// Output of a run, with stdout and stderr as text.
+pub struct Run {
+    /// Exit code.
+    pub code: Option<i32>,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+fn run_output(o: Output) -> Run {
+    Run {
+        code: o.status.code(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs `exe args` on `np` ranks without tracing.
+pub fn run_plain(mpi: Mpi, np: u32, exe: &Path, args: &[&str]) -> Run {
+    let mut l = mpi.launcher(np);
+    let mut c = Command::new(l.remove(0));
+    c.args(l).arg(exe).args(args);
+    run_output(c.output().expect("launch"))
+}
+
+/// Runs `exe args` on `np` ranks under `mpiscope trace -o <dir> <options> --`; returns the
+/// run and the trace directory (inside `dir`).
+pub fn run_traced(mpi: Mpi, np: u32, exe: &Path, args: &[&str], options: &[&str], dir: &Path) -> (Run, PathBuf) {
+    let out = dir.join("trace");
+    let mut c = Command::new(mpiscope());
+    c.arg("trace").arg("-o").arg(&out).arg("--preload").arg(mpi.preload()).args(options).arg("--");
+    c.args(mpi.launcher(np)).arg(exe).args(args);
+    (run_output(c.output().expect("launch mpiscope")), out)
+}
+
+/// All events of one rank with their call names, the definition tables, and the reader's
+/// end state (trailer present, where it stopped).
+pub struct RankEvents {
+    /// (C name, event), in file order.
+    pub events: Vec<(String, Event)>,
+    /// Definitions.
+    pub tables: Tables,
+    /// The trailer was read.
+    pub complete: bool,
+    /// Why reading stopped early, if it did.
+    pub stopped: Option<String>,
+}
+
+/// Reads every event of `rank`.
+pub fn read_rank(run: &Path, rank: u32) -> RankEvents {
+    let dir = RunDir::open(run).unwrap();
+    let mut r: RankReader<_> = dir.open_rank(rank).unwrap();
+    let mut evs = Vec::new();
+    while let Some(e) = r.next_event() {
+        let n = r.tables().call_name(e.call).into_owned();
+        evs.push((n, e));
+    }
+    RankEvents {
+        events: evs,
+        tables: r.tables().clone(),
+        complete: r.trailer().is_some(),
+        stopped: r.stopped().map(|e| e.to_string()),
+    }
+}
+
+/// `mpiscope report DIR --json`.
+pub fn report_json(run: &Path) -> serde_json::Value {
+    let o = Command::new(mpiscope()).arg("report").arg(run).arg("--json").output().unwrap();
+    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// A fresh temporary directory.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}

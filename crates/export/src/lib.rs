@@ -1,0 +1,69 @@
+//! Exports of mpiscope traces to the input formats of other tools.
+//!
+//! * [`simgrid_ti`]: SimGrid "time-independent" traces, replayable with
+//!   `smpirun -replay` (SimGrid 3.32).
+//!
+//! Exporters read a run directory through [`mpiscope_trace::RunDir`] and stream each rank's
+//! events, so memory stays small whatever the trace size.
+
+use std::path::PathBuf;
+
+pub mod simgrid_ti;
+
+pub use simgrid_ti::{export_simgrid_ti, TiOptions, TiSummary};
+
+/// Why an export failed. Every variant names the file or directory concerned (and the byte
+/// offset in the trace file when the problem has one).
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// A rank trace file could not be opened or read (the error names the file, and the
+    /// offset for damaged files).
+    #[error(transparent)]
+    Read(#[from] mpiscope_trace::ReadError),
+    /// The run directory lists no rank at all.
+    #[error("{path}: the run has no ranks to export")]
+    NoRanks {
+        /// The run directory.
+        path: PathBuf,
+    },
+    /// The run has `ranks` ranks but no trace file for one of them.
+    #[error("{path}: no trace file for rank {rank} (the run has {ranks} ranks); a replay needs every rank")]
+    MissingRank {
+        /// The run directory.
+        path: PathBuf,
+        /// The missing rank.
+        rank: u32,
+        /// Ranks in the run.
+        ranks: u32,
+    },
+    /// A rank file describes another rank or another world size than the run.
+    #[error("{path}: offset 0: file says rank {found_rank} of {found_size}, expected rank {rank} of {ranks}")]
+    RankMismatch {
+        /// The rank file.
+        path: PathBuf,
+        /// Rank the file was opened as.
+        rank: u32,
+        /// Ranks in the run.
+        ranks: u32,
+        /// Rank recorded in the file's info block.
+        found_rank: u32,
+        /// World size recorded in the file's info block.
+        found_size: u32,
+    },
+    /// An output file or directory could not be created or written.
+    #[error("{path}: {source}")]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// The system error.
+        source: std::io::Error,
+    },
+    /// An option is out of range.
+    #[error("{path}: cannot export: {message}")]
+    InvalidOption {
+        /// The output directory of the refused export.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
