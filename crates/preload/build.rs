@@ -29,10 +29,15 @@ fn main() {
             std::process::exit(1);
         }
     };
-    println!("cargo:rerun-if-changed={}", summary.install.header.display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        summary.install.header.display()
+    );
     println!("cargo:rerun-if-changed={}", summary.install.c_lib.display());
     let mut b = cc::Build::new();
-    b.file(out.join("consts.c")).warnings(false).flag_if_supported("-w");
+    b.file(out.join("consts.c"))
+        .warnings(false)
+        .flag_if_supported("-w");
     for d in &summary.install.include_dirs {
         b.include(d);
     }
@@ -47,8 +52,14 @@ fn main() {
     println!("cargo:rustc-link-lib=dylib=dl");
     println!("cargo:rustc-env=MPISCOPE_FLAVOUR={flavour_name}");
     println!("cargo:rustc-env=MPISCOPE_WRAPPED={}", summary.wrapped);
-    println!("cargo:rustc-env=MPISCOPE_PMPI_EXPORTED={}", summary.exported);
-    println!("cargo:rustc-env=MPISCOPE_MPI_LIB={}", summary.install.c_lib.display());
+    println!(
+        "cargo:rustc-env=MPISCOPE_PMPI_EXPORTED={}",
+        summary.exported
+    );
+    println!(
+        "cargo:rustc-env=MPISCOPE_MPI_LIB={}",
+        summary.install.c_lib.display()
+    );
     std::fs::write(
         out.join("summary.txt"),
         format!(

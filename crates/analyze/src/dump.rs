@@ -12,7 +12,10 @@
 
 use std::io::Write;
 
-use mpiscope_trace::{Event, ListKind, RankReader, RunDir, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT, PEER_UNKNOWN, TAG_ANY};
+use mpiscope_trace::{
+    Event, ListKind, RankReader, RunDir, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT,
+    PEER_UNKNOWN, TAG_ANY,
+};
 
 use crate::symbols::Symbolizer;
 use crate::AnalyzeError;
@@ -41,7 +44,12 @@ fn peer(v: i64) -> String {
 }
 
 /// One event as text (without the trailing newline).
-pub fn format_event(rank: u32, ev: &Event, tables: &Tables, symbols: Option<&mut Symbolizer>) -> String {
+pub fn format_event(
+    rank: u32,
+    ev: &Event,
+    tables: &Tables,
+    symbols: Option<&mut Symbolizer>,
+) -> String {
     use std::fmt::Write as _;
     let mut s = String::with_capacity(96);
     let call = tables.calls.get(&ev.call);
@@ -60,7 +68,11 @@ pub fn format_event(rank: u32, ev: &Event, tables: &Tables, symbols: Option<&mut
         let text = match slot {
             Slot::Peer | Slot::RecvPeer | Slot::Root | Slot::StatusSource => peer(v),
             Slot::Tag | Slot::RecvTag if v == TAG_ANY => "any".into(),
-            Slot::Op => tables.ops.get(&(v as u32)).map(|o| o.name.clone()).unwrap_or_else(|| v.to_string()),
+            Slot::Op => tables
+                .ops
+                .get(&(v as u32))
+                .map(|o| o.name.clone())
+                .unwrap_or_else(|| v.to_string()),
             _ => v.to_string(),
         };
         let _ = write!(s, " {}={text}", slot.name());
@@ -88,8 +100,20 @@ pub fn format_event(rank: u32, ev: &Event, tables: &Tables, symbols: Option<&mut
                 .values
                 .chunks(4)
                 .map(|c| {
-                    let f = |v: i64| if v == mpiscope_trace::NO_VALUE { "-".to_string() } else { v.to_string() };
-                    format!("{}:{}/{}/{}", c[0], f(*c.get(1).unwrap_or(&i64::MIN)), f(*c.get(2).unwrap_or(&i64::MIN)), f(*c.get(3).unwrap_or(&i64::MIN)))
+                    let f = |v: i64| {
+                        if v == mpiscope_trace::NO_VALUE {
+                            "-".to_string()
+                        } else {
+                            v.to_string()
+                        }
+                    };
+                    format!(
+                        "{}:{}/{}/{}",
+                        c[0],
+                        f(*c.get(1).unwrap_or(&i64::MIN)),
+                        f(*c.get(2).unwrap_or(&i64::MIN)),
+                        f(*c.get(3).unwrap_or(&i64::MIN))
+                    )
                 })
                 .collect();
             s.push_str(&parts.join(","));
@@ -137,26 +161,49 @@ fn dump_rank<R: std::io::Read>(
         ids.sort();
         for id in ids {
             let c = &t.comms[&id];
-            writeln!(out, "# comm {id}: {:?} size {} key {:#018x} ranks {:?} remote {:?}", c.kind, c.size, c.key, c.ranks, c.remote)?;
+            writeln!(
+                out,
+                "# comm {id}: {:?} size {} key {:#018x} ranks {:?} remote {:?}",
+                c.kind, c.size, c.key, c.ranks, c.remote
+            )?;
         }
         let mut ids: Vec<_> = t.callsites.keys().copied().collect();
         ids.sort();
         for id in ids {
-            let d = symbols.as_mut().and_then(|s| s.describe(t, id)).unwrap_or_default();
+            let d = symbols
+                .as_mut()
+                .and_then(|s| s.describe(t, id))
+                .unwrap_or_default();
             let frames: Vec<String> = t.callsites[&id]
                 .frames
                 .iter()
-                .map(|f| format!("{}+{:#x}", t.modules.get(&f.module).map(|m| m.path.as_str()).unwrap_or("?"), f.offset))
+                .map(|f| {
+                    format!(
+                        "{}+{:#x}",
+                        t.modules
+                            .get(&f.module)
+                            .map(|m| m.path.as_str())
+                            .unwrap_or("?"),
+                        f.offset
+                    )
+                })
                 .collect();
             writeln!(out, "# callsite {id}: {} {d}", frames.join(" < "))?;
         }
     }
     if let Some(t) = reader.trailer() {
-        writeln!(out, "# end: {} ({} events written, {} lost)", t.reason, t.events, t.lost)?;
+        writeln!(
+            out,
+            "# end: {} ({} events written, {} lost)",
+            t.reason, t.events, t.lost
+        )?;
     } else if let Some(e) = reader.stopped() {
         writeln!(out, "# end: file cut: {e}")?;
     } else if opts.limit.is_none() {
-        writeln!(out, "# end: no trailer (the rank did not end tracing normally)")?;
+        writeln!(
+            out,
+            "# end: no trailer (the rank did not end tracing normally)"
+        )?;
     }
     Ok(())
 }

@@ -97,7 +97,10 @@ pub struct RankProfile {
 pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> RankProfile {
     let mut by_id: HashMap<u32, Acc> = HashMap::new();
     let mut persistent: HashMap<i64, Volume> = HashMap::new();
-    let mut stats = RankStats { rank, ..RankStats::default() };
+    let mut stats = RankStats {
+        rank,
+        ..RankStats::default()
+    };
     if let Some(i) = reader.info() {
         stats.host = i.host.clone();
     }
@@ -120,7 +123,10 @@ pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> R
             }
             prev_exit0 = Some(ev.t_exit);
         }
-        let name = names.entry(ev.call).or_insert_with(|| reader.tables().call_name(ev.call).into_owned()).clone();
+        let name = names
+            .entry(ev.call)
+            .or_insert_with(|| reader.tables().call_name(ev.call).into_owned())
+            .clone();
         let acc = by_id.entry(ev.call).or_default();
         acc.count += 1 + ev.skipped;
         acc.recorded += 1;
@@ -151,10 +157,14 @@ pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> R
         }
     } else if let Some(e) = reader.stopped() {
         stats.end = format!("cut: {e}");
-        warning = Some(format!("rank {rank}: read up to the last complete block ({e})"));
+        warning = Some(format!(
+            "rank {rank}: read up to the last complete block ({e})"
+        ));
     } else {
         stats.end = "no trailer (the rank did not finish tracing)".into();
-        warning = Some(format!("rank {rank}: the trace has no trailer; the rank did not end normally"));
+        warning = Some(format!(
+            "rank {rank}: the trace has no trailer; the rank did not end normally"
+        ));
     }
     let tables = reader.tables();
     let mut calls: HashMap<String, Acc> = HashMap::new();
@@ -175,11 +185,17 @@ pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> R
         e.vol.sent += a.vol.sent;
         e.vol.received += a.vol.received;
     }
-    RankProfile { calls, stats, warning }
+    RankProfile {
+        calls,
+        stats,
+        warning,
+    }
 }
 
 fn peers_of<R: std::io::Read>(reader: &RankReader<R>, ev: &Event) -> u32 {
-    let Some(id) = ev.args.get(Slot::Comm) else { return 1 };
+    let Some(id) = ev.args.get(Slot::Comm) else {
+        return 1;
+    };
     match reader.tables().comms.get(&(id as u32)) {
         Some(c) if c.kind == CommKind::Inter => c.remote.len() as u32,
         Some(c) => c.size,
@@ -187,7 +203,13 @@ fn peers_of<R: std::io::Read>(reader: &RankReader<R>, ev: &Event) -> u32 {
     }
 }
 
-fn event_volume(name: &str, ev: &Event, rank: u32, peers: u32, persistent: &mut HashMap<i64, Volume>) -> Volume {
+fn event_volume(
+    name: &str,
+    ev: &Event,
+    rank: u32,
+    peers: u32,
+    persistent: &mut HashMap<i64, Volume>,
+) -> Volume {
     if mpiscope_mpispec::is_persistent(name) {
         if let Some(req) = ev.args.get(Slot::Request) {
             persistent.insert(req, volume::persistent_volume(name, ev, rank, peers));
@@ -195,13 +217,20 @@ fn event_volume(name: &str, ev: &Event, rank: u32, peers: u32, persistent: &mut 
         return Volume::default();
     }
     match name {
-        "MPI_Start" => ev.args.get(Slot::Request).and_then(|r| persistent.get(&r).copied()).unwrap_or_default(),
+        "MPI_Start" => ev
+            .args
+            .get(Slot::Request)
+            .and_then(|r| persistent.get(&r).copied())
+            .unwrap_or_default(),
         "MPI_Startall" => ev
             .list(mpiscope_trace::ListKind::Requests)
             .unwrap_or(&[])
             .iter()
             .filter_map(|r| persistent.get(r))
-            .fold(Volume::default(), |a, v| Volume { sent: a.sent + v.sent, received: a.received + v.received }),
+            .fold(Volume::default(), |a, v| Volume {
+                sent: a.sent + v.sent,
+                received: a.received + v.received,
+            }),
         _ => volume::volume(name, ev, rank, peers),
     }
 }
@@ -211,20 +240,33 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
     let files = run.rank_files.clone();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(u32, Result<RankProfile, AnalyzeError>)>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len().max(1));
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(files.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((rank, path)) = files.get(i) else { break };
-                let r = RankReader::open(path).map(|rd| profile_rank(rd, *rank)).map_err(AnalyzeError::from);
-                results.lock().unwrap_or_else(|p| p.into_inner()).push((*rank, r));
+                let Some((rank, path)) = files.get(i) else {
+                    break;
+                };
+                let r = RankReader::open(path)
+                    .map(|rd| profile_rank(rd, *rank))
+                    .map_err(AnalyzeError::from);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((*rank, r));
             });
         }
     });
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(r, _)| *r);
-    let mut p = Profile { ranks: run.ranks(), ..Profile::default() };
+    let mut p = Profile {
+        ranks: run.ranks(),
+        ..Profile::default()
+    };
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     for (rank, r) in results {
         let rp = match r {
@@ -253,8 +295,14 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
     let expected = run.ranks();
     if (p.per_rank.len() as u32) < expected {
         let have: Vec<u32> = p.per_rank.iter().map(|r| r.rank).collect();
-        let missing: Vec<String> = (0..expected).filter(|r| !have.contains(r)).map(|r| r.to_string()).collect();
-        p.warnings.push(format!("no readable trace for rank(s) {}", missing.join(", ")));
+        let missing: Vec<String> = (0..expected)
+            .filter(|r| !have.contains(r))
+            .map(|r| r.to_string())
+            .collect();
+        p.warnings.push(format!(
+            "no readable trace for rank(s) {}",
+            missing.join(", ")
+        ));
     }
     for (name, a) in acc {
         p.calls.insert(
@@ -264,7 +312,11 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
                 recorded: a.recorded,
                 fortran: a.fortran,
                 time_s: a.time_ns as f64 * 1e-9,
-                mean_s: if a.recorded > 0 { a.time_ns as f64 * 1e-9 / a.recorded as f64 } else { 0.0 },
+                mean_s: if a.recorded > 0 {
+                    a.time_ns as f64 * 1e-9 / a.recorded as f64
+                } else {
+                    0.0
+                },
                 max_s: a.max_ns as f64 * 1e-9,
                 bytes: a.vol.total(),
                 bytes_sent: a.vol.sent,
@@ -296,14 +348,22 @@ impl Profile {
         use std::fmt::Write;
         let mut s = String::new();
         let total_calls: u64 = self.calls.values().map(|c| c.count).sum();
-        let _ = writeln!(s, "{} ranks, {} calls ({} recorded events)\n", self.ranks, total_calls, self.events);
+        let _ = writeln!(
+            s,
+            "{} ranks, {} calls ({} recorded events)\n",
+            self.ranks, total_calls, self.events
+        );
         let _ = writeln!(
             s,
             "{:<28} {:>12} {:>12} {:>11} {:>11} {:>11} {:>12}",
             "Function", "Calls", "Recorded", "Time (s)", "Mean (us)", "Max (us)", "Bytes"
         );
         let mut rows: Vec<(&String, &CallStats)> = self.calls.iter().collect();
-        rows.sort_by(|a, b| b.1.time_s.total_cmp(&a.1.time_s).then(b.1.count.cmp(&a.1.count)));
+        rows.sort_by(|a, b| {
+            b.1.time_s
+                .total_cmp(&a.1.time_s)
+                .then(b.1.count.cmp(&a.1.count))
+        });
         for (name, c) in rows {
             let _ = writeln!(
                 s,
@@ -319,11 +379,15 @@ impl Profile {
         }
         let _ = writeln!(
             s,
-            "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6}  {}",
-            "Rank", "Host", "Wall (s)", "MPI (s)", "Compute (s)", "MPI%", "End"
+            "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6}  End",
+            "Rank", "Host", "Wall (s)", "MPI (s)", "Compute (s)", "MPI%"
         );
         for r in &self.per_rank {
-            let pct = if r.wall_s > 0.0 { 100.0 * r.mpi_s / r.wall_s } else { 0.0 };
+            let pct = if r.wall_s > 0.0 {
+                100.0 * r.mpi_s / r.wall_s
+            } else {
+                0.0
+            };
             let _ = writeln!(
                 s,
                 "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}%  {}",

@@ -63,14 +63,18 @@ impl Symbolizer {
             .entry(path.to_owned())
             .or_insert_with(|| {
                 let loader = addr2line::Loader::new(path).ok()?;
-                Some(Module { loader, vaddr_base: lowest_load_vaddr(path).unwrap_or(0) & !0xfff })
+                Some(Module {
+                    loader,
+                    vaddr_base: lowest_load_vaddr(path).unwrap_or(0) & !0xfff,
+                })
             })
             .as_ref()?;
         let probe = m.vaddr_base + offset.saturating_sub(1);
         let loc = m.loader.find_location(probe).ok().flatten();
-        let function = m.loader.find_symbol(probe).map(|s| {
-            addr2line::demangle_auto(std::borrow::Cow::Borrowed(s), None).into_owned()
-        });
+        let function = m
+            .loader
+            .find_symbol(probe)
+            .map(|s| addr2line::demangle_auto(std::borrow::Cow::Borrowed(s), None).into_owned());
         Some(Location {
             function,
             file: loc.as_ref().and_then(|l| l.file.map(str::to_owned)),

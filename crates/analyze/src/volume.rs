@@ -37,20 +37,30 @@ pub fn volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volume {
     let fam = mpiscope_mpispec::family(name);
     let a = &ev.args;
     let to_null = a.get(Slot::Peer) == Some(PEER_NULL);
-    let is_root = a.get(Slot::Root).is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT);
+    let is_root = a
+        .get(Slot::Root)
+        .is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT);
     let persistent_init = mpiscope_mpispec::is_persistent(name);
     let v = |sent: u64, received: u64| Volume { sent, received };
     match fam.as_str() {
         _ if persistent_init => Volume::default(),
-        "send" | "ssend" | "bsend" | "rsend" | "psend" => v(if to_null { 0 } else { pos(a.get(Slot::Bytes)) }, 0),
+        "send" | "ssend" | "bsend" | "rsend" | "psend" => {
+            v(if to_null { 0 } else { pos(a.get(Slot::Bytes)) }, 0)
+        }
         "recv" | "mrecv" | "precv" => {
             if to_null {
                 return Volume::default();
             }
             v(0, pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))))
         }
-        "sendrecv" => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)))),
-        "sendrecv_replace" => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)))),
+        "sendrecv" => v(
+            pos(a.get(Slot::Bytes)),
+            pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes))),
+        ),
+        "sendrecv_replace" => v(
+            pos(a.get(Slot::Bytes)),
+            pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))),
+        ),
         "bcast" => {
             let b = pos(a.get(Slot::Bytes));
             if is_root {
@@ -80,9 +90,25 @@ pub fn volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volume {
         // Per-process counts.
         "alltoall" => v(pos(a.get(Slot::Bytes)) * n, pos(a.get(Slot::RecvBytes)) * n),
         "allgather" => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes)) * n),
-        "gather" => v(pos(a.get(Slot::Bytes)), if is_root { pos(a.get(Slot::RecvBytes)) * n } else { 0 }),
-        "scatter" => v(if is_root { pos(a.get(Slot::Bytes)) * n } else { 0 }, pos(a.get(Slot::RecvBytes))),
-        _ if mpiscope_mpispec::is_collective(name) => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes))),
+        "gather" => v(
+            pos(a.get(Slot::Bytes)),
+            if is_root {
+                pos(a.get(Slot::RecvBytes)) * n
+            } else {
+                0
+            },
+        ),
+        "scatter" => v(
+            if is_root {
+                pos(a.get(Slot::Bytes)) * n
+            } else {
+                0
+            },
+            pos(a.get(Slot::RecvBytes)),
+        ),
+        _ if mpiscope_mpispec::is_collective(name) => {
+            v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes)))
+        }
         // One-sided: origin buffer out for put/accumulate, in for get.
         "put" | "rput" | "accumulate" | "raccumulate" => v(pos(a.get(Slot::Bytes)), 0),
         "get" | "rget" => v(0, pos(a.get(Slot::Bytes))),
@@ -110,34 +136,130 @@ mod tests {
         for &(s, v) in args {
             a.set(s, v);
         }
-        Event { thread: 0, call: 0, t_enter: 0, t_exit: 0, callsite: 0, core: None, ret: 0, skipped: 0, args: a, lists: vec![] }
+        Event {
+            thread: 0,
+            call: 0,
+            t_enter: 0,
+            t_exit: 0,
+            callsite: 0,
+            core: None,
+            ret: 0,
+            skipped: 0,
+            args: a,
+            lists: vec![],
+        }
     }
 
     #[test]
     fn p2p() {
-        assert_eq!(volume("MPI_Send", &ev(&[(Slot::Peer, 1), (Slot::Bytes, 80)]), 0, 4), Volume { sent: 80, received: 0 });
-        assert_eq!(volume("MPI_Send", &ev(&[(Slot::Peer, PEER_NULL), (Slot::Bytes, 80)]), 0, 4), Volume::default());
         assert_eq!(
-            volume("MPI_Recv", &ev(&[(Slot::Bytes, 800), (Slot::StatusBytes, 80)]), 0, 4),
-            Volume { sent: 0, received: 80 }
+            volume("MPI_Send", &ev(&[(Slot::Peer, 1), (Slot::Bytes, 80)]), 0, 4),
+            Volume {
+                sent: 80,
+                received: 0
+            }
         );
-        assert_eq!(volume("MPI_Irecv", &ev(&[(Slot::Bytes, 800)]), 0, 4), Volume { sent: 0, received: 800 });
-        assert_eq!(volume("MPI_Send_init", &ev(&[(Slot::Bytes, 800)]), 0, 4), Volume::default());
-        assert_eq!(persistent_volume("MPI_Send_init", &ev(&[(Slot::Bytes, 8)]), 0, 4), Volume { sent: 8, received: 0 });
+        assert_eq!(
+            volume(
+                "MPI_Send",
+                &ev(&[(Slot::Peer, PEER_NULL), (Slot::Bytes, 80)]),
+                0,
+                4
+            ),
+            Volume::default()
+        );
+        assert_eq!(
+            volume(
+                "MPI_Recv",
+                &ev(&[(Slot::Bytes, 800), (Slot::StatusBytes, 80)]),
+                0,
+                4
+            ),
+            Volume {
+                sent: 0,
+                received: 80
+            }
+        );
+        assert_eq!(
+            volume("MPI_Irecv", &ev(&[(Slot::Bytes, 800)]), 0, 4),
+            Volume {
+                sent: 0,
+                received: 800
+            }
+        );
+        assert_eq!(
+            volume("MPI_Send_init", &ev(&[(Slot::Bytes, 800)]), 0, 4),
+            Volume::default()
+        );
+        assert_eq!(
+            persistent_volume("MPI_Send_init", &ev(&[(Slot::Bytes, 8)]), 0, 4),
+            Volume {
+                sent: 8,
+                received: 0
+            }
+        );
     }
 
     #[test]
     fn collectives() {
         let b = ev(&[(Slot::Bytes, 100), (Slot::Root, 2)]);
-        assert_eq!(volume("MPI_Bcast", &b, 2, 4), Volume { sent: 100, received: 0 });
-        assert_eq!(volume("MPI_Bcast", &b, 0, 4), Volume { sent: 0, received: 100 });
-        assert_eq!(volume("MPI_Reduce", &b, 0, 4), Volume { sent: 100, received: 0 });
-        assert_eq!(volume("MPI_Allreduce", &ev(&[(Slot::Bytes, 8)]), 0, 4), Volume { sent: 8, received: 8 });
+        assert_eq!(
+            volume("MPI_Bcast", &b, 2, 4),
+            Volume {
+                sent: 100,
+                received: 0
+            }
+        );
+        assert_eq!(
+            volume("MPI_Bcast", &b, 0, 4),
+            Volume {
+                sent: 0,
+                received: 100
+            }
+        );
+        assert_eq!(
+            volume("MPI_Reduce", &b, 0, 4),
+            Volume {
+                sent: 100,
+                received: 0
+            }
+        );
+        assert_eq!(
+            volume("MPI_Allreduce", &ev(&[(Slot::Bytes, 8)]), 0, 4),
+            Volume {
+                sent: 8,
+                received: 8
+            }
+        );
         let g = ev(&[(Slot::Bytes, 8), (Slot::RecvBytes, 8)]);
-        assert_eq!(volume("MPI_Allgather", &g, 0, 4), Volume { sent: 8, received: 32 });
-        assert_eq!(volume("MPI_Iallgather", &g, 0, 4), Volume { sent: 8, received: 32 });
-        assert_eq!(volume("MPI_Alltoall", &g, 0, 4), Volume { sent: 32, received: 32 });
+        assert_eq!(
+            volume("MPI_Allgather", &g, 0, 4),
+            Volume {
+                sent: 8,
+                received: 32
+            }
+        );
+        assert_eq!(
+            volume("MPI_Iallgather", &g, 0, 4),
+            Volume {
+                sent: 8,
+                received: 32
+            }
+        );
+        assert_eq!(
+            volume("MPI_Alltoall", &g, 0, 4),
+            Volume {
+                sent: 32,
+                received: 32
+            }
+        );
         let gv = ev(&[(Slot::Bytes, 8), (Slot::RecvBytes, 40), (Slot::Root, 0)]);
-        assert_eq!(volume("MPI_Gatherv", &gv, 0, 4), Volume { sent: 8, received: 40 });
+        assert_eq!(
+            volume("MPI_Gatherv", &gv, 0, 4),
+            Volume {
+                sent: 8,
+                received: 40
+            }
+        );
     }
 }

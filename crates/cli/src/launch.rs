@@ -82,14 +82,19 @@ fn which(name: &str) -> Option<PathBuf> {
         return p.is_file().then_some(p);
     }
     std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())
+        std::env::split_paths(&paths)
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
     })
 }
 
 fn is_elf(p: &Path) -> bool {
     use std::io::Read;
     let mut magic = [0u8; 4];
-    std::fs::File::open(p).and_then(|mut f| f.read_exact(&mut magic)).is_ok() && magic == *b"\x7fELF"
+    std::fs::File::open(p)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok()
+        && magic == *b"\x7fELF"
 }
 
 /// The MPI flavour an executable is linked against, from `ldd`.
@@ -110,14 +115,29 @@ fn launcher_kind(cmd0: &str) -> Option<Launcher> {
     let real = std::fs::canonicalize(&path).unwrap_or(path.clone());
     let name = path.file_name()?.to_string_lossy().into_owned();
     let real_name = real.file_name()?.to_string_lossy().into_owned();
-    let launchers = ["mpirun", "mpiexec", "orterun", "mpirun.openmpi", "mpiexec.openmpi", "mpirun.mpich", "mpiexec.mpich", "mpiexec.hydra", "srun", "prun"];
+    let launchers = [
+        "mpirun",
+        "mpiexec",
+        "orterun",
+        "mpirun.openmpi",
+        "mpiexec.openmpi",
+        "mpirun.mpich",
+        "mpiexec.mpich",
+        "mpiexec.hydra",
+        "srun",
+        "prun",
+    ];
     if !launchers.contains(&name.as_str()) && !launchers.contains(&real_name.as_str()) {
         return None;
     }
     let all = format!("{name} {real_name}");
     if all.contains("hydra") || all.contains("mpich") {
         Some(Launcher::Hydra)
-    } else if all.contains("orterun") || all.contains("openmpi") || all.contains("opal") || real_name == "mpirun" {
+    } else if all.contains("orterun")
+        || all.contains("openmpi")
+        || all.contains("opal")
+        || real_name == "mpirun"
+    {
         Some(Launcher::OpenMpi)
     } else {
         Some(Launcher::Environment)
@@ -161,7 +181,11 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     let launcher = launcher_kind(&cmd[0]);
     // The executable: the command itself, or the first ELF argument after the launcher.
     let exe = if launcher.is_some() {
-        cmd[1..].iter().filter(|s| !s.starts_with('-')).filter_map(|s| which(s)).find(|p| is_elf(p))
+        cmd[1..]
+            .iter()
+            .filter(|s| !s.starts_with('-'))
+            .filter_map(|s| which(s))
+            .find(|p| is_elf(p))
     } else {
         which(&cmd[0])
     };
@@ -188,7 +212,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     let preload = find_preload(flavour, a.preload.as_ref())?;
 
     // The output directory: created, and emptied of an earlier run's files.
-    std::fs::create_dir_all(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    std::fs::create_dir_all(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let out = std::fs::canonicalize(&a.output)?;
     for e in std::fs::read_dir(&out)?.flatten() {
         let n = e.file_name().to_string_lossy().into_owned();
@@ -218,7 +243,15 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     opt("MPISCOPE_STACK", a.stack.map(|s| s.to_string()));
     opt("MPISCOPE_CORE", a.core.clone());
     opt("MPISCOPE_CLOCK", a.clock.clone());
-    opt("MPISCOPE_PLUGIN", a.plugin.as_ref().map(|p| std::fs::canonicalize(p).unwrap_or(p.clone()).display().to_string()));
+    opt(
+        "MPISCOPE_PLUGIN",
+        a.plugin.as_ref().map(|p| {
+            std::fs::canonicalize(p)
+                .unwrap_or(p.clone())
+                .display()
+                .to_string()
+        }),
+    );
     if a.no_pcontrol {
         opt("MPISCOPE_PCONTROL", Some("off".into()));
     }
@@ -271,7 +304,11 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
             out.display()
         );
     } else {
-        let bytes: u64 = files.iter().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+        let bytes: u64 = files
+            .iter()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
         eprintln!(
             "mpiscope: traced {} rank(s) of `{}` into {} ({:.1} MiB, {flavour})",
             files.len(),

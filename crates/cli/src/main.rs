@@ -14,6 +14,8 @@ struct Cli {
     command: Command,
 }
 
+// Built once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Trace an MPI program: `mpiscope trace -o DIR -- mpirun -np 4 ./app args`.
@@ -64,7 +66,8 @@ enum Command {
 }
 
 fn open_run(dir: &PathBuf) -> Result<mpiscope_trace::RunDir> {
-    mpiscope_trace::RunDir::open(dir).with_context(|| format!("cannot open the trace {}", dir.display()))
+    mpiscope_trace::RunDir::open(dir)
+        .with_context(|| format!("cannot open the trace {}", dir.display()))
 }
 
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
@@ -91,22 +94,43 @@ fn main() {
 fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Trace(args) => launch::trace(args),
-        Command::Dump { dir, rank, limit, symbols, defs } => {
+        Command::Dump {
+            dir,
+            rank,
+            limit,
+            symbols,
+            defs,
+        } => {
             let run = open_run(&dir)?;
-            let opts = mpiscope_analyze::dump::DumpOptions { rank, limit, symbols, definitions: defs };
+            let opts = mpiscope_analyze::dump::DumpOptions {
+                rank,
+                limit,
+                symbols,
+                definitions: defs,
+            };
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             match mpiscope_analyze::dump::dump(&run, &opts, &mut out) {
-                Err(mpiscope_analyze::AnalyzeError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(mpiscope_analyze::AnalyzeError::Write(e))
+                    if e.kind() == std::io::ErrorKind::BrokenPipe => {}
                 r => r?,
             }
             Ok(0)
         }
-        Command::Export { dir, format, output, flops, min_compute_ns } => {
+        Command::Export {
+            dir,
+            format,
+            output,
+            flops,
+            min_compute_ns,
+        } => {
             let run = open_run(&dir)?;
             match format.as_str() {
                 "simgrid-ti" => {
-                    let opts = mpiscope_export::TiOptions { host_speed_flops: flops, min_compute_ns };
+                    let opts = mpiscope_export::TiOptions {
+                        host_speed_flops: flops,
+                        min_compute_ns,
+                    };
                     let s = mpiscope_export::export_simgrid_ti(&run, &output, &opts)?;
                     eprintln!(
                         "mpiscope: wrote {} actions for {} ranks to {} (replay: smpirun -replay {}/index.txt ...)",
@@ -126,7 +150,11 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Report { dir, json } => {
             let run = open_run(&dir)?;
             let p = mpiscope_analyze::profile::profile(&run)?;
-            let text = if json { serde_json::to_string_pretty(&p)? + "\n" } else { p.to_text() };
+            let text = if json {
+                serde_json::to_string_pretty(&p)? + "\n"
+            } else {
+                p.to_text()
+            };
             write_stdout(&text)?;
             Ok(0)
         }

@@ -12,8 +12,7 @@
 //! discrepancy; each names the rank, thread, phase of the program, event index and the
 //! recorded event.
 //!
-//! Assertions marked `RECORDER BUG` check correct MPI semantics that the recorder did not
-//! meet when these tests were written (see the comment at each mark).
+//! Comments marked `Regression` point at assertions that caught recorder bugs, now fixed.
 
 mod common;
 
@@ -890,7 +889,7 @@ fn expect_p2p_nonblocking(t: &Traced) -> Outcome {
         s.ev("MPI_Get_count", a());
         s.ev("MPI_Wait", a().req(sa));
 
-        // RECORDER BUG (shared handle of immediately completed requests): from here on, a
+        // Regression (shared handle of immediately completed requests): from here on, a
         // Waitall/Waitsome/Testsome... over several send requests that completed at creation
         // lists the id of the last one for each of them (Open MPI returns the one
         // `ompi_request_empty` handle for every such Isend, MPICH a shared completed
@@ -1219,8 +1218,8 @@ fn expect_p2p_nonblocking(t: &Traced) -> Outcome {
         let ls = s.new_req("MPI_Isend", a().p2p(next, 120, WORLD).buf(9, 4));
         s.ev("MPI_Mprobe", a().p2p(prev, 120, WORLD).st(prev, 120, 36));
         s.ev("MPI_Get_count", a());
-        // RECORDER BUG (Open MPI): Open MPI's mpi.h names the datatype parameter of MPI_Mrecv
-        // and MPI_Imrecv `type`, not `datatype`, so no count/dtsize/bytes are recorded.
+        // Regression (Open MPI): Open MPI's mpi.h names the datatype parameter of MPI_Mrecv
+        // and MPI_Imrecv `type`, not `datatype`; count/dtsize/bytes were missing.
         s.ev("MPI_Mrecv", a().comm(WORLD).buf(9, 4).st(prev, 120, 36));
         s.ev("MPI_Get_count", a());
         s.ev("MPI_Wait", a().req(ls));
@@ -1234,7 +1233,7 @@ fn expect_p2p_nonblocking(t: &Traced) -> Outcome {
             "MPI_Improbe",
             a().p2p(PEER_ANY, 130, WORLD).flag(1).st(prev, 130, 44),
         );
-        // RECORDER BUG (Open MPI): see MPI_Mrecv above.
+        // Regression (Open MPI): see MPI_Mrecv above.
         let im = s.new_req("MPI_Imrecv", a().comm(WORLD).buf(11, 4));
         s.ev("MPI_Wait", a().req(im).st(prev, 130, 44));
         s.ev("MPI_Get_count", a());
@@ -1653,8 +1652,8 @@ fn expect_comms(t: &Traced) -> (Outcome, Vec<CommIds>) {
             PEER_NULL
         };
         s.ev("MPI_Bcast", a().comm(inter).buf(3, 4).root(root));
-        // RECORDER BUG: MPI_Intercomm_merge records no `comm` (its communicator parameter is
-        // called `intercomm`, which the wrappers do not take as the call's communicator).
+        // Regression: MPI_Intercomm_merge recorded no `comm` (its communicator parameter is
+        // called `intercomm`).
         let merged = s.new_comm("MPI_Intercomm_merge", a().comm(inter));
         ids.merged = merged;
         s.ev("MPI_Comm_rank", a().comm(merged));
@@ -1900,9 +1899,9 @@ fn check_threads(mpi: Mpi, np: u32) {
         // Each worker: ITERS Sendrecv with its own tag; which worker got which thread index
         // depends on who called MPI first.
         //
-        // RECORDER BUG (intermittent): a worker's events can reach the rank file before the
-        // definition of MPI_Sendrecv, which another worker claimed (set its bit in
-        // `CALLS_DEFINED`) but had not written yet; they then read as call `?<id>`.
+        // Regression (was intermittent): a worker's events reached the rank file before the
+        // definition of MPI_Sendrecv, which another worker had claimed but not written yet;
+        // they then read as call `?<id>`.
         let mut tags_seen = BTreeSet::new();
         for th in 1..=NTHREADS as u16 {
             let mut s = Seq::new(&t, r as u32, th);
@@ -1989,8 +1988,8 @@ fn openmpi_p2p_blocking_4_ranks() {
     check_p2p_blocking(Mpi::OpenMpi, 4);
 }
 
-/// Fails while the recorder has the request-handle and Open MPI `Mrecv` bugs (see the
-/// `RECORDER BUG` marks in `expect_p2p_nonblocking`).
+/// Regression test for request ids of shared handles and Open MPI's `Mrecv` datatype
+/// (see `expect_p2p_nonblocking`).
 #[test]
 fn openmpi_p2p_nonblocking_4_ranks() {
     let _g = common::mpi_lock();
@@ -2015,16 +2014,14 @@ fn openmpi_collectives_8_ranks() {
     check_collectives(Mpi::OpenMpi, 8);
 }
 
-/// Fails while `MPI_Intercomm_merge` records no communicator (see `RECORDER BUG` in
-/// `expect_comms`).
+/// Regression test for the communicator of `MPI_Intercomm_merge` (see `expect_comms`).
 #[test]
 fn openmpi_comms_4_ranks() {
     let _g = common::mpi_lock();
     check_comms(Mpi::OpenMpi, 4);
 }
 
-/// Fails now and then while the call-definition race exists (see `RECORDER BUG` in
-/// `check_threads`).
+/// Regression test for the call-definition race (see `check_threads`).
 #[test]
 fn openmpi_threads_2_ranks() {
     let _g = common::mpi_lock();
@@ -2043,16 +2040,14 @@ fn mpich_p2p_blocking_4_ranks() {
     check_p2p_blocking(Mpi::Mpich, 4);
 }
 
-/// Fails while the recorder has the request-handle bug (see `RECORDER BUG` in
-/// `expect_p2p_nonblocking`).
+/// Regression test for request ids of shared handles (see `expect_p2p_nonblocking`).
 #[test]
 fn mpich_p2p_nonblocking_2_ranks() {
     let _g = common::mpi_lock();
     check_p2p_nonblocking(Mpi::Mpich, 2);
 }
 
-/// Fails while the recorder has the request-handle bug (see `RECORDER BUG` in
-/// `expect_p2p_nonblocking`).
+/// Regression test for request ids of shared handles (see `expect_p2p_nonblocking`).
 #[test]
 fn mpich_p2p_nonblocking_3_ranks() {
     let _g = common::mpi_lock();
@@ -2071,16 +2066,14 @@ fn mpich_collectives_4_ranks() {
     check_collectives(Mpi::Mpich, 4);
 }
 
-/// Fails while `MPI_Intercomm_merge` records no communicator (see `RECORDER BUG` in
-/// `expect_comms`).
+/// Regression test for the communicator of `MPI_Intercomm_merge` (see `expect_comms`).
 #[test]
 fn mpich_comms_4_ranks() {
     let _g = common::mpi_lock();
     check_comms(Mpi::Mpich, 4);
 }
 
-/// Fails now and then while the call-definition race exists (see `RECORDER BUG` in
-/// `check_threads`).
+/// Regression test for the call-definition race (see `check_threads`).
 #[test]
 fn mpich_threads_2_ranks() {
     let _g = common::mpi_lock();

@@ -63,7 +63,10 @@ impl Group {
 
     /// The group called `name`.
     pub fn from_name(name: &str) -> Option<Group> {
-        Group::ALL.iter().copied().find(|g| g.name().eq_ignore_ascii_case(name))
+        Group::ALL
+            .iter()
+            .copied()
+            .find(|g| g.name().eq_ignore_ascii_case(name))
     }
 }
 
@@ -94,7 +97,16 @@ const COLLECTIVES: &[&str] = &[
 ];
 
 const P2P: &[&str] = &[
-    "send", "recv", "ssend", "bsend", "rsend", "sendrecv", "sendrecv_replace", "mrecv", "psend", "precv",
+    "send",
+    "recv",
+    "ssend",
+    "bsend",
+    "rsend",
+    "sendrecv",
+    "sendrecv_replace",
+    "mrecv",
+    "psend",
+    "precv",
 ];
 
 /// The family of an MPI function: its lower-case name without the `MPI_`/`PMPI_` prefix and
@@ -110,11 +122,24 @@ const P2P: &[&str] = &[
 pub fn family(name: &str) -> String {
     let bare = bare_lower(name);
     let s = bare.strip_suffix("_c").unwrap_or(&bare);
-    let s = s.strip_suffix("_init").filter(|_| s != "init_thread").unwrap_or(s);
+    let s = s
+        .strip_suffix("_init")
+        .filter(|_| s != "init_thread")
+        .unwrap_or(s);
     if let Some(rest) = s.strip_prefix('i') {
         let known = COLLECTIVES.contains(&rest)
-            || ["send", "recv", "ssend", "bsend", "rsend", "sendrecv", "sendrecv_replace", "mrecv", "probe"]
-                .contains(&rest);
+            || [
+                "send",
+                "recv",
+                "ssend",
+                "bsend",
+                "rsend",
+                "sendrecv",
+                "sendrecv_replace",
+                "mrecv",
+                "probe",
+            ]
+            .contains(&rest);
         if known {
             return rest.to_owned();
         }
@@ -138,7 +163,10 @@ pub fn is_persistent(name: &str) -> bool {
 
 fn bare_lower(name: &str) -> String {
     let lower = name.to_ascii_lowercase();
-    let s = lower.strip_prefix("pmpi_").or_else(|| lower.strip_prefix("mpi_")).unwrap_or(&lower);
+    let s = lower
+        .strip_prefix("pmpi_")
+        .or_else(|| lower.strip_prefix("mpi_"))
+        .unwrap_or(&lower);
     s.trim_end_matches('_').to_owned()
 }
 
@@ -176,7 +204,16 @@ pub fn group(name: &str) -> Group {
     let starts = |p: &str| f.starts_with(p);
     if starts("wait")
         || starts("test")
-        || matches!(f, "start" | "startall" | "cancel" | "pready" | "pready_range" | "pready_list" | "parrived")
+        || matches!(
+            f,
+            "start"
+                | "startall"
+                | "cancel"
+                | "pready"
+                | "pready_range"
+                | "pready_list"
+                | "parrived"
+        )
         || starts("request_")
         || starts("grequest_")
     {
@@ -189,22 +226,49 @@ pub fn group(name: &str) -> Group {
         || starts("graph")
         || starts("dist_graph")
         || starts("topo_")
-        || matches!(f, "dims_create" | "open_port" | "close_port" | "lookup_name" | "publish_name" | "unpublish_name")
+        || matches!(
+            f,
+            "dims_create"
+                | "open_port"
+                | "close_port"
+                | "lookup_name"
+                | "publish_name"
+                | "unpublish_name"
+        )
     {
         return Group::Comm;
     }
     if starts("type_")
         || starts("pack")
         || starts("unpack")
-        || matches!(f, "get_address" | "address" | "get_count" | "get_elements" | "get_elements_x" | "aint_add" | "aint_diff")
+        || matches!(
+            f,
+            "get_address"
+                | "address"
+                | "get_count"
+                | "get_elements"
+                | "get_elements_x"
+                | "aint_add"
+                | "aint_diff"
+        )
     {
         return Group::Datatype;
     }
     if starts("win_")
         || matches!(
             f,
-            "put" | "get" | "accumulate" | "get_accumulate" | "fetch_and_op" | "compare_and_swap" | "rput" | "rget"
-                | "raccumulate" | "rget_accumulate" | "alloc_mem" | "free_mem"
+            "put"
+                | "get"
+                | "accumulate"
+                | "get_accumulate"
+                | "fetch_and_op"
+                | "compare_and_swap"
+                | "rput"
+                | "rget"
+                | "raccumulate"
+                | "rget_accumulate"
+                | "alloc_mem"
+                | "free_mem"
         )
     {
         return Group::Rma;
@@ -238,7 +302,10 @@ mod tests {
         assert_eq!(family("MPI_Iprobe"), "probe");
         assert_eq!(family("MPI_Improbe"), "improbe");
         assert_eq!(family("PMPI_Isend"), "send");
-        assert_eq!(family("MPI_Reduce_scatter_block_init"), "reduce_scatter_block");
+        assert_eq!(
+            family("MPI_Reduce_scatter_block_init"),
+            "reduce_scatter_block"
+        );
         assert_eq!(family("MPI_Ineighbor_alltoallv"), "neighbor_alltoallv");
         assert_eq!(family("MPI_Probe"), "probe");
         assert_eq!(family("MPI_Psend_init"), "psend");

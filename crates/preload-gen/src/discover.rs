@@ -109,7 +109,10 @@ fn show(wrapper: &str) -> Result<Vec<String>, GenError> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_owned).collect())
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect())
 }
 
 fn find_lib(dirs: &[PathBuf], names: &[&str]) -> Option<(PathBuf, String)> {
@@ -147,24 +150,47 @@ pub fn discover(flavour: Flavour) -> Result<MpiInstall, GenError> {
         .iter()
         .map(|d| d.join("mpi.h"))
         .find(|p| p.exists())
-        .ok_or_else(|| GenError::Discover(format!("`{cc} -show` names no include directory holding mpi.h")))?;
+        .ok_or_else(|| {
+            GenError::Discover(format!(
+                "`{cc} -show` names no include directory holding mpi.h"
+            ))
+        })?;
     let (c_lib, c_lib_name) = find_lib(&lib_dirs, flavour.c_lib_names()).ok_or_else(|| {
-        GenError::Discover(format!("no {} library found in {:?}", flavour.c_lib_names().join("/"), lib_dirs))
+        GenError::Discover(format!(
+            "no {} library found in {:?}",
+            flavour.c_lib_names().join("/"),
+            lib_dirs
+        ))
     })?;
     let fc = std::env::var(flavour.fc_env()).unwrap_or_else(|_| flavour.default_fc().to_owned());
     let mut f_dirs = lib_dirs.clone();
     if let Ok(fw) = show(&fc) {
-        f_dirs.extend(fw.iter().filter_map(|w| w.strip_prefix("-L")).map(PathBuf::from));
+        f_dirs.extend(
+            fw.iter()
+                .filter_map(|w| w.strip_prefix("-L"))
+                .map(PathBuf::from),
+        );
     }
     let fortran_lib = find_lib(&f_dirs, flavour.fortran_lib_names()).map(|(p, _)| p);
-    Ok(MpiInstall { flavour, cc, include_dirs, lib_dirs, c_lib, c_lib_name, fortran_lib, header })
+    Ok(MpiInstall {
+        flavour,
+        cc,
+        include_dirs,
+        lib_dirs,
+        c_lib,
+        c_lib_name,
+        fortran_lib,
+        header,
+    })
 }
 
 /// Names of the dynamic symbols a shared library defines.
 pub fn exported_symbols(lib: &Path) -> Result<std::collections::BTreeSet<String>, GenError> {
     use object::{Object, ObjectSymbol};
-    let data = std::fs::read(lib).map_err(|e| GenError::Discover(format!("{}: {e}", lib.display())))?;
-    let file = object::File::parse(&*data).map_err(|e| GenError::Discover(format!("{}: {e}", lib.display())))?;
+    let data =
+        std::fs::read(lib).map_err(|e| GenError::Discover(format!("{}: {e}", lib.display())))?;
+    let file = object::File::parse(&*data)
+        .map_err(|e| GenError::Discover(format!("{}: {e}", lib.display())))?;
     let mut out = std::collections::BTreeSet::new();
     for s in file.dynamic_symbols() {
         if s.is_definition() {

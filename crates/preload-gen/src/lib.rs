@@ -53,7 +53,10 @@ pub struct Summary {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), GenError> {
-    std::fs::write(path, text).map_err(|source| GenError::Write { path: path.display().to_string(), source })
+    std::fs::write(path, text).map_err(|source| GenError::Write {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// Generates `bindings.rs`, `wrappers.rs`, `consts.rs` and `consts.c` in `out_dir`.
@@ -77,7 +80,12 @@ pub fn generate(flavour: Flavour, out_dir: &Path) -> Result<Summary, GenError> {
         .iter()
         .map(|f| emit::fortran_entry(&f.name, &f_syms, flavour == Flavour::OpenMpi))
         .collect();
-    let out = emit::emit(&functions, &fortran, flavour.name(), &install.header.display().to_string());
+    let out = emit::emit(
+        &functions,
+        &fortran,
+        flavour.name(),
+        &install.header.display().to_string(),
+    );
     write(&out_dir.join("bindings.rs"), &api_bindings)?;
     write(&out_dir.join("wrappers.rs"), &out.rust)?;
     let handles = emit::present_handles(&api_bindings);

@@ -25,7 +25,9 @@ impl Param {
 
     /// The pointee of a pointer type, as text.
     pub fn pointee(&self) -> Option<&str> {
-        self.ty_text.strip_prefix("*mut ").or_else(|| self.ty_text.strip_prefix("*const "))
+        self.ty_text
+            .strip_prefix("*mut ")
+            .or_else(|| self.ty_text.strip_prefix("*const "))
     }
 }
 
@@ -65,8 +67,15 @@ pub struct Api {
 }
 
 fn compact(ts: &TokenStream) -> String {
-    let s = ts.to_string().replace(":: std :: os :: raw :: ", "").replace("::std::os::raw::", "");
-    s.replace("* mut ", "*mut ").replace("* const ", "*const ").replace(" ,", ",").trim().to_owned()
+    let s = ts
+        .to_string()
+        .replace(":: std :: os :: raw :: ", "")
+        .replace("::std::os::raw::", "");
+    s.replace("* mut ", "*mut ")
+        .replace("* const ", "*const ")
+        .replace(" ,", ",")
+        .trim()
+        .to_owned()
 }
 
 /// Runs bindgen over `mpi.h` and collects the `PMPI_` functions.
@@ -87,28 +96,44 @@ pub fn read_api(install: &MpiInstall) -> Result<Api, GenError> {
         // Declare the MPI-1 functions removed from MPI-3 that Open MPI 4 still exports.
         b = b.clang_arg("-DOMPI_OMIT_MPI1_COMPAT_DECLS=0");
     }
-    let mut bindings = b.generate().map_err(|e| GenError::Bindgen(e.to_string()))?.to_string();
+    let mut bindings = b
+        .generate()
+        .map_err(|e| GenError::Bindgen(e.to_string()))?
+        .to_string();
     if !bindings.contains("pub type MPI_Fint") {
         // Open MPI defines MPI_Fint as a macro; both implementations make it a C int.
         bindings.push_str("\npub type MPI_Fint = ::std::os::raw::c_int;\n");
     }
-    let file = syn::parse_file(&bindings).map_err(|e| GenError::Bindgen(format!("cannot parse bindgen output: {e}")))?;
+    let file = syn::parse_file(&bindings)
+        .map_err(|e| GenError::Bindgen(format!("cannot parse bindgen output: {e}")))?;
     let mut functions = Vec::new();
     for item in &file.items {
-        let syn::Item::ForeignMod(fm) = item else { continue };
+        let syn::Item::ForeignMod(fm) = item else {
+            continue;
+        };
         for fi in &fm.items {
-            let syn::ForeignItem::Fn(f) = fi else { continue };
+            let syn::ForeignItem::Fn(f) = fi else {
+                continue;
+            };
             let name = f.sig.ident.to_string();
-            let Some(bare) = name.strip_prefix('P') else { continue };
+            let Some(bare) = name.strip_prefix('P') else {
+                continue;
+            };
             let mut params = Vec::new();
             for (i, input) in f.sig.inputs.iter().enumerate() {
-                let syn::FnArg::Typed(pt) = input else { continue };
+                let syn::FnArg::Typed(pt) = input else {
+                    continue;
+                };
                 let pname = match &*pt.pat {
                     syn::Pat::Ident(id) => id.ident.to_string(),
                     _ => format!("arg{i}"),
                 };
                 let ty = pt.ty.to_token_stream();
-                params.push(Param { name: pname, ty_text: compact(&ty), ty });
+                params.push(Param {
+                    name: pname,
+                    ty_text: compact(&ty),
+                    ty,
+                });
             }
             let (ret, ret_text) = match &f.sig.output {
                 syn::ReturnType::Default => (None, "()".to_owned()),
@@ -118,10 +143,19 @@ pub fn read_api(install: &MpiInstall) -> Result<Api, GenError> {
                     (Some(ts), text)
                 }
             };
-            functions.push(Function { name: bare.to_owned(), params, ret, ret_text, variadic: f.sig.variadic.is_some() });
+            functions.push(Function {
+                name: bare.to_owned(),
+                params,
+                ret,
+                ret_text,
+                variadic: f.sig.variadic.is_some(),
+            });
         }
     }
     functions.sort_by(|a, b| a.name.cmp(&b.name));
     functions.dedup_by(|a, b| a.name == b.name);
-    Ok(Api { bindings, functions })
+    Ok(Api {
+        bindings,
+        functions,
+    })
 }

@@ -26,7 +26,10 @@ pub const HANDLES: &[(&str, &str, &str)] = &[
 
 /// The Fortran conversion function (a shim function, `crate::consts::...`) of a handle type.
 pub fn f2c_of(ty: &str) -> Option<&'static str> {
-    HANDLES.iter().find(|(t, _, _)| *t == ty).map(|(_, _, f)| *f)
+    HANDLES
+        .iter()
+        .find(|(t, _, _)| *t == ty)
+        .map(|(_, _, f)| *f)
 }
 
 /// Names of output communicator parameters that receive a new communicator.
@@ -108,44 +111,94 @@ pub fn plan(f: &Function) -> Plan {
     let short = short.strip_suffix("_c").unwrap_or(short);
     let mut p = Plan::default();
 
-    if has_ptr(f, "status", "MPI_Status") && f.param("status").is_some_and(|s| s.ty_text.starts_with("*mut")) {
+    if has_ptr(f, "status", "MPI_Status")
+        && f.param("status")
+            .is_some_and(|s| s.ty_text.starts_with("*mut"))
+    {
         p.status_param = Some("status".into());
     }
     if has_ptr(f, "array_of_statuses", "MPI_Status") {
-        let n = if f.param("incount").is_some() { "incount" } else { "count" };
+        let n = if f.param("incount").is_some() {
+            "incount"
+        } else {
+            "count"
+        };
         p.statuses_param = Some(("array_of_statuses".into(), n.into()));
     }
 
     // Functions whose meaning is in their name. (MPICH calls the index of `Waitany` `indx`.)
-    let idx = f.params.get(2).map(|p| p.name.clone()).unwrap_or_else(|| "index".into());
+    let idx = f
+        .params
+        .get(2)
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| "index".into());
     let sv = |pre: Vec<&str>, post: Vec<&str>| -> Option<(Vec<String>, Vec<String>)> {
-        Some((pre.into_iter().map(String::from).collect(), post.into_iter().map(String::from).collect()))
+        Some((
+            pre.into_iter().map(String::from).collect(),
+            post.into_iter().map(String::from).collect(),
+        ))
     };
     let special: Option<(Vec<String>, Vec<String>)> = match short {
-        "Wait" => sv(vec!["__g.req_snap(request)"], vec!["__g.complete_one(&__s, status, __ret)"]),
-        "Test" => sv(vec!["__g.req_snap(request)"], vec!["if __g.flag(flag) { __g.complete_one(&__s, status, __ret) }"]),
-        "Request_get_status" => sv(vec!["__g.req_snap_value(request)"], vec!["if __g.flag(flag) { __g.complete_peek(&__s, status, __ret) }"]),
+        "Wait" => sv(
+            vec!["__g.req_snap(request)"],
+            vec!["__g.complete_one(&__s, status, __ret)"],
+        ),
+        "Test" => sv(
+            vec!["__g.req_snap(request)"],
+            vec!["if __g.flag(flag) { __g.complete_one(&__s, status, __ret) }"],
+        ),
+        "Request_get_status" => sv(
+            vec!["__g.req_snap_value(request)"],
+            vec!["if __g.flag(flag) { __g.complete_peek(&__s, status, __ret) }"],
+        ),
         "Waitany" => Some((
             vec!["__g.req_snap_array(count, array_of_requests)".to_owned()],
             vec![format!("__g.complete_any(&__s, {idx}, status, __ret)")],
         )),
         "Testany" => Some((
             vec!["__g.req_snap_array(count, array_of_requests)".to_owned()],
-            vec![format!("if __g.flag(flag) {{ __g.complete_any(&__s, {idx}, status, __ret) }}")],
+            vec![format!(
+                "if __g.flag(flag) {{ __g.complete_any(&__s, {idx}, status, __ret) }}"
+            )],
         )),
-        "Waitall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["__g.complete_all(&__s, array_of_statuses, __ret)"]),
-        "Testall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["if __g.flag(flag) { __g.complete_all(&__s, array_of_statuses, __ret) }"]),
-        "Waitsome" | "Testsome" => sv(vec!["__g.req_snap_array(incount, array_of_requests)"], vec!["__g.complete_some(&__s, outcount, array_of_indices, array_of_statuses, __ret)"]),
-        "Request_free" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_freed(&__s, __ret)"]),
-        "Cancel" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"]),
-        "Start" => sv(vec!["__g.req_snap(request)"], vec!["__g.request_noted(&__s)"]),
-        "Startall" => sv(vec!["__g.req_snap_array(count, array_of_requests)"], vec!["__g.requests_noted(&__s)"]),
-        "Comm_free" | "Comm_disconnect" => {
-            sv(vec!["__g.comm_snap(comm)"], vec!["__g.comm_freed(&__s, __ret)"])
-        }
+        "Waitall" => sv(
+            vec!["__g.req_snap_array(count, array_of_requests)"],
+            vec!["__g.complete_all(&__s, array_of_statuses, __ret)"],
+        ),
+        "Testall" => sv(
+            vec!["__g.req_snap_array(count, array_of_requests)"],
+            vec!["if __g.flag(flag) { __g.complete_all(&__s, array_of_statuses, __ret) }"],
+        ),
+        "Waitsome" | "Testsome" => sv(
+            vec!["__g.req_snap_array(incount, array_of_requests)"],
+            vec!["__g.complete_some(&__s, outcount, array_of_indices, array_of_statuses, __ret)"],
+        ),
+        "Request_free" => sv(
+            vec!["__g.req_snap(request)"],
+            vec!["__g.request_freed(&__s, __ret)"],
+        ),
+        "Cancel" => sv(
+            vec!["__g.req_snap(request)"],
+            vec!["__g.request_noted(&__s)"],
+        ),
+        "Start" => sv(
+            vec!["__g.req_snap(request)"],
+            vec!["__g.request_noted(&__s)"],
+        ),
+        "Startall" => sv(
+            vec!["__g.req_snap_array(count, array_of_requests)"],
+            vec!["__g.requests_noted(&__s)"],
+        ),
+        "Comm_free" | "Comm_disconnect" => sv(
+            vec!["__g.comm_snap(comm)"],
+            vec!["__g.comm_freed(&__s, __ret)"],
+        ),
         "Type_free" => sv(vec!["rt::Snap::default()"], vec!["rt::datatypes_changed()"]),
         "Op_free" => sv(vec!["rt::Snap::default()"], vec!["rt::ops_changed()"]),
-        "Pcontrol" => sv(vec!["rt::Snap::default()"], vec!["__g.set(Slot::Level, level as i64); rt::pcontrol(level)"]),
+        "Pcontrol" => sv(
+            vec!["rt::Snap::default()"],
+            vec!["__g.set(Slot::Level, level as i64); rt::pcontrol(level)"],
+        ),
         _ => None,
     };
     match short {
@@ -165,7 +218,8 @@ pub fn plan(f: &Function) -> Plan {
         p.one_based.push((idx.clone(), false, "count".into()));
     }
     if matches!(short, "Waitsome" | "Testsome") {
-        p.one_based.push(("array_of_indices".into(), true, "outcount".into()));
+        p.one_based
+            .push(("array_of_indices".into(), true, "outcount".into()));
     }
     if let Some((pre, post)) = special {
         p.pre = pre;
@@ -179,8 +233,9 @@ pub fn plan(f: &Function) -> Plan {
     let mut post = Vec::new();
 
     // The communicator that ranks refer to.
-    let comm_param =
-        ["comm", "comm_old", "old_comm", "local_comm", "intercomm"].into_iter().find(|n| has(f, n, "MPI_Comm"));
+    let comm_param = ["comm", "comm_old", "old_comm", "local_comm", "intercomm"]
+        .into_iter()
+        .find(|n| has(f, n, "MPI_Comm"));
     if let Some(c) = comm_param {
         post.push(format!("let __ci = __g.comm({c});"));
     } else if has(f, "win", "MPI_Win") {
@@ -199,13 +254,21 @@ pub fn plan(f: &Function) -> Plan {
         post.push("__g.peer(Slot::Peer, dest, __ci);".into());
     }
     if has(f, "source", "c_int") {
-        let slot = if has_dest { "Slot::RecvPeer" } else { "Slot::Peer" };
+        let slot = if has_dest {
+            "Slot::RecvPeer"
+        } else {
+            "Slot::Peer"
+        };
         post.push(format!("__g.peer({slot}, source, __ci);"));
     }
     if has(f, "target_rank", "c_int") {
         post.push("__g.peer(Slot::Peer, target_rank, __ci);".into());
     }
-    for (n, slot) in [("tag", "Slot::Tag"), ("sendtag", "Slot::Tag"), ("recvtag", "Slot::RecvTag")] {
+    for (n, slot) in [
+        ("tag", "Slot::Tag"),
+        ("sendtag", "Slot::Tag"),
+        ("recvtag", "Slot::RecvTag"),
+    ] {
         if has(f, n, "c_int") {
             post.push(format!("__g.set({slot}, {n} as i64);"));
         }
@@ -226,21 +289,38 @@ pub fn plan(f: &Function) -> Plan {
     let scatter_like = matches!(fam.as_str(), "scatter" | "scatterv");
     let gather_like = matches!(fam.as_str(), "gather" | "gatherv");
     let neighbor = fam.starts_with("neighbor_");
-    let send_guard = if scatter_like && root { "__is_root && " } else { "" };
-    let recv_guard = if gather_like && root { "__is_root && " } else { "" };
+    let send_guard = if scatter_like && root {
+        "__is_root && "
+    } else {
+        ""
+    };
+    let recv_guard = if gather_like && root {
+        "__is_root && "
+    } else {
+        ""
+    };
     let num = |n: &str| format!("{n} as i64");
     // The datatype of `count` (Open MPI's MPI_Mrecv calls it `type`).
-    let dtype = ["datatype", "type_"].into_iter().find(|n| has(f, n, "MPI_Datatype"));
+    let dtype = ["datatype", "type_"]
+        .into_iter()
+        .find(|n| has(f, n, "MPI_Datatype"));
     if let (true, Some(d)) = (f.param("count").is_some_and(|p| !p.is_pointer()), dtype) {
-        post.push(format!("__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, {d});", num("count")));
+        post.push(format!(
+            "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, {d});",
+            num("count")
+        ));
     }
-    if f.param("origin_count").is_some_and(|p| !p.is_pointer()) && has(f, "origin_datatype", "MPI_Datatype") {
+    if f.param("origin_count").is_some_and(|p| !p.is_pointer())
+        && has(f, "origin_datatype", "MPI_Datatype")
+    {
         post.push(format!(
             "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, origin_datatype);",
             num("origin_count")
         ));
     }
-    if f.param("target_count").is_some_and(|p| !p.is_pointer()) && has(f, "target_datatype", "MPI_Datatype") {
+    if f.param("target_count").is_some_and(|p| !p.is_pointer())
+        && has(f, "target_datatype", "MPI_Datatype")
+    {
         post.push(format!(
             "__g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, target_datatype);",
             num("target_count")
@@ -254,7 +334,11 @@ pub fn plan(f: &Function) -> Plan {
         ));
     }
     if f.param("recvcount").is_some_and(|p| !p.is_pointer()) && has(f, "recvtype", "MPI_Datatype") {
-        let guard = if scatter_like { in_place("recvbuf") } else { "true".into() };
+        let guard = if scatter_like {
+            in_place("recvbuf")
+        } else {
+            "true".into()
+        };
         post.push(format!(
             "if {recv_guard}{guard} {{ __g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, recvtype); }}",
             num("recvcount")
@@ -308,7 +392,9 @@ pub fn plan(f: &Function) -> Plan {
     if !completion && has_ptr(f, "request", "MPI_Request") {
         let recv = matches!(fam.as_str(), "recv" | "mrecv" | "precv");
         let persistent = mpiscope_mpispec::is_persistent(&f.name);
-        post.push(format!("__g.new_request(request, {recv}, {persistent}, __ci, __ret);"));
+        post.push(format!(
+            "__g.new_request(request, {recv}, {persistent}, __ci, __ret);"
+        ));
     }
     let has_flag = has_ptr(f, "flag", "c_int");
     if has_flag {
@@ -320,11 +406,16 @@ pub fn plan(f: &Function) -> Plan {
     }
     if has_ptr(f, "message", "MPI_Message") && comm_param.is_some() {
         let cond = if has_flag { "__flag" } else { "true" };
-        post.push(format!("if {cond} {{ __g.new_message(message, __ci, __ret); }}"));
+        post.push(format!(
+            "if {cond} {{ __g.new_message(message, __ci, __ret); }}"
+        ));
     }
     let creates_lazily = f.param("request").is_some();
     for n in NEW_COMM_PARAMS {
-        if has_ptr(f, n, "MPI_Comm") && !creates_lazily && f.param(n).unwrap().ty_text.starts_with("*mut") {
+        if has_ptr(f, n, "MPI_Comm")
+            && !creates_lazily
+            && f.param(n).unwrap().ty_text.starts_with("*mut")
+        {
             post.push(format!("__g.new_comm({n}, __ret);"));
         }
     }

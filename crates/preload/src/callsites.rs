@@ -24,7 +24,9 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 fn module_of(t: &mut Table, addr: usize, defs: &mut Vec<Definition>) -> (u32, u64) {
     let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
     // SAFETY: dladdr only reads the link map.
-    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0 || info.dli_fbase.is_null() {
+    if unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) } == 0
+        || info.dli_fbase.is_null()
+    {
         return (0, addr as u64);
     }
     let base = info.dli_fbase as usize;
@@ -34,15 +36,23 @@ fn module_of(t: &mut Table, addr: usize, defs: &mut Vec<Definition>) -> (u32, u6
             String::new()
         } else {
             // SAFETY: dladdr returns a NUL-terminated path.
-            unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(info.dli_fname) }
+                .to_string_lossy()
+                .into_owned()
         };
         let path = if name.is_empty() || !name.starts_with('/') {
             // The main program: its name in the link map is empty or relative.
-            std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or(name)
+            std::fs::read_link("/proc/self/exe")
+                .map(|p| p.display().to_string())
+                .unwrap_or(name)
         } else {
             name
         };
-        defs.push(Definition::Module(ModuleDef { id: next, base: base as u64, path }));
+        defs.push(Definition::Module(ModuleDef {
+            id: next,
+            base: base as u64,
+            path,
+        }));
         next
     });
     (id, (addr - base) as u64)
@@ -58,7 +68,11 @@ fn intern_frames(frames: &[usize]) -> u32 {
     // in the file.
     let mut guard = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     let id = {
-        let t = guard.get_or_insert_with(|| Table { by_key: HashMap::new(), modules: HashMap::new(), next: 1 });
+        let t = guard.get_or_insert_with(|| Table {
+            by_key: HashMap::new(),
+            modules: HashMap::new(),
+            next: 1,
+        });
         if let Some(&id) = t.by_key.get(&key) {
             return id;
         }
@@ -90,10 +104,15 @@ pub fn intern(ra: usize) -> u32 {
     }
     let mut buf = [core::ptr::null_mut::<libc::c_void>(); 72];
     // SAFETY: buffer of 72 entries.
-    let n = unsafe { backtrace(buf.as_mut_ptr(), (depth + 8).min(72) as libc::c_int) }.max(0) as usize;
+    let n =
+        unsafe { backtrace(buf.as_mut_ptr(), (depth + 8).min(72) as libc::c_int) }.max(0) as usize;
     // Skip the recorder's own frames: everything up to the return address of the wrapper.
     let start = buf[..n].iter().position(|&p| p as usize == ra).unwrap_or(0);
-    let frames: Vec<usize> = buf[start..n].iter().take(depth).map(|&p| p as usize).collect();
+    let frames: Vec<usize> = buf[start..n]
+        .iter()
+        .take(depth)
+        .map(|&p| p as usize)
+        .collect();
     if frames.is_empty() {
         return intern_frames(&[ra]);
     }

@@ -18,7 +18,9 @@ pub fn source() -> &'static str {
 fn tsc_is_reliable() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else { return false };
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+            return false;
+        };
         let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
         let has = |f: &str| flags.split_whitespace().any(|w| w == f);
         has("constant_tsc") && has("nonstop_tsc") && has("rdtscp")
@@ -42,7 +44,10 @@ pub fn choose(want: &str) {
 /// CLOCK_MONOTONIC in ns.
 #[inline]
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -50,7 +55,10 @@ pub fn monotonic_ns() -> u64 {
 
 /// CLOCK_REALTIME in ns since the Unix epoch.
 pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a timespec.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

@@ -47,7 +47,11 @@ impl CommInfo {
     #[inline]
     pub fn local_world(&self, r: c_int) -> i64 {
         if self.world {
-            return if r >= 0 && (r as u32) < self.size { i64::from(r) } else { PEER_UNKNOWN };
+            return if r >= 0 && (r as u32) < self.size {
+                i64::from(r)
+            } else {
+                PEER_UNKNOWN
+            };
         }
         match self.ranks.get(r as usize) {
             Some(&w) if r >= 0 && w != NOT_IN_WORLD => i64::from(w),
@@ -76,13 +80,20 @@ impl CommInfo {
                 CommKind::World
             } else if self.inter {
                 CommKind::Inter
-            } else if self.size == 1 && self.ranks.first() == Some(&(session::world_rank() as u32)) && self.id == 1 {
+            } else if self.size == 1
+                && self.ranks.first() == Some(&(session::world_rank() as u32))
+                && self.id == 1
+            {
                 CommKind::Own
             } else {
                 CommKind::Intra
             },
             size: self.size,
-            ranks: if self.world { Vec::new() } else { self.ranks.to_vec() },
+            ranks: if self.world {
+                Vec::new()
+            } else {
+                self.ranks.to_vec()
+            },
             remote: self.remote.to_vec(),
         }
     }
@@ -147,7 +158,10 @@ pub fn start(rank: c_int, size: c_int) {
         ranks: Box::new([rank as u32]),
         remote: Box::new([]),
     }));
-    let mut t = Table { by_handle: HashMap::with_capacity(64), ordinals: HashMap::new() };
+    let mut t = Table {
+        by_handle: HashMap::with_capacity(64),
+        ordinals: HashMap::new(),
+    };
     t.by_handle.insert(k.comm_world as usize, world);
     t.by_handle.insert(k.comm_self as usize, own);
     *TABLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
@@ -165,7 +179,12 @@ pub fn world() -> Option<&'static CommInfo> {
 
 /// Finds a communicator; registers an unknown valid one when `may_register`.
 #[inline]
-pub fn lookup(cache: &mut ThreadCache, comm: MPI_Comm, may_register: bool) -> Option<&'static CommInfo> {
+/// # Safety: pointers as the program passed them to (or got them from) MPI.
+pub unsafe fn lookup(
+    cache: &mut ThreadCache,
+    comm: MPI_Comm,
+    may_register: bool,
+) -> Option<&'static CommInfo> {
     let k = consts();
     if comm == k.comm_world {
         return world();
@@ -184,7 +203,8 @@ pub fn lookup(cache: &mut ThreadCache, comm: MPI_Comm, may_register: bool) -> Op
     };
     let info = match found {
         Some(i) => i,
-        None if may_register && comm != k.comm_null => register(comm)?,
+        // SAFETY: only after the call that used the handle succeeded (`may_register`).
+        None if may_register && comm != k.comm_null => unsafe { register(comm)? },
         None => return None,
     };
     let slot = cache.next % cache.entries.len();
@@ -208,14 +228,23 @@ fn group_members(group: MPI_Group) -> Vec<u32> {
     if unsafe { PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), wg, out.as_mut_ptr()) } != 0 {
         return vec![NOT_IN_WORLD; n as usize];
     }
-    out.into_iter().map(|w| if w == k.undefined || w < 0 { NOT_IN_WORLD } else { w as u32 }).collect()
+    out.into_iter()
+        .map(|w| {
+            if w == k.undefined || w < 0 {
+                NOT_IN_WORLD
+            } else {
+                w as u32
+            }
+        })
+        .collect()
 }
 
 /// Registers a communicator just created (or met for the first time).
-pub fn register(comm: MPI_Comm) -> Option<&'static CommInfo> {
-    if world().is_none() {
-        return None;
-    }
+///
+/// # Safety
+/// `comm` is a communicator the library just accepted or returned.
+pub unsafe fn register(comm: MPI_Comm) -> Option<&'static CommInfo> {
+    world()?;
     let mut inter: c_int = 0;
     let mut rank: c_int = 0;
     let mut g: MPI_Group = unsafe { core::mem::zeroed() };
@@ -246,10 +275,14 @@ pub fn register(comm: MPI_Comm) -> Option<&'static CommInfo> {
     };
     let mut h = 0xcbf29ce484222325u64;
     if inter != 0 {
-        let (a, b) = if ranks <= remote { (&ranks, &remote) } else { (&remote, &ranks) };
+        let (a, b) = if ranks <= remote {
+            (&ranks, &remote)
+        } else {
+            (&remote, &ranks)
+        };
         hash_ranks(&mut h, a);
         hash_ranks(&mut h, b);
-        h ^= 0x696e_7465_72; // "inter"
+        h ^= 0x69_6e_74_65_72; // "inter"
     } else {
         hash_ranks(&mut h, &ranks);
     }

@@ -91,7 +91,10 @@ impl Default for Config {
 }
 
 fn seconds(var: &str, v: &str) -> Result<u64, String> {
-    let s: f64 = v.trim().parse().map_err(|_| format!("{var}={v}: expected a number of seconds"))?;
+    let s: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| format!("{var}={v}: expected a number of seconds"))?;
     if !(0.0..=1e9).contains(&s) {
         return Err(format!("{var}={v}: out of range"));
     }
@@ -107,8 +110,12 @@ pub fn parse_size(var: &str, v: &str) -> Result<usize, String> {
         Some('G' | 'g') => (&t[..t.len() - 1], 1 << 30),
         _ => (t, 1),
     };
-    let n: usize = num.parse().map_err(|_| format!("{var}={v}: expected a size like 256K"))?;
-    let n = n.checked_mul(mult).ok_or_else(|| format!("{var}={v}: too large"))?;
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("{var}={v}: expected a size like 256K"))?;
+    let n = n
+        .checked_mul(mult)
+        .ok_or_else(|| format!("{var}={v}: too large"))?;
     if !(4096..=1 << 30).contains(&n) {
         return Err(format!("{var}={v}: must be between 4K and 1G"));
     }
@@ -116,7 +123,11 @@ pub fn parse_size(var: &str, v: &str) -> Result<usize, String> {
 }
 
 fn names(v: &str) -> Vec<String> {
-    v.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn on_off(var: &str, v: &str) -> Result<bool, String> {
@@ -129,7 +140,10 @@ fn on_off(var: &str, v: &str) -> Result<bool, String> {
 
 /// Checks that a filter term names a known function or group.
 fn check_term(var: &str, term: &str, known: &[&str]) -> Result<(), String> {
-    if term == "all" || Group::from_name(term).is_some() || known.iter().any(|k| k.eq_ignore_ascii_case(term)) {
+    if term == "all"
+        || Group::from_name(term).is_some()
+        || known.iter().any(|k| k.eq_ignore_ascii_case(term))
+    {
         Ok(())
     } else {
         Err(format!("{var}: `{term}` is neither a wrapped MPI function nor a group (p2p, probe, completion, collective, comm, datatype, rma, io, tools, other)"))
@@ -138,7 +152,10 @@ fn check_term(var: &str, term: &str, known: &[&str]) -> Result<(), String> {
 
 impl Config {
     /// Reads the options through `get` (the environment in production).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>, known: &[&str]) -> Result<Config, String> {
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+        known: &[&str],
+    ) -> Result<Config, String> {
         let mut c = Config::default();
         if let Some(v) = get("MPISCOPE_DISABLE") {
             c.disabled = on_off("MPISCOPE_DISABLE", &v)?;
@@ -160,12 +177,9 @@ impl Config {
                 let (name, n) = item
                     .split_once('=')
                     .ok_or_else(|| format!("MPISCOPE_SAMPLE: `{item}`: expected FUNCTION=N"))?;
-                let n: u32 = n
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("MPISCOPE_SAMPLE: `{item}`: N must be a whole number >= 1"))?;
+                let n: u32 = n.trim().parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    format!("MPISCOPE_SAMPLE: `{item}`: N must be a whole number >= 1")
+                })?;
                 check_term("MPISCOPE_SAMPLE", name.trim(), known)?;
                 c.sample.push((name.trim().to_owned(), n));
             }
@@ -207,7 +221,11 @@ impl Config {
         if let Some(v) = get("MPISCOPE_CLOCK") {
             match v.trim() {
                 "auto" | "tsc" | "monotonic" => c.clock = v.trim().to_owned(),
-                _ => return Err(format!("MPISCOPE_CLOCK={v}: expected auto, tsc or monotonic")),
+                _ => {
+                    return Err(format!(
+                        "MPISCOPE_CLOCK={v}: expected auto, tsc or monotonic"
+                    ))
+                }
             }
         }
         if let Some(v) = get("MPISCOPE_PLUGIN") {
@@ -243,7 +261,10 @@ impl Config {
             return None;
         }
         // A function name wins over a group.
-        let exact = self.sample.iter().find(|(t, _)| t.eq_ignore_ascii_case(name));
+        let exact = self
+            .sample
+            .iter()
+            .find(|(t, _)| t.eq_ignore_ascii_case(name));
         let any = exact.or_else(|| self.sample.iter().find(|(t, _)| Self::matches(t, name)));
         Some(any.map(|(_, n)| *n).unwrap_or(1))
     }
@@ -273,9 +294,14 @@ mod tests {
     use super::*;
 
     fn cfg(vars: &[(&str, &str)]) -> Result<Config, String> {
-        let map: std::collections::HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Config::from_lookup(|k| map.get(k).cloned(), &["MPI_Send", "MPI_Iprobe", "MPI_Wtime"])
+        let map: std::collections::HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(
+            |k| map.get(k).cloned(),
+            &["MPI_Send", "MPI_Iprobe", "MPI_Wtime"],
+        )
     }
 
     #[test]

@@ -21,7 +21,8 @@ pub struct DtypeCache {
 /// Size in bytes of `dtype`; `query` allows asking the library (only after a successful call,
 /// so an invalid handle never reaches it).
 #[inline]
-pub fn dtype_size(cache: &mut DtypeCache, dtype: MPI_Datatype, query: bool) -> Option<i64> {
+/// # Safety: pointers as the program passed them to (or got them from) MPI.
+pub unsafe fn dtype_size(cache: &mut DtypeCache, dtype: MPI_Datatype, query: bool) -> Option<i64> {
     let h = dtype as usize;
     let gen = DTYPE_GEN.load(Ordering::Relaxed);
     let slot = &mut cache.entries[(h >> 3) & 7];
@@ -47,15 +48,39 @@ pub fn datatypes_changed() {
 
 /// Names of the predefined operations, in the order of [`predefined_ops`].
 const OP_NAMES: [&str; 14] = [
-    "MPI_MAX", "MPI_MIN", "MPI_SUM", "MPI_PROD", "MPI_LAND", "MPI_BAND", "MPI_LOR", "MPI_BOR", "MPI_LXOR",
-    "MPI_BXOR", "MPI_MAXLOC", "MPI_MINLOC", "MPI_REPLACE", "MPI_NO_OP",
+    "MPI_MAX",
+    "MPI_MIN",
+    "MPI_SUM",
+    "MPI_PROD",
+    "MPI_LAND",
+    "MPI_BAND",
+    "MPI_LOR",
+    "MPI_BOR",
+    "MPI_LXOR",
+    "MPI_BXOR",
+    "MPI_MAXLOC",
+    "MPI_MINLOC",
+    "MPI_REPLACE",
+    "MPI_NO_OP",
 ];
 
 fn predefined_ops() -> [MPI_Op; 14] {
     let k = consts();
     [
-        k.op_max, k.op_min, k.op_sum, k.op_prod, k.op_land, k.op_band, k.op_lor, k.op_bor, k.op_lxor, k.op_bxor,
-        k.op_maxloc, k.op_minloc, k.op_replace, k.op_no_op,
+        k.op_max,
+        k.op_min,
+        k.op_sum,
+        k.op_prod,
+        k.op_land,
+        k.op_band,
+        k.op_lor,
+        k.op_bor,
+        k.op_lxor,
+        k.op_bxor,
+        k.op_maxloc,
+        k.op_minloc,
+        k.op_replace,
+        k.op_no_op,
     ]
 }
 
@@ -111,12 +136,17 @@ pub fn win_created(win: MPI_Win, ci: Option<&'static CommInfo>) {
 pub fn win_comm(win: MPI_Win) -> Option<&'static CommInfo> {
     let w = WINDOWS.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: infos are leaked and never freed.
-    w.iter().find(|(h, _)| *h == win as usize).map(|&(_, p)| unsafe { &*(p as *const CommInfo) })
+    w.iter()
+        .find(|(h, _)| *h == win as usize)
+        .map(|&(_, p)| unsafe { &*(p as *const CommInfo) })
 }
 
 /// A window was freed.
 pub fn win_freed(handle: usize) {
-    WINDOWS.lock().unwrap_or_else(|p| p.into_inner()).retain(|(h, _)| *h != handle);
+    WINDOWS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .retain(|(h, _)| *h != handle);
 }
 
 static MESSAGES: Mutex<Option<HashMap<usize, usize>>> = Mutex::new(None);
@@ -137,7 +167,11 @@ pub fn message_matched(msg: MPI_Message, ci: Option<&'static CommInfo>) {
 
 /// A matched message is being received: its communicator.
 pub fn message_taken(msg: MPI_Message) -> Option<&'static CommInfo> {
-    let p = MESSAGES.lock().unwrap_or_else(|p| p.into_inner()).as_mut()?.remove(&(msg as usize))?;
+    let p = MESSAGES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()?
+        .remove(&(msg as usize))?;
     // SAFETY: infos are leaked and never freed.
     Some(unsafe { &*(p as *const CommInfo) })
 }
@@ -146,8 +180,12 @@ static FORTRAN_IN_PLACE: [AtomicUsize; 4] = [const { AtomicUsize::new(usize::MAX
 
 /// Finds the addresses the Fortran bindings use for `MPI_IN_PLACE`.
 pub fn find_fortran_sentinels() {
-    let names: [&[u8]; 4] =
-        [b"mpi_fortran_in_place_\0", b"mpi_fortran_in_place\0", b"mpi_fortran_in_place__\0", b"MPIFCMB4\0"];
+    let names: [&[u8]; 4] = [
+        b"mpi_fortran_in_place_\0",
+        b"mpi_fortran_in_place\0",
+        b"mpi_fortran_in_place__\0",
+        b"MPIFCMB4\0",
+    ];
     for (i, n) in names.iter().enumerate() {
         // SAFETY: NUL-terminated symbol names.
         let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, n.as_ptr().cast()) };
@@ -159,7 +197,9 @@ pub fn find_fortran_sentinels() {
 
 /// True when `p` is a Fortran `MPI_IN_PLACE`.
 pub fn is_fortran_in_place(p: usize) -> bool {
-    FORTRAN_IN_PLACE.iter().any(|a| a.load(Ordering::Relaxed) == p)
+    FORTRAN_IN_PLACE
+        .iter()
+        .any(|a| a.load(Ordering::Relaxed) == p)
 }
 
 /// Thread support level name.

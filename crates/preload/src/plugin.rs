@@ -58,10 +58,17 @@ pub fn load(path: &str) -> Result<(), String> {
     let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if h.is_null() {
         // SAFETY: dlerror returns a NUL-terminated message.
-        let e = unsafe { std::ffi::CStr::from_ptr(libc::dlerror()) }.to_string_lossy().into_owned();
+        let e = unsafe { std::ffi::CStr::from_ptr(libc::dlerror()) }
+            .to_string_lossy()
+            .into_owned();
         return Err(e);
     }
-    NAMES.get_or_init(|| CALL_NAMES.iter().map(|n| std::ffi::CString::new(*n).unwrap_or_default()).collect());
+    NAMES.get_or_init(|| {
+        CALL_NAMES
+            .iter()
+            .map(|n| std::ffi::CString::new(*n).unwrap_or_default())
+            .collect()
+    });
     // SAFETY: NUL-terminated symbol names.
     let pre = unsafe { libc::dlsym(h, c"mpiscope_plugin_pre".as_ptr()) };
     let post = unsafe { libc::dlsym(h, c"mpiscope_plugin_post".as_ptr()) };
@@ -76,7 +83,11 @@ pub fn load(path: &str) -> Result<(), String> {
 fn info(g: &CallGuard) -> CallInfo {
     let id = g.call();
     let c = rt::c_id(id) as usize;
-    let name = NAMES.get().and_then(|n| n.get(c)).map(|s| s.as_ptr()).unwrap_or(core::ptr::null());
+    let name = NAMES
+        .get()
+        .and_then(|n| n.get(c))
+        .map(|s| s.as_ptr())
+        .unwrap_or(core::ptr::null());
     let (t_enter, t_exit) = g.times();
     CallInfo {
         abi_version: ABI_VERSION,

@@ -63,10 +63,23 @@ pub fn reserve(n: usize) {
 }
 
 /// A request was created and stored at `addr`: returns its id.
-pub fn create(handle: MPI_Request, addr: usize, recv: bool, persistent: bool, comm: Option<&'static CommInfo>) -> u64 {
+pub fn create(
+    handle: MPI_Request,
+    addr: usize,
+    recv: bool,
+    persistent: bool,
+    comm: Option<&'static CommInfo>,
+) -> u64 {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let h = handle as usize;
-    let e = ReqEntry { id, recv, persistent, comm, handle: h, addr };
+    let e = ReqEntry {
+        id,
+        recv,
+        persistent,
+        comm,
+        handle: h,
+        addr,
+    };
     let mut m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let v = m.entry(h).or_default();
     // An entry under the same handle and address is stale: its completion was not seen.
@@ -84,7 +97,10 @@ pub fn create(handle: MPI_Request, addr: usize, recv: bool, persistent: bool, co
 pub fn lookup(handle: MPI_Request, addr: usize) -> Option<ReqEntry> {
     let m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let v = m.get(&(handle as usize))?;
-    v.iter().find(|e| addr != 0 && e.addr == addr).or_else(|| v.first()).copied()
+    v.iter()
+        .find(|e| addr != 0 && e.addr == addr)
+        .or_else(|| v.first())
+        .copied()
 }
 
 /// The request with this handle and id completed (or was freed).
@@ -105,5 +121,9 @@ pub fn complete_entry(e: &ReqEntry) {
 
 /// Number of live requests.
 pub fn live() -> usize {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner()).values().map(Vec::len).sum()
+    LIVE.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .values()
+        .map(Vec::len)
+        .sum()
 }

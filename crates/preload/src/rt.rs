@@ -14,7 +14,10 @@ use std::os::raw::c_int;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use mpiscope_trace::{Args, BlockEncoder, ListKind, RawEvent, RawList, Slot, NO_CORE, NO_VALUE, PEER_ANY, PEER_NULL, PEER_ROOT, PEER_UNKNOWN};
+use mpiscope_trace::{
+    Args, BlockEncoder, ListKind, RawEvent, RawList, Slot, NO_CORE, NO_VALUE, PEER_ANY, PEER_NULL,
+    PEER_ROOT, PEER_UNKNOWN,
+};
 
 use crate::comms::{self, CommInfo};
 use crate::config::CoreMode;
@@ -118,7 +121,12 @@ pub struct ListBuf {
 
 impl ListBuf {
     fn new() -> Self {
-        ListBuf { kinds: [ListKind::User; 8], ranges: [(0, 0); 8], n: 0, values: Vec::with_capacity(256) }
+        ListBuf {
+            kinds: [ListKind::User; 8],
+            ranges: [(0, 0); 8],
+            n: 0,
+            values: Vec::with_capacity(256),
+        }
     }
 
     fn clear(&mut self) {
@@ -140,10 +148,19 @@ impl ListBuf {
 
     fn raw(&self) -> ([RawList<'_>; 8], usize) {
         let empty: &[i64] = &[];
-        let mut out = [RawList { kind: ListKind::User, values: empty }; 8];
-        for i in 0..self.n {
-            let (a, b) = self.ranges[i];
-            out[i] = RawList { kind: self.kinds[i], values: &self.values[a as usize..b as usize] };
+        let mut out = [RawList {
+            kind: ListKind::User,
+            values: empty,
+        }; 8];
+        for (o, (&kind, &(a, b))) in out
+            .iter_mut()
+            .zip(self.kinds.iter().zip(&self.ranges))
+            .take(self.n)
+        {
+            *o = RawList {
+                kind,
+                values: &self.values[a as usize..b as usize],
+            };
         }
         (out, self.n)
     }
@@ -173,6 +190,7 @@ pub struct ThreadState {
     c_statuses: Vec<MPI_Status>,
     c_requests: Vec<MPI_Request>,
     c_indices: Vec<c_int>,
+    tmp: Vec<i64>,
 }
 
 impl ThreadState {
@@ -196,6 +214,7 @@ impl ThreadState {
             c_statuses: Vec::new(),
             c_requests: Vec::new(),
             c_indices: Vec::new(),
+            tmp: Vec::new(),
         })
     }
 
@@ -247,7 +266,10 @@ thread_local! {
 
 fn new_state() -> *mut ThreadState {
     let index = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-    let st = Box::into_raw(ThreadState::new(index.min(u16::MAX as usize) as u16, BLOCK_SIZE.load(Ordering::Relaxed)));
+    let st = Box::into_raw(ThreadState::new(
+        index.min(u16::MAX as usize) as u16,
+        BLOCK_SIZE.load(Ordering::Relaxed),
+    ));
     if let Ok(mut l) = THREADS.lock() {
         l.push(st as usize);
     }
@@ -367,7 +389,14 @@ pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
     t.args.reset();
     t.lists.clear();
     t.ret = 0;
-    let g = CallGuard { ts, call, ra, t_enter: 0, t_exit: 0, core: NO_CORE };
+    let g = CallGuard {
+        ts,
+        call,
+        ra,
+        t_enter: 0,
+        t_exit: 0,
+        core: NO_CORE,
+    };
     crate::plugin::pre(&g);
     Some(g)
 }
@@ -439,8 +468,8 @@ impl CallGuard {
     pub fn commit(mut self, ret: c_int) {
         let call = self.call;
         let (t_enter, t_exit) = (self.t_enter, self.t_exit);
-        let in_window =
-            t_enter >= WINDOW_START.load(Ordering::Relaxed) && t_enter < WINDOW_END.load(Ordering::Relaxed);
+        let in_window = t_enter >= WINDOW_START.load(Ordering::Relaxed)
+            && t_enter < WINDOW_END.load(Ordering::Relaxed);
         crate::plugin::post(&mut self);
         let (ra, core) = (self.ra, self.core);
         let t = self.ts();
@@ -487,7 +516,8 @@ impl CallGuard {
 
     /// The call's communicator: sets the `Comm` slot.
     #[inline(always)]
-    pub fn comm(&mut self, comm: MPI_Comm) -> Option<&'static CommInfo> {
+    /// # Safety: `comm` as the program passed it to MPI.
+    pub unsafe fn comm(&mut self, comm: MPI_Comm) -> Option<&'static CommInfo> {
         if comm == consts().comm_world {
             let w = comms::world();
             if let Some(ci) = w {
@@ -497,6 +527,7 @@ impl CallGuard {
         }
         let ok = self.ret() == 0;
         let t = self.ts();
+        // An unknown communicator is registered only after a successful call.
         let ci = comms::lookup(&mut t.comm_cache, comm, ok)?;
         t.args.set(Slot::Comm, i64::from(ci.id));
         Some(ci)
@@ -551,22 +582,38 @@ impl CallGuard {
 
     /// A buffer of `count` elements of `dtype`.
     #[inline]
-    pub fn count(&mut self, count_slot: Slot, size_slot: Slot, bytes_slot: Slot, count: i64, dtype: MPI_Datatype) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn count(
+        &mut self,
+        count_slot: Slot,
+        size_slot: Slot,
+        bytes_slot: Slot,
+        count: i64,
+        dtype: MPI_Datatype,
+    ) {
         let ok = self.ret() == 0;
         let t = self.ts();
         t.args.set(count_slot, count);
-        if let Some(size) = handles::dtype_size(&mut t.dtype_cache, dtype, ok) {
+        // SAFETY: the library is queried only after it accepted the handle (`ok`).
+        if let Some(size) = unsafe { handles::dtype_size(&mut t.dtype_cache, dtype, ok) } {
             t.args.set(size_slot, size);
             t.args.set(bytes_slot, count.saturating_mul(size));
         }
     }
 
     fn peers_of(ci: Option<&'static CommInfo>) -> Option<usize> {
-        ci.map(|c| if c.inter { c.remote.len() } else { c.size as usize })
+        ci.map(|c| {
+            if c.inter {
+                c.remote.len()
+            } else {
+                c.size as usize
+            }
+        })
     }
 
     /// Per-peer counts of one datatype (v-collectives).
-    pub fn counts<T: Copy + Into<i64>>(
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn counts<T: Copy + Into<i64>>(
         &mut self,
         kind: ListKind,
         size_slot: Slot,
@@ -591,7 +638,8 @@ impl CallGuard {
     }
 
     /// Per-peer counts and datatypes (`Alltoallw`).
-    pub fn counts_w<T: Copy + Into<i64>>(
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn counts_w<T: Copy + Into<i64>>(
         &mut self,
         kind: ListKind,
         sizes_kind: ListKind,
@@ -605,13 +653,23 @@ impl CallGuard {
             return;
         }
         // SAFETY: MPI requires one entry per peer.
-        let (vals, tys) = unsafe { (core::slice::from_raw_parts(counts, n), core::slice::from_raw_parts(types, n)) };
+        let (vals, tys) = unsafe {
+            (
+                core::slice::from_raw_parts(counts, n),
+                core::slice::from_raw_parts(types, n),
+            )
+        };
         let t = self.ts();
-        let sizes: Vec<i64> =
-            tys.iter().map(|&d| handles::dtype_size(&mut t.dtype_cache, d, true).unwrap_or(0)).collect();
+        let mut sizes = core::mem::take(&mut t.tmp);
+        sizes.clear();
+        sizes.extend(
+            tys.iter()
+                .map(|&d| handles::dtype_size(&mut t.dtype_cache, d, true).unwrap_or(0)),
+        );
         let total: i64 = vals.iter().zip(&sizes).map(|(&c, &s)| c.into() * s).sum();
-        self.list(kind, vals.iter().map(|&v| v.into()));
-        self.list(sizes_kind, sizes);
+        t.lists.push(kind, vals.iter().map(|&v| v.into()));
+        t.lists.push(sizes_kind, sizes.iter().copied());
+        t.tmp = sizes;
         self.set(bytes_slot, total);
     }
 
@@ -623,7 +681,8 @@ impl CallGuard {
 
     /// Reads a boolean output.
     #[inline]
-    pub fn flag(&mut self, flag: *mut c_int) -> bool {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn flag(&mut self, flag: *mut c_int) -> bool {
         if flag.is_null() || self.ret() != 0 {
             return false;
         }
@@ -634,7 +693,8 @@ impl CallGuard {
     }
 
     /// Reads a thread-level output.
-    pub fn level_out(&mut self, provided: *mut c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn level_out(&mut self, provided: *mut c_int) {
         if !provided.is_null() && self.ret() == 0 {
             // SAFETY: MPI wrote it.
             let v = unsafe { *provided };
@@ -656,7 +716,8 @@ impl CallGuard {
     }
 
     /// A request created by this call.
-    pub fn new_request(
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn new_request(
         &mut self,
         req: *mut MPI_Request,
         recv: bool,
@@ -677,7 +738,8 @@ impl CallGuard {
     }
 
     /// A communicator created by this call.
-    pub fn new_comm(&mut self, out: *mut MPI_Comm, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn new_comm(&mut self, out: *mut MPI_Comm, ret: c_int) {
         if ret != 0 || out.is_null() {
             return;
         }
@@ -692,7 +754,8 @@ impl CallGuard {
     }
 
     /// A window created by this call.
-    pub fn new_win(&mut self, out: *mut MPI_Win, ci: Option<&'static CommInfo>, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn new_win(&mut self, out: *mut MPI_Win, ci: Option<&'static CommInfo>, ret: c_int) {
         if ret == 0 && !out.is_null() {
             // SAFETY: MPI wrote the handle.
             handles::win_created(unsafe { *out }, ci);
@@ -700,7 +763,8 @@ impl CallGuard {
     }
 
     /// Snapshot before `MPI_Win_free`.
-    pub fn win_snap(&mut self, win: *mut MPI_Win) -> Snap {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn win_snap(&mut self, win: *mut MPI_Win) -> Snap {
         let mut s = Snap::default();
         if !win.is_null() {
             // SAFETY: valid pointer by MPI's contract.
@@ -715,14 +779,21 @@ impl CallGuard {
     }
 
     /// After `MPI_Win_free`.
-    pub fn win_freed(&mut self, s: &Snap, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn win_freed(&mut self, s: &Snap, ret: c_int) {
         if ret == 0 {
             handles::win_freed(s.handle);
         }
     }
 
     /// A matched message created by `MPI_Mprobe` / `MPI_Improbe`.
-    pub fn new_message(&mut self, msg: *mut MPI_Message, ci: Option<&'static CommInfo>, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn new_message(
+        &mut self,
+        msg: *mut MPI_Message,
+        ci: Option<&'static CommInfo>,
+        ret: c_int,
+    ) {
         if ret == 0 && !msg.is_null() {
             // SAFETY: MPI wrote the handle.
             handles::message_matched(unsafe { *msg }, ci);
@@ -730,7 +801,8 @@ impl CallGuard {
     }
 
     /// Snapshot before `MPI_Mrecv` / `MPI_Imrecv`: the message's communicator.
-    pub fn message_snap(&mut self, msg: *mut MPI_Message) -> Snap {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn message_snap(&mut self, msg: *mut MPI_Message) -> Snap {
         let mut s = Snap::default();
         if !msg.is_null() {
             // SAFETY: valid pointer by MPI's contract.
@@ -743,7 +815,8 @@ impl CallGuard {
     }
 
     /// Snapshot before a call that releases a communicator.
-    pub fn comm_snap(&mut self, comm: *mut MPI_Comm) -> Snap {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn comm_snap(&mut self, comm: *mut MPI_Comm) -> Snap {
         let mut s = Snap::default();
         if !comm.is_null() {
             // SAFETY: valid pointer by MPI's contract.
@@ -759,7 +832,8 @@ impl CallGuard {
     }
 
     /// After a call that releases a communicator.
-    pub fn comm_freed(&mut self, s: &Snap, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn comm_freed(&mut self, s: &Snap, ret: c_int) {
         if ret == 0 && s.handle != 0 {
             comms::release(s.handle);
         }
@@ -768,7 +842,8 @@ impl CallGuard {
     // ------------------------------------------------------------ requests
 
     /// Snapshot of a request before a completion call.
-    pub fn req_snap(&mut self, req: *mut MPI_Request) -> Snap {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn req_snap(&mut self, req: *mut MPI_Request) -> Snap {
         if req.is_null() {
             return Snap::default();
         }
@@ -788,7 +863,8 @@ impl CallGuard {
     }
 
     /// Snapshot of a request passed by value.
-    pub fn req_snap_value(&mut self, req: MPI_Request) -> Snap {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn req_snap_value(&mut self, req: MPI_Request) -> Snap {
         self.req_snap_at(req, 0)
     }
 
@@ -805,8 +881,13 @@ impl CallGuard {
     }
 
     /// Snapshots of an array of requests, kept in the thread's scratch.
-    pub fn req_snap_array(&mut self, count: c_int, reqs: *mut MPI_Request) -> Snap {
-        let n = if count > 0 && !reqs.is_null() { count as usize } else { 0 };
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn req_snap_array(&mut self, count: c_int, reqs: *mut MPI_Request) -> Snap {
+        let n = if count > 0 && !reqs.is_null() {
+            count as usize
+        } else {
+            0
+        };
         let null = consts().request_null;
         let fortran = self.call >= FORTRAN_BASE;
         let t = self.ts();
@@ -814,21 +895,40 @@ impl CallGuard {
         for i in 0..n {
             // SAFETY: MPI requires `count` valid entries.
             let h = unsafe { *reqs.add(i) };
-            let addr = if fortran { 0 } else { reqs.wrapping_add(i) as usize };
-            t.req_snaps.push(if h == null { None } else { requests::lookup(h, addr) });
+            let addr = if fortran {
+                0
+            } else {
+                reqs.wrapping_add(i) as usize
+            };
+            t.req_snaps.push(if h == null {
+                None
+            } else {
+                requests::lookup(h, addr)
+            });
         }
         self.set(Slot::ArrayLen, n as i64);
         let t = self.ts();
         let snaps = core::mem::take(&mut t.req_snaps);
-        t.lists.push(ListKind::Requests, snaps.iter().map(|e| e.map(|e| e.id as i64).unwrap_or(0)));
+        t.lists.push(
+            ListKind::Requests,
+            snaps.iter().map(|e| e.map(|e| e.id as i64).unwrap_or(0)),
+        );
         t.req_snaps = snaps;
-        Snap { n, ..Snap::default() }
+        Snap {
+            n,
+            ..Snap::default()
+        }
     }
 
     fn completion_values(e: &ReqEntry, st: *mut MPI_Status, ret: c_int) -> [i64; 4] {
         if e.recv {
             if let Some((src, tag, bytes)) = decode_status(st, e.comm, ret) {
-                return [e.id as i64, src.unwrap_or(NO_VALUE), if src.is_some() { tag } else { NO_VALUE }, bytes.unwrap_or(NO_VALUE)];
+                return [
+                    e.id as i64,
+                    src.unwrap_or(NO_VALUE),
+                    if src.is_some() { tag } else { NO_VALUE },
+                    bytes.unwrap_or(NO_VALUE),
+                ];
             }
         }
         [e.id as i64, NO_VALUE, NO_VALUE, NO_VALUE]
@@ -846,7 +946,8 @@ impl CallGuard {
     }
 
     /// `MPI_Request_get_status` found the request complete (the request stays).
-    pub fn complete_peek(&mut self, s: &Snap, st: *mut MPI_Status, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn complete_peek(&mut self, s: &Snap, st: *mut MPI_Status, ret: c_int) {
         if let Some(e) = s.req {
             if e.recv {
                 self.status(st, e.comm, ret);
@@ -855,7 +956,14 @@ impl CallGuard {
     }
 
     /// `MPI_Waitany` / `MPI_Testany` completed entry `*index`.
-    pub fn complete_any(&mut self, s: &Snap, index: *mut c_int, st: *mut MPI_Status, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn complete_any(
+        &mut self,
+        s: &Snap,
+        index: *mut c_int,
+        st: *mut MPI_Status,
+        ret: c_int,
+    ) {
         if index.is_null() {
             return;
         }
@@ -866,7 +974,9 @@ impl CallGuard {
             return;
         }
         let t = self.ts();
-        let Some(e) = t.req_snaps[i as usize] else { return };
+        let Some(e) = t.req_snaps[i as usize] else {
+            return;
+        };
         self.set(Slot::Request, e.id as i64);
         if e.recv {
             self.status(st, e.comm, ret);
@@ -877,13 +987,19 @@ impl CallGuard {
     }
 
     /// `MPI_Waitall` / `MPI_Testall` completed every request.
-    pub fn complete_all(&mut self, s: &Snap, sts: *mut MPI_Status, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn complete_all(&mut self, s: &Snap, sts: *mut MPI_Status, ret: c_int) {
         let t = self.ts();
         let snaps = core::mem::take(&mut t.req_snaps);
-        let mut vals = Vec::with_capacity(4 * s.n);
+        let mut vals = core::mem::take(&mut t.tmp);
+        vals.clear();
         for (i, e) in snaps.iter().enumerate().take(s.n) {
             let Some(e) = e else { continue };
-            let st = if sts.is_null() { sts } else { unsafe { sts.add(i) } };
+            let st = if sts.is_null() {
+                sts
+            } else {
+                unsafe { sts.add(i) }
+            };
             vals.extend(Self::completion_values(e, st, ret));
             if !e.persistent {
                 requests::complete_entry(e);
@@ -891,11 +1007,20 @@ impl CallGuard {
         }
         let t = self.ts();
         t.req_snaps = snaps;
-        t.lists.push(ListKind::Completions, vals);
+        t.lists.push(ListKind::Completions, vals.iter().copied());
+        t.tmp = vals;
     }
 
     /// `MPI_Waitsome` / `MPI_Testsome` completed `*outcount` entries listed in `indices`.
-    pub fn complete_some(&mut self, s: &Snap, outcount: *mut c_int, indices: *mut c_int, sts: *mut MPI_Status, ret: c_int) {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn complete_some(
+        &mut self,
+        s: &Snap,
+        outcount: *mut c_int,
+        indices: *mut c_int,
+        sts: *mut MPI_Status,
+        ret: c_int,
+    ) {
         if outcount.is_null() {
             return;
         }
@@ -907,17 +1032,25 @@ impl CallGuard {
         }
         let t = self.ts();
         let snaps = core::mem::take(&mut t.req_snaps);
-        let mut vals = Vec::with_capacity(4 * k as usize);
-        let mut idx = Vec::with_capacity(k as usize);
+        let mut vals = core::mem::take(&mut t.tmp);
+        vals.clear();
+        // SAFETY: MPI wrote `outcount` indices.
+        t.lists.push(
+            ListKind::Indices,
+            (0..k as usize).map(|j| i64::from(unsafe { *indices.add(j) })),
+        );
         for j in 0..k as usize {
-            // SAFETY: MPI wrote `outcount` indices.
+            // SAFETY: as above.
             let i = unsafe { *indices.add(j) };
-            idx.push(i64::from(i));
             if i < 0 || i as usize >= s.n {
                 continue;
             }
             let Some(e) = snaps[i as usize] else { continue };
-            let st = if sts.is_null() { sts } else { unsafe { sts.add(j) } };
+            let st = if sts.is_null() {
+                sts
+            } else {
+                unsafe { sts.add(j) }
+            };
             vals.extend(Self::completion_values(&e, st, ret));
             if !e.persistent {
                 requests::complete_entry(&e);
@@ -925,8 +1058,8 @@ impl CallGuard {
         }
         let t = self.ts();
         t.req_snaps = snaps;
-        t.lists.push(ListKind::Indices, idx);
-        t.lists.push(ListKind::Completions, vals);
+        t.lists.push(ListKind::Completions, vals.iter().copied());
+        t.tmp = vals;
     }
 
     /// `MPI_Request_free`.
@@ -954,14 +1087,20 @@ impl CallGuard {
         }
         let t = self.ts();
         // SAFETY: MPI_Status is plain data; zero is a valid value.
-        t.statuses.resize(n as usize, unsafe { core::mem::zeroed() });
+        t.statuses
+            .resize(n as usize, unsafe { core::mem::zeroed() });
         t.statuses.as_mut_ptr()
     }
 
     // ------------------------------------------------------------ Fortran views
 
     /// Fortran status array buffer when the caller passes `MPI_STATUSES_IGNORE`.
-    pub fn fortran_statuses_or_scratch(&mut self, f: *mut core::ffi::c_void, n: c_int) -> *mut core::ffi::c_void {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn fortran_statuses_or_scratch(
+        &mut self,
+        f: *mut core::ffi::c_void,
+        n: c_int,
+    ) -> *mut core::ffi::c_void {
         // SAFETY: reading an extern static pointer.
         let ignore = unsafe { MPI_F_STATUSES_IGNORE } as *mut core::ffi::c_void;
         if f != ignore || n <= 0 {
@@ -974,7 +1113,8 @@ impl CallGuard {
     }
 
     /// C views of `n` Fortran statuses.
-    pub fn fortran_statuses(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Status {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn fortran_statuses(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Status {
         let n = n.max(0) as usize;
         let per = fortran_status_ints();
         let t = self.ts();
@@ -991,19 +1131,22 @@ impl CallGuard {
     }
 
     /// C handles of `n` Fortran requests.
-    pub fn fortran_requests(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Request {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn fortran_requests(&mut self, f: *const MPI_Fint, n: c_int) -> *mut MPI_Request {
         let n = n.max(0) as usize;
         let t = self.ts();
         t.c_requests.clear();
         for i in 0..n {
             // SAFETY: the Fortran array holds n requests.
-            t.c_requests.push(unsafe { crate::consts::mpiscope_f2c_request(*f.add(i)) });
+            t.c_requests
+                .push(unsafe { crate::consts::mpiscope_f2c_request(*f.add(i)) });
         }
         t.c_requests.as_mut_ptr()
     }
 
     /// C (0-based) views of Fortran (1-based) indices.
-    pub fn fortran_indices(&mut self, f: *const MPI_Fint, n: c_int) -> *mut c_int {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn fortran_indices(&mut self, f: *const MPI_Fint, n: c_int) -> *mut c_int {
         let n = n.max(0) as usize;
         let t = self.ts();
         t.c_indices.clear();
@@ -1033,7 +1176,10 @@ fn push_slow(enc: &mut BlockEncoder, thread: u16, ev: &RawEvent) {
         return;
     }
     // Larger than a block: a block of its own.
-    let mut big = BlockEncoder::new(ev.max_encoded_len() + mpiscope_trace::block::BLOCK_HEADER_LEN, thread);
+    let mut big = BlockEncoder::new(
+        ev.max_encoded_len() + mpiscope_trace::block::BLOCK_HEADER_LEN,
+        thread,
+    );
     if big.push(ev) {
         let (tk, ns) = crate::clock::pair();
         session::write_block(big.seal(tk, ns), 1);
@@ -1061,7 +1207,11 @@ impl ThreadState {
 }
 
 /// Source (world rank), tag and bytes of a status, when it can be read.
-fn decode_status(st: *mut MPI_Status, ci: Option<&'static CommInfo>, ret: c_int) -> Option<(Option<i64>, i64, Option<i64>)> {
+fn decode_status(
+    st: *mut MPI_Status,
+    ci: Option<&'static CommInfo>,
+    ret: c_int,
+) -> Option<(Option<i64>, i64, Option<i64>)> {
     let k = consts();
     if st.is_null() || st == k.status_ignore || ret != 0 {
         return None;
@@ -1099,7 +1249,10 @@ pub fn status_or(st: *mut MPI_Status, local: *mut MPI_Status) -> *mut MPI_Status
 }
 
 /// A Fortran status pointer, or `local` when the caller passes `MPI_STATUS_IGNORE`.
-pub fn fortran_status_or(f: *mut core::ffi::c_void, local: *mut MPI_Fint) -> *mut core::ffi::c_void {
+pub fn fortran_status_or(
+    f: *mut core::ffi::c_void,
+    local: *mut MPI_Fint,
+) -> *mut core::ffi::c_void {
     // SAFETY: reading an extern static pointer.
     let ignore = unsafe { MPI_F_STATUS_IGNORE } as *mut core::ffi::c_void;
     if f == ignore || f.is_null() {
@@ -1128,7 +1281,8 @@ pub fn fortran_int(p: *mut core::ffi::c_void) -> c_int {
 }
 
 /// A Fortran index output, converted from 1-based.
-pub fn fortran_index(p: *const MPI_Fint) -> c_int {
+/// # Safety: pointers as the program passed them to (or got them from) MPI.
+pub unsafe fn fortran_index(p: *const MPI_Fint) -> c_int {
     if p.is_null() {
         return consts().undefined;
     }
@@ -1143,7 +1297,7 @@ pub fn fortran_index(p: *const MPI_Fint) -> c_int {
 
 /// True for `MPI_IN_PLACE` in either binding.
 pub fn is_in_place(p: *const core::ffi::c_void) -> bool {
-    p as usize == consts().in_place as usize || handles::is_fortran_in_place(p as usize)
+    core::ptr::eq(p, consts().in_place) || handles::is_fortran_in_place(p as usize)
 }
 
 /// A Fortran function of the real library, found on first use.
@@ -1155,12 +1309,16 @@ pub struct FortranTarget {
 impl FortranTarget {
     /// A target looked up by any of `names` (NUL-terminated).
     pub const fn new(names: &'static [&'static str]) -> Self {
-        FortranTarget { names, ptr: AtomicPtr::new(core::ptr::null_mut()) }
+        FortranTarget {
+            names,
+            ptr: AtomicPtr::new(core::ptr::null_mut()),
+        }
     }
 
     /// The function's address.
     #[inline]
-    pub fn get(&self) -> Option<*mut core::ffi::c_void> {
+    /// # Safety: pointers as the program passed them to (or got them from) MPI.
+    pub unsafe fn get(&self) -> Option<*mut core::ffi::c_void> {
         let p = self.ptr.load(Ordering::Relaxed);
         if !p.is_null() {
             return Some(p);
@@ -1178,8 +1336,11 @@ impl FortranTarget {
 }
 
 /// The real Fortran function is missing: report once and fail the call.
-pub fn fortran_missing(ierr: *mut MPI_Fint, name: &str) {
-    session::warn_once(&format!("cannot find {name} in the MPI library; the call was not made"));
+/// # Safety: pointers as the program passed them to (or got them from) MPI.
+pub unsafe fn fortran_missing(ierr: *mut MPI_Fint, name: &str) {
+    session::warn_once(&format!(
+        "cannot find {name} in the MPI library; the call was not made"
+    ));
     if !ierr.is_null() {
         // SAFETY: Fortran passes a valid ierr.
         unsafe { *ierr = consts().err_other };

@@ -11,7 +11,10 @@ use mpiscope_trace::{block, CallDef, ClockInfo, Definition, Lang, OpDef, RankInf
 use crate::clock;
 use crate::config::Config;
 use crate::mpi::*;
-use crate::rt::{self, consts, Counter, CONFIGURED, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED, NCALLS, SAMPLE_EVERY};
+use crate::rt::{
+    self, consts, Counter, CONFIGURED, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED, NCALLS,
+    SAMPLE_EVERY,
+};
 use crate::wrappers::{CALL_NAMES, FLAVOUR, FORTRAN_BASE};
 
 /// Loaded, not configured.
@@ -30,7 +33,8 @@ static WRITE_LOCK: Mutex<()> = Mutex::new(());
 static RANK: AtomicI32 = AtomicI32::new(-1);
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 static LOST: AtomicU64 = AtomicU64::new(0);
-static CALLS_DEFINED: [AtomicU64; NCALLS.div_ceil(64)] = [const { AtomicU64::new(0) }; NCALLS.div_ceil(64)];
+static CALLS_DEFINED: [AtomicU64; NCALLS.div_ceil(64)] =
+    [const { AtomicU64::new(0) }; NCALLS.div_ceil(64)];
 static PENDING: Mutex<Vec<Definition>> = Mutex::new(Vec::new());
 static EXITED: Mutex<Vec<Counter>> = Mutex::new(Vec::new());
 static LOAD_PAIR: Mutex<(u64, u64)> = Mutex::new((0, 0));
@@ -85,7 +89,9 @@ extern "C" fn on_load() {
     let cfg = match Config::from_lookup(|k| std::env::var(k).ok(), &known) {
         Ok(c) => c,
         Err(e) => {
-            warn(&format!("bad option: {e}; tracing disabled, the program continues"));
+            warn(&format!(
+                "bad option: {e}; tracing disabled, the program continues"
+            ));
             STATE.store(STOPPED, Ordering::Relaxed);
             return;
         }
@@ -114,7 +120,9 @@ extern "C" fn on_load() {
     }
     if let Some(p) = &cfg.plugin {
         if let Err(e) = crate::plugin::load(p) {
-            warn(&format!("MPISCOPE_PLUGIN={p}: {e}; running without the plugin"));
+            warn(&format!(
+                "MPISCOPE_PLUGIN={p}: {e}; running without the plugin"
+            ));
         }
     }
     let _ = CONFIG.set(cfg);
@@ -147,7 +155,13 @@ struct Gathered {
 
 /// Exchanges host names, process ids and clocks on a private duplicate of the world
 /// communicator, so no message can meet the program's own.
-unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>, load_ns: u64) -> Option<Gathered> {
+unsafe fn gather(
+    rank: c_int,
+    size: c_int,
+    host: &str,
+    core: Option<u32>,
+    load_ns: u64,
+) -> Option<Gathered> {
     let k = consts();
     let mut comm: MPI_Comm = core::mem::zeroed();
     if PMPI_Comm_dup(k.comm_world, &mut comm) != 0 {
@@ -200,13 +214,28 @@ unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>, load_n
                 let a = clock::monotonic_ns();
                 let mut t: u64 = 0;
                 PMPI_Send(core::ptr::null(), 0, k.byte, r as c_int, 1, comm);
-                PMPI_Recv((&mut t as *mut u64).cast(), 8, k.byte, r as c_int, 2, comm, &mut st);
+                PMPI_Recv(
+                    (&mut t as *mut u64).cast(),
+                    8,
+                    k.byte,
+                    r as c_int,
+                    2,
+                    comm,
+                    &mut st,
+                );
                 let b = clock::monotonic_ns();
                 if b - a < best.0 {
                     best = (b - a, t as i64 - ((a / 2 + b / 2) as i64));
                 }
             }
-            PMPI_Send((&best.1 as *const i64).cast(), 8, k.byte, r as c_int, 3, comm);
+            PMPI_Send(
+                (&best.1 as *const i64).cast(),
+                8,
+                k.byte,
+                r as c_int,
+                3,
+                comm,
+            );
         }
     } else if hosts[rank as usize] != hosts[0] {
         for _ in 0..ROUNDS {
@@ -214,13 +243,28 @@ unsafe fn gather(rank: c_int, size: c_int, host: &str, core: Option<u32>, load_n
             let t = clock::monotonic_ns();
             PMPI_Send((&t as *const u64).cast(), 8, k.byte, 0, 2, comm);
         }
-        PMPI_Recv((&mut offset as *mut i64).cast(), 8, k.byte, 0, 3, comm, &mut st);
+        PMPI_Recv(
+            (&mut offset as *mut i64).cast(),
+            8,
+            k.byte,
+            0,
+            3,
+            comm,
+            &mut st,
+        );
     }
     // The epoch: the earliest library load of any rank, on rank 0's clock, so that every
     // event of every rank has a non-negative time.
     let mine = (load_ns as i64 - offset).max(0) as u64;
     let mut epoch0: u64 = mine;
-    PMPI_Allreduce((&mine as *const u64).cast(), (&mut epoch0 as *mut u64).cast(), 1, k.uint64, k.op_min, comm);
+    PMPI_Allreduce(
+        (&mine as *const u64).cast(),
+        (&mut epoch0 as *mut u64).cast(),
+        1,
+        k.uint64,
+        k.op_min,
+        comm,
+    );
     PMPI_Comm_free(&mut comm);
     let (mono_now, unix_now) = (clock::monotonic_ns(), clock::realtime_ns());
     Some(Gathered {
@@ -297,7 +341,10 @@ pub fn start() {
     // The rank file.
     let dir = std::path::Path::new(&cfg.dir);
     if let Err(e) = std::fs::create_dir_all(dir) {
-        fail(&format!("cannot create the trace directory {}: {e}", dir.display()));
+        fail(&format!(
+            "cannot create the trace directory {}: {e}",
+            dir.display()
+        ));
         return;
     }
     let path = dir.join(mpiscope_trace::rank_file_name(rank as u32));
@@ -310,10 +357,18 @@ pub fn start() {
     };
     // SAFETY: NUL-terminated path.
     let fd = unsafe {
-        libc::open(cpath.as_ptr(), libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND | libc::O_CLOEXEC, 0o644)
+        libc::open(
+            cpath.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        )
     };
     if fd < 0 {
-        fail(&format!("cannot create {}: {}", path.display(), std::io::Error::last_os_error()));
+        fail(&format!(
+            "cannot create {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
         return;
     }
     let info = RankInfo {
@@ -333,7 +388,9 @@ pub fn start() {
         offset_ns: g.offset_ns,
         mpi_library: library_version(),
         thread_level: crate::handles::thread_level_name(level).into(),
-        executable: std::fs::read_link("/proc/self/exe").map(|p| p.display().to_string()).unwrap_or_default(),
+        executable: std::fs::read_link("/proc/self/exe")
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
         options: cfg.to_json(),
     };
     let json = serde_json::to_vec(&info).unwrap_or_default();
@@ -342,7 +399,11 @@ pub fn start() {
     if !write_all(fd, &head) {
         // SAFETY: our descriptor.
         unsafe { libc::close(fd) };
-        fail(&format!("cannot write {}: {}", path.display(), std::io::Error::last_os_error()));
+        fail(&format!(
+            "cannot write {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
         return;
     }
     FD.store(fd, Ordering::Release);
@@ -350,10 +411,16 @@ pub fn start() {
     let to_ticks = |ns: u64| (ns as f64 * tps / 1e9) as u64;
     let now = clock::ticks();
     if cfg.start_after_ns > 0 {
-        rt::WINDOW_START.store(now.saturating_add(to_ticks(cfg.start_after_ns)), Ordering::Relaxed);
+        rt::WINDOW_START.store(
+            now.saturating_add(to_ticks(cfg.start_after_ns)),
+            Ordering::Relaxed,
+        );
     }
     if let Some(d) = cfg.duration_ns {
-        rt::WINDOW_END.store(now.saturating_add(to_ticks(cfg.start_after_ns + d)), Ordering::Relaxed);
+        rt::WINDOW_END.store(
+            now.saturating_add(to_ticks(cfg.start_after_ns + d)),
+            Ordering::Relaxed,
+        );
     }
     STATE.store(TRACING, Ordering::Release);
     // Definitions made before the file existed: calls first, then the rest.
@@ -362,14 +429,27 @@ pub fn start() {
         let mut defs: Vec<Definition> = Vec::new();
         for (w, word) in CALLS_DEFINED.iter().enumerate() {
             let bits = word.load(Ordering::Relaxed);
-            defs.extend((0..64).filter(|b| bits & (1 << b) != 0).map(|b| call_def((w * 64 + b) as u32)));
+            defs.extend(
+                (0..64)
+                    .filter(|b| bits & (1 << b) != 0)
+                    .map(|b| call_def((w * 64 + b) as u32)),
+            );
         }
-        defs.extend(std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner())));
+        defs.extend(std::mem::take(
+            &mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()),
+        ));
         define(&defs);
     }
     crate::comms::start(rank, size);
     if rank == 0 {
-        write_manifest(cfg, &info, &g, size as u32, tps, res_ticks as f64 * 1e9 / tps);
+        write_manifest(
+            cfg,
+            &info,
+            &g,
+            size as u32,
+            tps,
+            res_ticks as f64 * 1e9 / tps,
+        );
     }
     if cfg.signals {
         crate::signals::install();
@@ -385,7 +465,10 @@ fn write_manifest(cfg: &Config, info: &RankInfo, g: &Gathered, size: u32, tps: f
             hosts.push(h.clone());
         }
     }
-    let command = cfg.command.clone().unwrap_or_else(|| std::env::args().collect());
+    let command = cfg
+        .command
+        .clone()
+        .unwrap_or_else(|| std::env::args().collect());
     let m = mpiscope_trace::Manifest {
         format_version: mpiscope_trace::format_version(),
         recorder_version: crate::VERSION.into(),
@@ -486,7 +569,10 @@ pub fn write_block(bytes: &[u8], events: u64) {
         EVENTS.fetch_add(events, Ordering::Relaxed);
     } else {
         LOST.fetch_add(events, Ordering::Relaxed);
-        fail(&format!("cannot write the trace: {}", std::io::Error::last_os_error()));
+        fail(&format!(
+            "cannot write the trace: {}",
+            std::io::Error::last_os_error()
+        ));
     }
 }
 
@@ -495,7 +581,11 @@ fn call_def(call: u32) -> Definition {
     Definition::Call(CallDef {
         id: call,
         name: CALL_NAMES.get(c).copied().unwrap_or("?").into(),
-        lang: if call >= FORTRAN_BASE { Lang::Fortran } else { Lang::C },
+        lang: if call >= FORTRAN_BASE {
+            Lang::Fortran
+        } else {
+            Lang::C
+        },
     })
 }
 
@@ -506,7 +596,10 @@ pub fn define(defs: &[Definition]) {
     }
     if FD.load(Ordering::Acquire) < 0 {
         if STATE.load(Ordering::Relaxed) != STOPPED {
-            PENDING.lock().unwrap_or_else(|p| p.into_inner()).extend(defs.iter().cloned());
+            PENDING
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(defs.iter().cloned());
         }
         return;
     }
@@ -514,7 +607,13 @@ pub fn define(defs: &[Definition]) {
     for d in defs {
         d.encode(&mut payload);
     }
-    let framed = block::frame(block::BlockKind::Definitions, 0, defs.len() as u32, clock::pair(), &payload);
+    let framed = block::frame(
+        block::BlockKind::Definitions,
+        0,
+        defs.len() as u32,
+        clock::pair(),
+        &payload,
+    );
     write_block(&framed, 0);
 }
 
@@ -525,7 +624,9 @@ static DEFINE_CALL: Mutex<()> = Mutex::new(());
 /// an event of this call before its definition.
 pub fn define_call(call: u32) {
     let (w, b) = (call as usize / 64, call % 64);
-    let Some(word) = CALLS_DEFINED.get(w) else { return };
+    let Some(word) = CALLS_DEFINED.get(w) else {
+        return;
+    };
     if word.load(Ordering::Acquire) & (1 << b) != 0 {
         return;
     }
@@ -547,7 +648,10 @@ pub fn define_comm(d: mpiscope_trace::CommDef) {
 
 /// Defines an operation.
 pub fn define_op(id: u32, name: &str) {
-    define(&[Definition::Op(OpDef { id, name: name.into() })]);
+    define(&[Definition::Op(OpDef {
+        id,
+        name: name.into(),
+    })]);
 }
 
 /// Keeps the counters of an exiting thread.
@@ -580,7 +684,13 @@ fn write_trailer(reason: &str) {
     if fd < 0 {
         return;
     }
-    static mut TOTALS: [Counter; NCALLS] = [Counter { count: 0, recorded: 0, ticks: 0, skipped: 0, phase: 0 }; NCALLS];
+    static mut TOTALS: [Counter; NCALLS] = [Counter {
+        count: 0,
+        recorded: 0,
+        ticks: 0,
+        skipped: 0,
+        phase: 0,
+    }; NCALLS];
     static mut BUF: [u8; 1 << 18] = [0; 1 << 18];
     // SAFETY: the end happens once (guarded by ENDED); these statics are used only here.
     let totals = unsafe { &mut *core::ptr::addr_of_mut!(TOTALS) };
@@ -600,7 +710,10 @@ fn write_trailer(reason: &str) {
         add(&e);
     }
     let (sync_t, sync_ns) = clock::pair();
-    let mut w = FixedBuf { buf: &mut buf[block::BLOCK_HEADER_LEN..], len: 0 };
+    let mut w = FixedBuf {
+        buf: &mut buf[block::BLOCK_HEADER_LEN..],
+        len: 0,
+    };
     let _ = write!(
         w,
         "{{\"reason\":\"{reason}\",\"sync_ticks\":{sync_t},\"sync_ns\":{sync_ns},\"events\":{},\"lost\":{},\"calls\":[",
@@ -637,7 +750,10 @@ fn write_trailer(reason: &str) {
         crc: 0,
     };
     hdr.write_fields(&mut buf[..block::BLOCK_HEADER_LEN]);
-    let crc = block::block_crc(&buf[..40], &buf[block::BLOCK_HEADER_LEN..block::BLOCK_HEADER_LEN + n]);
+    let crc = block::block_crc(
+        &buf[..40],
+        &buf[block::BLOCK_HEADER_LEN..block::BLOCK_HEADER_LEN + n],
+    );
     buf[40..44].copy_from_slice(&crc.to_le_bytes());
     write_all(fd, &buf[..block::BLOCK_HEADER_LEN + n]);
 }
@@ -697,7 +813,10 @@ extern "C" fn on_exit() {
 /// Called from the signal handler.
 pub(crate) fn on_signal(name: &str) {
     let mut reason = [0u8; 48];
-    let mut w = FixedBuf { buf: &mut reason, len: 0 };
+    let mut w = FixedBuf {
+        buf: &mut reason,
+        len: 0,
+    };
     let _ = write!(w, "signal {name}");
     let n = w.len;
     end(std::str::from_utf8(&reason[..n]).unwrap_or("signal"));
@@ -712,7 +831,11 @@ pub fn pcontrol(level: c_int) {
     let pc = CALL_NAMES.iter().position(|n| *n == "MPI_Pcontrol");
     for (i, m) in MODES.iter().enumerate() {
         let keep = pc.is_some_and(|p| rt::c_id(i as u32) as usize == p);
-        let v = if level == 0 && !keep { MODE_OFF } else { CONFIGURED[i].load(Ordering::Relaxed) };
+        let v = if level == 0 && !keep {
+            MODE_OFF
+        } else {
+            CONFIGURED[i].load(Ordering::Relaxed)
+        };
         m.store(v, Ordering::Relaxed);
     }
 }

@@ -15,12 +15,15 @@ const SIGNALS: [(libc::c_int, &str); 10] = [
     (libc::SIGXCPU, "SIGXCPU"),
 ];
 
-static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 10] = [const { core::mem::MaybeUninit::zeroed() }; 10];
+static mut PREVIOUS: [core::mem::MaybeUninit<libc::sigaction>; 10] =
+    [const { core::mem::MaybeUninit::zeroed() }; 10];
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static HANDLING: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn handler(sig: libc::c_int) {
-    let Some(i) = SIGNALS.iter().position(|(s, _)| *s == sig) else { return };
+    let Some(i) = SIGNALS.iter().position(|(s, _)| *s == sig) else {
+        return;
+    };
     if !HANDLING.swap(true, Ordering::AcqRel) {
         crate::session::on_signal(SIGNALS[i].1);
     }
@@ -30,7 +33,10 @@ extern "C" fn handler(sig: libc::c_int) {
     unsafe {
         let prev = (*core::ptr::addr_of!(PREVIOUS))[i].assume_init_ref();
         libc::sigaction(sig, prev, core::ptr::null_mut());
-        if !matches!(sig, libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL) {
+        if !matches!(
+            sig,
+            libc::SIGSEGV | libc::SIGBUS | libc::SIGFPE | libc::SIGILL
+        ) {
             libc::raise(sig);
         }
     }

@@ -32,7 +32,17 @@ fn bench_push(n: u64) -> f64 {
         let t_enter = t + 20 + (i & 7);
         let t_exit = t_enter + 150 + (i & 15);
         t = t_exit;
-        let ev = RawEvent { call: 5, t_enter, t_exit, callsite: 1, core: u32::MAX, ret: 0, skipped: 0, args: &args, lists: &[] };
+        let ev = RawEvent {
+            call: 5,
+            t_enter,
+            t_exit,
+            callsite: 1,
+            core: u32::MAX,
+            ret: 0,
+            skipped: 0,
+            args: &args,
+            lists: &[],
+        };
         if !enc.push(&ev) {
             std::hint::black_box(enc.seal(t, t));
             enc.clear();
@@ -70,8 +80,18 @@ fn bench_decode(n: u64) -> (f64, f64) {
         let t_enter = t + 20 + (i & 7);
         let t_exit = t_enter + 150 + (i & 15);
         t = t_exit;
-        w.event(&RawEvent { call: 5, t_enter, t_exit, callsite: 1, core: u32::MAX, ret: 0, skipped: 0, args: &args, lists: &[] })
-            .unwrap();
+        w.event(&RawEvent {
+            call: 5,
+            t_enter,
+            t_exit,
+            callsite: 1,
+            core: u32::MAX,
+            ret: 0,
+            skipped: 0,
+            args: &args,
+            lists: &[],
+        })
+        .unwrap();
     }
     let bytes = w.finish(None).unwrap();
     let start = Instant::now();
@@ -84,10 +104,20 @@ fn bench_decode(n: u64) -> (f64, f64) {
 
 fn main() {
     // `cargo bench -p mpiscope-trace --bench codec -- N` to change the event count.
-    let n: u64 = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(20_000_000);
+    let n: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(20_000_000);
     let mut pushes: Vec<f64> = (0..5).map(|_| bench_push(n)).collect();
     pushes.sort_by(f64::total_cmp);
-    println!("encode: {:.2} ns per polling event (median of 5 x {n})", pushes[2]);
+    println!(
+        "encode: {:.2} ns per polling event (median of 5 x {n})",
+        pushes[2]
+    );
     let (rate, bpe) = bench_decode(n / 4);
-    println!("decode: {:.1} M events/s, {:.2} bytes per event", rate / 1e6, bpe);
+    println!(
+        "decode: {:.1} M events/s, {:.2} bytes per event",
+        rate / 1e6,
+        bpe
+    );
 }

@@ -130,7 +130,13 @@ pub fn block_crc(header_fields: &[u8], payload: &[u8]) -> u32 {
 ///
 /// Used for the rare blocks (definitions, info, trailer); event blocks are sealed in place by
 /// [`crate::encode::BlockEncoder`].
-pub fn frame(kind: BlockKind, thread: u16, records: u32, sync: (u64, u64), payload: &[u8]) -> Vec<u8> {
+pub fn frame(
+    kind: BlockKind,
+    thread: u16,
+    records: u32,
+    sync: (u64, u64),
+    payload: &[u8],
+) -> Vec<u8> {
     let mut out = vec![0u8; BLOCK_HEADER_LEN + payload.len()];
     let hdr = BlockHeader {
         kind,

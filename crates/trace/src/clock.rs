@@ -31,22 +31,38 @@ impl ClockMap {
     /// A map from a rank's clock description and epoch.
     pub fn new(clock: &ClockInfo, epoch_ns: u64) -> ClockMap {
         let mult = if clock.source == "tsc" && clock.ticks_per_second > 0.0 {
-            ratio((1e9 / clock.ticks_per_second * 4294967296.0) as u128, 1u128 << 32)
+            ratio(
+                (1e9 / clock.ticks_per_second * 4294967296.0) as u128,
+                1u128 << 32,
+            )
         } else {
             1 << FRAC
         };
-        ClockMap { ticks0: clock.sync_ticks, ns0: clock.sync_ns, mult, epoch_ns }
+        ClockMap {
+            ticks0: clock.sync_ticks,
+            ns0: clock.sync_ns,
+            mult,
+            epoch_ns,
+        }
     }
 
     /// An identity map (ticks are already ns since the epoch).
     pub fn identity() -> ClockMap {
-        ClockMap { ticks0: 0, ns0: 0, mult: 1 << FRAC, epoch_ns: 0 }
+        ClockMap {
+            ticks0: 0,
+            ns0: 0,
+            mult: 1 << FRAC,
+            epoch_ns: 0,
+        }
     }
 
     /// Refines the rate with a later clock pair.
     pub fn update(&mut self, sync_ticks: u64, sync_ns: u64) {
         if sync_ticks > self.ticks0.saturating_add(MIN_SPAN_TICKS) && sync_ns > self.ns0 {
-            self.mult = ratio(u128::from(sync_ns - self.ns0), u128::from(sync_ticks - self.ticks0));
+            self.mult = ratio(
+                u128::from(sync_ns - self.ns0),
+                u128::from(sync_ticks - self.ticks0),
+            );
         }
     }
 

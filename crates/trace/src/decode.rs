@@ -41,7 +41,11 @@ impl EventDecoder {
     /// A decoder for a payload holding `records` events whose first gap is relative to
     /// `base_ticks`.
     pub fn new(records: u32, base_ticks: u64) -> Self {
-        EventDecoder { pos: 0, state: CodecState::new(base_ticks), remaining: records }
+        EventDecoder {
+            pos: 0,
+            state: CodecState::new(base_ticks),
+            remaining: records,
+        }
     }
 
     /// Restarts for a new block, keeping the allocated cache.
@@ -59,7 +63,11 @@ impl EventDecoder {
     /// The next event of `payload`; `None` after the last. Errors are short descriptions.
     pub fn next_event(&mut self, payload: &[u8]) -> Option<Result<TickEvent, &'static str>> {
         if self.remaining == 0 {
-            return if self.pos == payload.len() { None } else { Some(Err("bytes after the last event")) };
+            return if self.pos == payload.len() {
+                None
+            } else {
+                Some(Err("bytes after the last event"))
+            };
         }
         self.remaining -= 1;
         Some(self.decode_one(payload))

@@ -211,7 +211,10 @@ pub(crate) fn decode(buf: &[u8], pos: &mut usize) -> Result<Definition, &'static
     };
     let string = |pos: &mut usize| -> Result<String, &'static str> {
         let n = u(pos)? as usize;
-        let end = pos.checked_add(n).filter(|&e| e <= buf.len()).ok_or("truncated string")?;
+        let end = pos
+            .checked_add(n)
+            .filter(|&e| e <= buf.len())
+            .ok_or("truncated string")?;
         let s = std::str::from_utf8(&buf[*pos..end]).map_err(|_| "string is not UTF-8")?;
         *pos = end;
         Ok(s.to_owned())
@@ -239,9 +242,17 @@ pub(crate) fn decode(buf: &[u8], pos: &mut usize) -> Result<Definition, &'static
                 None => return Err("truncated definition"),
             };
             *pos += 1;
-            Definition::Call(CallDef { id, lang, name: string(pos)? })
+            Definition::Call(CallDef {
+                id,
+                lang,
+                name: string(pos)?,
+            })
         }
-        D_MODULE => Definition::Module(ModuleDef { id: u32v(pos)?, base: u(pos)?, path: string(pos)? }),
+        D_MODULE => Definition::Module(ModuleDef {
+            id: u32v(pos)?,
+            base: u(pos)?,
+            path: string(pos)?,
+        }),
         D_CALLSITE => {
             let id = u32v(pos)?;
             let n = u(pos)? as usize;
@@ -250,7 +261,10 @@ pub(crate) fn decode(buf: &[u8], pos: &mut usize) -> Result<Definition, &'static
             }
             let mut frames = Vec::with_capacity(n);
             for _ in 0..n {
-                frames.push(Frame { module: u32v(pos)?, offset: u(pos)? });
+                frames.push(Frame {
+                    module: u32v(pos)?,
+                    offset: u(pos)?,
+                });
             }
             Definition::Callsite(CallsiteDef { id, frames })
         }
@@ -269,9 +283,19 @@ pub(crate) fn decode(buf: &[u8], pos: &mut usize) -> Result<Definition, &'static
             let size = u32v(pos)?;
             let r = ranks(pos)?;
             let remote = ranks(pos)?;
-            Definition::Comm(CommDef { id, key, kind, size, ranks: r, remote })
+            Definition::Comm(CommDef {
+                id,
+                key,
+                kind,
+                size,
+                ranks: r,
+                remote,
+            })
         }
-        D_OP => Definition::Op(OpDef { id: u32v(pos)?, name: string(pos)? }),
+        D_OP => Definition::Op(OpDef {
+            id: u32v(pos)?,
+            name: string(pos)?,
+        }),
         _ => return Err("unknown definition tag"),
     })
 }

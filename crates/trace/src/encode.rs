@@ -79,7 +79,11 @@ impl RawEvent<'_> {
         let lists = if self.lists.is_empty() {
             0
         } else {
-            5 + self.lists.iter().map(|l| 1 + 5 + l.values.len() * MAX_VARINT_LEN).sum::<usize>()
+            5 + self
+                .lists
+                .iter()
+                .map(|l| 1 + 5 + l.values.len() * MAX_VARINT_LEN)
+                .sum::<usize>()
         };
         fixed + args + lists
     }
@@ -198,7 +202,7 @@ impl BlockEncoder {
             && ev.ret == 0
             && ev.skipped == 0
             && ev.lists.is_empty()
-            && self.buf.len() - self.pos >= 1 + 2 * MAX_VARINT_LEN
+            && self.buf.len() - self.pos > 2 * MAX_VARINT_LEN
             && st.cached_args(ev.call).same_as(ev.args)
         {
             let gap = ev.t_enter.saturating_sub(st.prev_exit);

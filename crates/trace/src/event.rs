@@ -151,7 +151,10 @@ pub struct Args {
 
 impl Args {
     /// No argument recorded.
-    pub const EMPTY: Args = Args { present: 0, vals: [0; 32] };
+    pub const EMPTY: Args = Args {
+        present: 0,
+        vals: [0; 32],
+    };
 
     /// Sets a slot.
     #[inline]
@@ -206,7 +209,9 @@ impl Args {
 
     /// Present slots and their values, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = (Slot, i64)> + '_ {
-        Slot::ALL.iter().filter_map(move |&s| self.get(s).map(|v| (s, v)))
+        Slot::ALL
+            .iter()
+            .filter_map(move |&s| self.get(s).map(|v| (s, v)))
     }
 
     /// Same present slots with the same values (compares only the present slots, without
@@ -345,7 +350,10 @@ impl Event {
 
     /// The list of a kind, if present.
     pub fn list(&self, kind: ListKind) -> Option<&[i64]> {
-        self.lists.iter().find(|l| l.kind == kind).map(|l| l.values.as_slice())
+        self.lists
+            .iter()
+            .find(|l| l.kind == kind)
+            .map(|l| l.values.as_slice())
     }
 
     /// Completed requests, from the [`ListKind::Completions`] list or, for single-request
@@ -357,7 +365,12 @@ impl Event {
         if let Some(vals) = self.list(ListKind::Completions) {
             return vals
                 .chunks_exact(4)
-                .map(|c| Completion { request: c[0], source: opt(c[1]), tag: opt(c[2]), bytes: opt(c[3]) })
+                .map(|c| Completion {
+                    request: c[0],
+                    source: opt(c[1]),
+                    tag: opt(c[2]),
+                    bytes: opt(c[3]),
+                })
                 .collect();
         }
         match self.args.get(Slot::Request) {

@@ -24,11 +24,19 @@ pub mod varint;
 pub mod writer;
 
 pub use clock::ClockMap;
-pub use defs::{CallDef, CallsiteDef, CommDef, CommKind, Definition, Frame, Lang, ModuleDef, OpDef};
+pub use defs::{
+    CallDef, CallsiteDef, CommDef, CommKind, Definition, Frame, Lang, ModuleDef, OpDef,
+};
 pub use encode::{BlockEncoder, RawEvent, RawList, NO_CORE};
-pub use event::{Args, Completion, Event, List, ListKind, Slot, NO_VALUE, NSLOTS, PEER_ANY, PEER_NULL, PEER_ROOT, PEER_UNKNOWN, TAG_ANY};
+pub use event::{
+    Args, Completion, Event, List, ListKind, Slot, NO_VALUE, NSLOTS, PEER_ANY, PEER_NULL,
+    PEER_ROOT, PEER_UNKNOWN, TAG_ANY,
+};
 pub use info::{CallTotal, ClockInfo, RankInfo, Trailer};
-pub use manifest::{rank_file_name, ClockSummary, Manifest, MpiLibrary, RankPlacement, RunDir, RunDirError, MANIFEST_FILE};
+pub use manifest::{
+    rank_file_name, ClockSummary, Manifest, MpiLibrary, RankPlacement, RunDir, RunDirError,
+    MANIFEST_FILE,
+};
 pub use reader::{RankReader, ReadError, Tables};
 pub use writer::RankWriter;
 

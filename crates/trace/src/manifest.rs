@@ -134,17 +134,33 @@ impl RunDir {
         let mpath = path.join(MANIFEST_FILE);
         let manifest = match std::fs::read(&mpath) {
             Ok(bytes) => Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
-                RunDirError::BadManifest { path: mpath.clone(), line: e.line(), column: e.column(), message: e.to_string() }
+                RunDirError::BadManifest {
+                    path: mpath.clone(),
+                    line: e.line(),
+                    column: e.column(),
+                    message: e.to_string(),
+                }
             })?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => return Err(RunDirError::Io { path: mpath, source }),
+            Err(source) => {
+                return Err(RunDirError::Io {
+                    path: mpath,
+                    source,
+                })
+            }
         };
-        let entries = std::fs::read_dir(&path).map_err(|source| RunDirError::Io { path: path.clone(), source })?;
+        let entries = std::fs::read_dir(&path).map_err(|source| RunDirError::Io {
+            path: path.clone(),
+            source,
+        })?;
         let mut rank_files = Vec::new();
         for e in entries.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
-            if let Some(num) = name.strip_prefix("rank-").and_then(|s| s.strip_suffix(".mpst")) {
+            if let Some(num) = name
+                .strip_prefix("rank-")
+                .and_then(|s| s.strip_suffix(".mpst"))
+            {
                 if let Ok(r) = num.parse::<u32>() {
                     rank_files.push((r, e.path()));
                 }
@@ -154,16 +170,26 @@ impl RunDir {
         if manifest.is_none() && rank_files.is_empty() {
             return Err(RunDirError::Empty(path));
         }
-        Ok(RunDir { path, manifest, rank_files })
+        Ok(RunDir {
+            path,
+            manifest,
+            rank_files,
+        })
     }
 
     /// Number of ranks: from the manifest, else the rank files found.
     pub fn ranks(&self) -> u32 {
-        self.manifest.as_ref().map(|m| m.ranks).unwrap_or(self.rank_files.len() as u32)
+        self.manifest
+            .as_ref()
+            .map(|m| m.ranks)
+            .unwrap_or(self.rank_files.len() as u32)
     }
 
     /// Opens the reader of one rank.
-    pub fn open_rank(&self, rank: u32) -> Result<RankReader<std::io::BufReader<std::fs::File>>, ReadError> {
+    pub fn open_rank(
+        &self,
+        rank: u32,
+    ) -> Result<RankReader<std::io::BufReader<std::fs::File>>, ReadError> {
         let path = self
             .rank_files
             .iter()

@@ -127,7 +127,10 @@ impl RankReader<BufReader<File>> {
     /// Opens a rank file and reads up to its info block.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
-        let f = File::open(path).map_err(|source| ReadError::Io { path: path.into(), source })?;
+        let f = File::open(path).map_err(|source| ReadError::Io {
+            path: path.into(),
+            source,
+        })?;
         RankReader::new(BufReader::with_capacity(1 << 16, f), path)
     }
 }
@@ -139,13 +142,19 @@ impl<R: Read> RankReader<R> {
         let mut hdr = [0u8; FILE_HEADER_LEN];
         if let Err(e) = src.read_exact(&mut hdr) {
             return Err(if e.kind() == ErrorKind::UnexpectedEof {
-                ReadError::NotATrace { path, message: "file is shorter than a trace header".into() }
+                ReadError::NotATrace {
+                    path,
+                    message: "file is shorter than a trace header".into(),
+                }
             } else {
                 ReadError::Io { path, source: e }
             });
         }
         if hdr[..8] != FILE_MAGIC {
-            return Err(ReadError::NotATrace { path, message: "not an mpiscope trace (bad magic)".into() });
+            return Err(ReadError::NotATrace {
+                path,
+                message: "not an mpiscope trace (bad magic)".into(),
+            });
         }
         let major = u16::from_le_bytes([hdr[8], hdr[9]]);
         if major != VERSION_MAJOR {
@@ -215,7 +224,11 @@ impl<R: Read> RankReader<R> {
     }
 
     fn corrupt(&mut self, offset: u64, message: impl Into<String>) {
-        self.stopped = Some(ReadError::Corrupt { path: self.path.clone(), offset, message: message.into() });
+        self.stopped = Some(ReadError::Corrupt {
+            path: self.path.clone(),
+            offset,
+            message: message.into(),
+        });
         self.done = true;
         self.in_events = false;
     }
@@ -248,13 +261,21 @@ impl<R: Read> RankReader<R> {
                     // Preallocated, never-written tail.
                     self.done = true;
                 } else {
-                    self.corrupt(at, format!("file ends inside a block header ({n} of {BLOCK_HEADER_LEN} bytes)"));
+                    self.corrupt(
+                        at,
+                        format!(
+                            "file ends inside a block header ({n} of {BLOCK_HEADER_LEN} bytes)"
+                        ),
+                    );
                 }
                 return;
             }
             Ok(_) => {}
             Err(e) => {
-                self.stopped = Some(ReadError::Io { path: self.path.clone(), source: e });
+                self.stopped = Some(ReadError::Io {
+                    path: self.path.clone(),
+                    source: e,
+                });
                 self.done = true;
                 return;
             }
@@ -271,9 +292,17 @@ impl<R: Read> RankReader<R> {
         self.payload.resize(len, 0);
         match Self::fill(&mut self.src, &mut self.payload) {
             Ok(n) if n == len => {}
-            Ok(n) => return self.corrupt(at, format!("file ends inside a block ({n} of {len} payload bytes)")),
+            Ok(n) => {
+                return self.corrupt(
+                    at,
+                    format!("file ends inside a block ({n} of {len} payload bytes)"),
+                )
+            }
             Err(e) => {
-                self.stopped = Some(ReadError::Io { path: self.path.clone(), source: e });
+                self.stopped = Some(ReadError::Io {
+                    path: self.path.clone(),
+                    source: e,
+                });
                 self.done = true;
                 return;
             }
@@ -343,7 +372,8 @@ impl<R: Read> RankReader<R> {
                         });
                     }
                     Some(Err(m)) => {
-                        let at = self.block_offset + (BLOCK_HEADER_LEN + self.decoder.position()) as u64;
+                        let at =
+                            self.block_offset + (BLOCK_HEADER_LEN + self.decoder.position()) as u64;
                         self.corrupt(at, m);
                         return None;
                     }

@@ -29,7 +29,11 @@ impl<W: Write> RankWriter<W> {
         let json = serde_json::to_vec(info).map_err(std::io::Error::other)?;
         let sync0 = (info.clock.sync_ticks, info.clock.sync_ns);
         out.write_all(&frame(BlockKind::Info, 0, 1, sync0, &json))?;
-        let ns_per_tick = if info.clock.source == "tsc" { 1e9 / info.clock.ticks_per_second } else { 1.0 };
+        let ns_per_tick = if info.clock.source == "tsc" {
+            1e9 / info.clock.ticks_per_second
+        } else {
+            1.0
+        };
         Ok(RankWriter {
             out,
             enc: BlockEncoder::new(block_size, 0),
@@ -48,7 +52,13 @@ impl<W: Write> RankWriter<W> {
         for d in defs {
             d.encode(&mut payload);
         }
-        self.out.write_all(&frame(BlockKind::Definitions, 0, defs.len() as u32, self.sync(), &payload))
+        self.out.write_all(&frame(
+            BlockKind::Definitions,
+            0,
+            defs.len() as u32,
+            self.sync(),
+            &payload,
+        ))
     }
 
     fn sync(&self) -> (u64, u64) {
@@ -58,7 +68,8 @@ impl<W: Write> RankWriter<W> {
     /// Appends an event (times in ticks of the info block's clock).
     pub fn event(&mut self, ev: &RawEvent) -> std::io::Result<()> {
         self.last_ticks = self.last_ticks.max(ev.t_exit);
-        self.last_ns = self.sync0.1 + ((self.last_ticks - self.sync0.0) as f64 * self.ns_per_tick) as u64;
+        self.last_ns =
+            self.sync0.1 + ((self.last_ticks - self.sync0.0) as f64 * self.ns_per_tick) as u64;
         if self.enc.push(ev) {
             self.events += 1;
             return Ok(());
@@ -98,7 +109,13 @@ impl<W: Write> RankWriter<W> {
         self.flush_block()?;
         if let Some(t) = trailer {
             let json = serde_json::to_vec(t).map_err(std::io::Error::other)?;
-            self.out.write_all(&frame(BlockKind::Trailer, 0, 1, (t.sync_ticks, t.sync_ns), &json))?;
+            self.out.write_all(&frame(
+                BlockKind::Trailer,
+                0,
+                1,
+                (t.sync_ticks, t.sync_ns),
+                &json,
+            ))?;
         }
         self.out.flush()?;
         Ok(self.out)

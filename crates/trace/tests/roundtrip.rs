@@ -51,22 +51,29 @@ fn ev_strategy() -> impl Strategy<Value = Ev> {
         prop::collection::vec((0usize..NSLOTS, prop_oneof![-3i64..3, any::<i64>()]), 0..6),
         prop::collection::vec((0u8..8, prop::collection::vec(any::<i64>(), 0..20)), 0..3),
     )
-        .prop_map(|(call, gap, dur, callsite, core, ret, skipped, args, lists)| Ev {
-            call,
-            gap,
-            dur,
-            callsite,
-            core,
-            ret,
-            skipped,
-            args,
-            lists,
-        })
+        .prop_map(
+            |(call, gap, dur, callsite, core, ret, skipped, args, lists)| Ev {
+                call,
+                gap,
+                dur,
+                callsite,
+                core,
+                ret,
+                skipped,
+                args,
+                lists,
+            },
+        )
 }
 
 fn write(evs: &[Ev], block: usize) -> (Vec<u8>, Vec<Event>) {
     let mut w = RankWriter::new(Vec::new(), &info(), block).unwrap();
-    w.define(&[Definition::Call(CallDef { id: 7, name: "MPI_Send".into(), lang: Lang::C })]).unwrap();
+    w.define(&[Definition::Call(CallDef {
+        id: 7,
+        name: "MPI_Send".into(),
+        lang: Lang::C,
+    })])
+    .unwrap();
     let mut t = 1000u64;
     let mut expected = Vec::new();
     let mut last_core = None;
@@ -78,7 +85,10 @@ fn write(evs: &[Ev], block: usize) -> (Vec<u8>, Vec<Event>) {
         let lists: Vec<RawList> = e
             .lists
             .iter()
-            .map(|(k, v)| RawList { kind: ListKind::from_u8(*k).unwrap(), values: v })
+            .map(|(k, v)| RawList {
+                kind: ListKind::from_u8(*k).unwrap(),
+                values: v,
+            })
             .collect();
         let t_enter = t + e.gap;
         let t_exit = t_enter + e.dur;
@@ -111,11 +121,21 @@ fn write(evs: &[Ev], block: usize) -> (Vec<u8>, Vec<Event>) {
             lists: e
                 .lists
                 .iter()
-                .map(|(k, v)| List { kind: ListKind::from_u8(*k).unwrap(), values: v.clone() })
+                .map(|(k, v)| List {
+                    kind: ListKind::from_u8(*k).unwrap(),
+                    values: v.clone(),
+                })
                 .collect(),
         });
     }
-    let trailer = Trailer { reason: "finalize".into(), sync_ticks: t, sync_ns: t, events: evs.len() as u64, lost: 0, calls: vec![] };
+    let trailer = Trailer {
+        reason: "finalize".into(),
+        sync_ticks: t,
+        sync_ns: t,
+        events: evs.len() as u64,
+        lost: 0,
+        calls: vec![],
+    };
     (w.finish(Some(&trailer)).unwrap(), expected)
 }
 
@@ -199,8 +219,18 @@ fn repeated_probe_is_compact() {
         let t_enter = t + 20 + (i % 7);
         let t_exit = t_enter + 150 + (i % 13);
         t = t_exit;
-        w.event(&RawEvent { call: 5, t_enter, t_exit, callsite: 1, core: 0, ret: 0, skipped: 0, args: &a, lists: &[] })
-            .unwrap();
+        w.event(&RawEvent {
+            call: 5,
+            t_enter,
+            t_exit,
+            callsite: 1,
+            core: 0,
+            ret: 0,
+            skipped: 0,
+            args: &a,
+            lists: &[],
+        })
+        .unwrap();
     }
     let bytes = w.finish(None).unwrap();
     let per_event = bytes.len() as f64 / n as f64;
@@ -213,7 +243,9 @@ fn repeated_probe_is_compact() {
 
 #[test]
 fn bad_headers_are_named() {
-    let e = RankReader::new(&b"hello world, not a trace"[..], "x.mpst").err().unwrap();
+    let e = RankReader::new(&b"hello world, not a trace"[..], "x.mpst")
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("x.mpst"), "{e}");
     assert!(e.to_string().contains("bad magic"), "{e}");
     let mut h = mpiscope_trace::block::file_header().to_vec();
@@ -224,7 +256,23 @@ fn bad_headers_are_named() {
 
 #[test]
 fn truncation_names_the_offset() {
-    let (bytes, _) = write(&vec![Ev { call: 1, gap: 5, dur: 9, callsite: 1, core: 0, ret: 0, skipped: 0, args: vec![], lists: vec![] }; 10], 800);
+    let (bytes, _) = write(
+        &vec![
+            Ev {
+                call: 1,
+                gap: 5,
+                dur: 9,
+                callsite: 1,
+                core: 0,
+                ret: 0,
+                skipped: 0,
+                args: vec![],
+                lists: vec![]
+            };
+            10
+        ],
+        800,
+    );
     let cut = &bytes[..bytes.len() - 3];
     let mut r = RankReader::new(cut, "cut.mpst").unwrap();
     let n = r.by_ref().count();
@@ -249,8 +297,18 @@ fn a_changed_flag_next_to_new_slots_round_trips() {
     b.set(Slot::Flag, 1);
     for (i, args) in [a, b].iter().enumerate() {
         let t = 100 * i as u64;
-        w.event(&RawEvent { call: 320, t_enter: t, t_exit: t + 5, callsite: 3, core: NO_CORE, ret: 0, skipped: 0, args, lists: &[] })
-            .unwrap();
+        w.event(&RawEvent {
+            call: 320,
+            t_enter: t,
+            t_exit: t + 5,
+            callsite: 3,
+            core: NO_CORE,
+            ret: 0,
+            skipped: 0,
+            args,
+            lists: &[],
+        })
+        .unwrap();
     }
     let bytes = w.finish(None).unwrap();
     let (evs, _) = read_all(&bytes);

@@ -24,7 +24,10 @@ pub fn mpiscope() -> PathBuf {
 
 /// The workspace root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// Directory of the build profile (`target/debug` or `target/release`).
@@ -97,7 +100,9 @@ impl Mpi {
 
 /// Where compiled test programs go.
 fn programs_out(mpi: Mpi) -> PathBuf {
-    let d = profile_dir().join("mpiscope-test-programs").join(mpi.name());
+    let d = profile_dir()
+        .join("mpiscope-test-programs")
+        .join(mpi.name());
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -124,7 +129,11 @@ fn compile(compiler: &str, src: &Path, out: &Path, extra: &[&str]) {
 pub fn build(mpi: Mpi, name: &str, extra: &[&str]) -> PathBuf {
     let src = root().join("tests/programs").join(name);
     assert!(src.is_file(), "no test program {}", src.display());
-    let stem = Path::new(name).file_stem().unwrap().to_string_lossy().into_owned();
+    let stem = Path::new(name)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let out = programs_out(mpi).join(&stem);
     let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
         (Ok(o), Ok(s)) => o.modified().unwrap() >= s.modified().unwrap(),
@@ -165,10 +174,23 @@ pub fn run_plain(mpi: Mpi, np: u32, exe: &Path, args: &[&str]) -> Run {
 
 /// Runs `exe args` on `np` ranks under `mpiscope trace -o <dir> <options> --`; returns the
 /// run and the trace directory (inside `dir`).
-pub fn run_traced(mpi: Mpi, np: u32, exe: &Path, args: &[&str], options: &[&str], dir: &Path) -> (Run, PathBuf) {
+pub fn run_traced(
+    mpi: Mpi,
+    np: u32,
+    exe: &Path,
+    args: &[&str],
+    options: &[&str],
+    dir: &Path,
+) -> (Run, PathBuf) {
     let out = dir.join("trace");
     let mut c = Command::new(mpiscope());
-    c.arg("trace").arg("-o").arg(&out).arg("--preload").arg(mpi.preload()).args(options).arg("--");
+    c.arg("trace")
+        .arg("-o")
+        .arg(&out)
+        .arg("--preload")
+        .arg(mpi.preload())
+        .args(options)
+        .arg("--");
     c.args(mpi.launcher(np)).arg(exe).args(args);
     (run_output(c.output().expect("launch mpiscope")), out)
 }
@@ -205,8 +227,17 @@ pub fn read_rank(run: &Path, rank: u32) -> RankEvents {
 
 /// `mpiscope report DIR --json`.
 pub fn report_json(run: &Path) -> serde_json::Value {
-    let o = Command::new(mpiscope()).arg("report").arg(run).arg("--json").output().unwrap();
-    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(mpiscope())
+        .arg("report")
+        .arg(run)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
