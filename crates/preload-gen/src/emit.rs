@@ -235,7 +235,8 @@ fn emit_c_wrapper(out: &mut String, f: &Function, plan: &Plan, id: u32) {
     if let Some(st) = &plan.status_param {
         let _ = writeln!(
             out,
-            "    let mut __st = core::mem::MaybeUninit::<MPI_Status>::zeroed();"
+            // Uninitialized: MPI writes it, and it is read only when MPI wrote it.
+            "    let mut __st = core::mem::MaybeUninit::<MPI_Status>::uninit();"
         );
         let _ = writeln!(
             out,
@@ -462,9 +463,10 @@ fn emit_fortran(
         .before_hook
         .map(|h| format!("{h}; "))
         .unwrap_or_default();
+    // Hooks read C values; in a Fortran wrapper the only one they use is `level`.
     let after_hook = plan
         .after_hook
-        .map(|h| format!("{h}; "))
+        .map(|h| format!("{}; ", h.replace("(level)", "(rt::fortran_int(f_level))")))
         .unwrap_or_default();
     let end_hook = plan.end_hook.map(|h| format!("{h}; ")).unwrap_or_default();
 
@@ -494,6 +496,15 @@ fn emit_fortran(
         out,
         "    let Some(mut __g) = rt::enter({id}, __ra) else {{ {before_hook}let __r = __real({fwd}); {after_hook}{end_hook}return __r; }};"
     );
+    // Request handles live in the program's Fortran variables: their addresses identify them.
+    for n in ["request", "array_of_requests"] {
+        if fparams
+            .iter()
+            .any(|p| p.name == n && p.pointee() == Some("MPI_Request"))
+        {
+            let _ = writeln!(out, "    __g.fortran_handles_at(f_{n});");
+        }
+    }
     if plan.status_param.as_deref() == Some("status") && fparams.iter().any(|p| p.name == "status")
     {
         let _ = writeln!(

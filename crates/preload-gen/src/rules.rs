@@ -197,7 +197,7 @@ pub fn plan(f: &Function) -> Plan {
         "Op_free" => sv(vec!["rt::Snap::default()"], vec!["rt::ops_changed()"]),
         "Pcontrol" => sv(
             vec!["rt::Snap::default()"],
-            vec!["__g.set(Slot::Level, level as i64); rt::pcontrol(level)"],
+            vec!["__g.set(Slot::Level, level as i64)"],
         ),
         _ => None,
     };
@@ -212,6 +212,8 @@ pub fn plan(f: &Function) -> Plan {
             p.end_hook = Some("rt::after_finalize()");
         }
         "Query_thread" => p.post.push("__g.level_out(provided)".into()),
+        // Also when the call itself is not recorded (filters, sampling).
+        "Pcontrol" => p.after_hook = Some("rt::pcontrol(level)"),
         _ => {}
     }
     if matches!(short, "Waitany" | "Testany") {

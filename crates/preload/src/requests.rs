@@ -95,12 +95,29 @@ pub fn create(
 
 /// The live request with this handle, stored at `addr` (or the oldest with this handle).
 pub fn lookup(handle: MPI_Request, addr: usize) -> Option<ReqEntry> {
+    lookup_except(handle, addr, &[])
+}
+
+/// Same as [`lookup`], skipping the ids in `taken` (entries already matched to earlier
+/// elements of the same request array, when the program's addresses are not known).
+/// Returns the entry and whether its handle is shared by several live requests.
+pub fn lookup_except(handle: MPI_Request, addr: usize, taken: &[i64]) -> Option<ReqEntry> {
+    lookup_shared(handle, addr, taken).map(|(e, _)| e)
+}
+
+/// [`lookup_except`], also telling whether the handle is shared.
+pub fn lookup_shared(handle: MPI_Request, addr: usize, taken: &[i64]) -> Option<(ReqEntry, bool)> {
     let m = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let v = m.get(&(handle as usize))?;
+    if let [only] = v.as_slice() {
+        return Some((*only, false));
+    }
+    let free = |e: &&ReqEntry| !taken.contains(&(e.id as i64));
     v.iter()
+        .filter(free)
         .find(|e| addr != 0 && e.addr == addr)
-        .or_else(|| v.first())
-        .copied()
+        .or_else(|| v.iter().find(free))
+        .map(|e| (*e, true))
 }
 
 /// The request with this handle and id completed (or was freed).

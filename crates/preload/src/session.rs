@@ -50,11 +50,14 @@ pub fn world_rank() -> c_int {
 /// Prints one line on stderr, prefixed with the rank.
 pub fn warn(msg: &str) {
     let r = world_rank();
-    if r >= 0 {
-        eprintln!("mpiscope: rank {r}: {msg}");
+    let line = if r >= 0 {
+        format!("mpiscope: rank {r}: {msg}\n")
     } else {
-        eprintln!("mpiscope: {msg}");
-    }
+        format!("mpiscope: {msg}\n")
+    };
+    // One write: lines of ranks sharing the launcher's stderr must not interleave.
+    // SAFETY: valid buffer; a failed write to stderr is not worth reporting.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
 }
 
 /// Prints a warning once per process.
@@ -801,8 +804,13 @@ pub fn before_finalize() {
     }
 }
 
-/// After `MPI_Finalize` (and its event): the end.
+/// After `MPI_Finalize` (and its event): the end. Skipped inside another recorded call (MPICH's
+/// Fortran `mpi_finalize_` calls the C `MPI_Finalize`): the outer wrapper ends after its own
+/// event is committed.
 pub fn after_finalize() {
+    if rt::inside_recorded_call() {
+        return;
+    }
     end("finalize");
 }
 
