@@ -94,7 +94,11 @@ pub struct RankProfile {
 }
 
 /// Reads one rank.
-pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> RankProfile {
+pub fn profile_rank<R: std::io::Read>(
+    mut reader: RankReader<R>,
+    rank: u32,
+    window: &Window,
+) -> RankProfile {
     let mut by_id: HashMap<u32, Acc> = HashMap::new();
     let mut persistent: HashMap<i64, Volume> = HashMap::new();
     let mut stats = RankStats {
@@ -109,6 +113,9 @@ pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> R
     let mut threads: Vec<u16> = Vec::new();
     let mut names: HashMap<u32, String> = HashMap::new();
     while let Some(ev) = reader.next_event() {
+        if !window.contains(ev.t_enter) {
+            continue;
+        }
         stats.events += 1;
         first = first.min(ev.t_enter);
         last = last.max(ev.t_exit);
@@ -148,8 +155,8 @@ pub fn profile_rank<R: std::io::Read>(mut reader: RankReader<R>, rank: u32) -> R
     if let Some(t) = reader.trailer() {
         stats.complete = true;
         stats.end = t.reason.clone();
-        // Exact counts from the trailer.
-        for c in &t.calls {
+        // Exact counts from the trailer (which covers the whole run, not a window).
+        for c in t.calls.iter().filter(|_| window.is_all()) {
             by_id.entry(c.id).or_default().count = c.count;
             if !c.name.is_empty() {
                 trailer_names.insert(c.id, (c.name.clone(), c.fortran));
@@ -235,8 +242,69 @@ fn event_volume(
     }
 }
 
+/// A time window: events entering in `[start, end)` ns since the run's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First ns included.
+    pub start: u64,
+    /// First ns excluded.
+    pub end: u64,
+}
+
+impl Window {
+    /// The whole run.
+    pub const ALL: Window = Window {
+        start: 0,
+        end: u64::MAX,
+    };
+
+    /// Parses `FROM:TO` in seconds since the run's epoch; either side may be empty.
+    pub fn parse(text: &str) -> Result<Window, String> {
+        let (a, b) = text
+            .split_once(':')
+            .ok_or_else(|| format!("window `{text}`: expected FROM:TO in seconds"))?;
+        let secs = |s: &str, default: u64| -> Result<u64, String> {
+            if s.trim().is_empty() {
+                return Ok(default);
+            }
+            let v: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("window `{text}`: `{s}` is not a number of seconds"))?;
+            if !(0.0..1e9).contains(&v) {
+                return Err(format!("window `{text}`: `{s}` is out of range"));
+            }
+            Ok((v * 1e9) as u64)
+        };
+        let w = Window {
+            start: secs(a, 0)?,
+            end: secs(b, u64::MAX)?,
+        };
+        if w.end <= w.start {
+            return Err(format!("window `{text}`: it ends before it starts"));
+        }
+        Ok(w)
+    }
+
+    /// Does the window hold time `t`?
+    pub fn contains(&self, t: u64) -> bool {
+        t >= self.start && t < self.end
+    }
+
+    /// Is it the whole run?
+    pub fn is_all(&self) -> bool {
+        *self == Window::ALL
+    }
+}
+
 /// Builds the report of a run, reading ranks on all cores.
 pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
+    profile_window(run, &Window::ALL)
+}
+
+/// Builds the report of the calls that entered within `window`. Counts then come from the
+/// events (the trailers' exact counts cover the whole run).
+pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeError> {
     let files = run.rank_files.clone();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<(u32, Result<RankProfile, AnalyzeError>)>> = Mutex::new(Vec::new());
@@ -252,7 +320,7 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
                     break;
                 };
                 let r = RankReader::open(path)
-                    .map(|rd| profile_rank(rd, *rank))
+                    .map(|rd| profile_rank(rd, *rank, window))
                     .map_err(AnalyzeError::from);
                 results
                     .lock()

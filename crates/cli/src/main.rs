@@ -62,6 +62,10 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Only calls entering within FROM:TO, seconds since the run's start (`12.5:`,
+        /// `:30`, `10:20`).
+        #[arg(long, value_name = "FROM:TO")]
+        window: Option<String>,
     },
 }
 
@@ -147,9 +151,14 @@ fn run(cli: Cli) -> Result<i32> {
                 other => anyhow::bail!("--format {other}: supported formats: simgrid-ti"),
             }
         }
-        Command::Report { dir, json } => {
+        Command::Report { dir, json, window } => {
             let run = open_run(&dir)?;
-            let p = mpiscope_analyze::profile::profile(&run)?;
+            let window = match window {
+                Some(w) => mpiscope_analyze::profile::Window::parse(&w)
+                    .map_err(|e| anyhow::anyhow!("--window: {e}"))?,
+                None => mpiscope_analyze::profile::Window::ALL,
+            };
+            let p = mpiscope_analyze::profile::profile_window(&run, &window)?;
             let text = if json {
                 serde_json::to_string_pretty(&p)? + "\n"
             } else {

@@ -1674,4 +1674,45 @@ fn hpcc_openmpi() {
         recorded += probes;
     }
     assert_eq!(ip["recorded"], recorded);
+
+    // Seed 000 found MPI_Iprobe the most frequent call of HPL. Over the whole of hpcc that is
+    // MPI_Testany (MPIRandomAccess polls with it); within the HPL section, which comes last
+    // and starts by building its process grid (MPI_Comm_split), it must be MPI_Iprobe.
+    let mut hpl_start = None;
+    scan_rank(&trace, 0, |name, e| {
+        if name == "MPI_Comm_split" {
+            hpl_start = Some(e.t_enter);
+        }
+    });
+    let hpl_start = hpl_start.expect("no MPI_Comm_split on rank 0: HPL builds its grid with it");
+    let o = Command::new(common::mpiscope())
+        .arg("report")
+        .arg(&trace)
+        .arg("--json")
+        .arg("--window")
+        .arg(format!("{}:", hpl_start as f64 / 1e9))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "report --window failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let hpl: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let top = hpl["calls"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .max_by_key(|(_, s)| s["count"].as_u64().unwrap())
+        .map(|(n, s)| (n.clone(), s["count"].as_u64().unwrap()))
+        .unwrap();
+    eprintln!(
+        "hpcc: HPL section from {:.3} s, most frequent call {top:?}",
+        hpl_start as f64 / 1e9
+    );
+    assert_eq!(
+        top.0, "MPI_Iprobe",
+        "most frequent call in the HPL section: {}",
+        hpl["calls"]
+    );
 }
