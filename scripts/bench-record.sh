@@ -33,11 +33,12 @@ events=$(( CALLS * 5 ))
 awk -v ev="$events" '
   { u[NR]=$1; m[NR]=$2; t[NR]=$3; du[NR]=$3-$1; dm[NR]=$2-$1; b[NR]=$4 }
   function med(x, n,   i, j, s, tmp) { for (i=1;i<=n;i++) s[i]=x[i]; for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (s[j]<s[i]) {tmp=s[i]; s[i]=s[j]; s[j]=tmp}; return s[int((n+1)/2)] }
+  function lo(x, n,   i, m) { m=x[1]; for (i=2;i<=n;i++) if (x[i]<m) m=x[i]; return m }
   END {
     n=NR
     printf "median over %d rounds (%d calls per run):\n", n, ev
-    printf "  untraced          %7.1f ns/call\n", med(u, n)
-    printf "  minimal wrapper   %7.1f ns/call  (+%.1f ns: two rdtsc reads and a store)\n", med(m, n), med(dm, n)
-    printf "  mpiscope          %7.1f ns/call  (+%.1f ns added per call)\n", med(t, n), med(du, n)
+    printf "  untraced          %7.1f ns/call (min %.1f)\n", med(u, n), lo(u, n)
+    printf "  minimal wrapper   %7.1f ns/call (min %.1f)  (+%.1f ns median: two rdtsc reads and a store)\n", med(m, n), lo(m, n), med(dm, n)
+    printf "  mpiscope          %7.1f ns/call (min %.1f)  (+%.1f ns median added per call)\n", med(t, n), lo(t, n), med(du, n)
     printf "  trace size        %7.2f bytes per event (whole files, headers included)\n", med(b, n) / ev
   }' "$out/samples.txt"

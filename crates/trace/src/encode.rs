@@ -190,7 +190,9 @@ impl BlockEncoder {
     }
 
     /// Appends `ev`; returns false (and writes nothing) when it might not fit.
-    #[inline]
+    ///
+    /// The repeated-call case is small and inlined into the caller; the rest is not.
+    #[inline(always)]
     pub fn push(&mut self, ev: &RawEvent) -> bool {
         // The hot case: the same call as the previous event, from the same place, with the
         // same arguments (a polling loop). One header byte and the two time varints.
@@ -223,6 +225,7 @@ impl BlockEncoder {
         self.push_general(ev)
     }
 
+    #[inline(never)]
     fn push_general(&mut self, ev: &RawEvent) -> bool {
         if self.buf.len() - self.pos < ev.max_encoded_len() {
             return false;

@@ -141,8 +141,9 @@ impl Slot {
 
 /// Fixed-size normalized arguments: a presence mask and one value per slot.
 ///
-/// Absent slots hold zero, so two `Args` are equal exactly when they describe the same call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+/// Values of absent slots are unspecified (clearing is only the mask, which keeps the
+/// recorder's per-call reset cheap); equality and every accessor look at present slots only.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Args {
     present: u32,
     /// Room for 32 slots so that any 5-bit index is in bounds without a check.
@@ -163,15 +164,9 @@ impl Args {
         self.vals[(slot as usize) & 31] = v;
     }
 
-    /// Clears every slot (keeping the invariant that absent slots hold zero).
+    /// Clears every slot.
     #[inline]
     pub fn reset(&mut self) {
-        let mut m = self.present;
-        while m != 0 {
-            let i = (m.trailing_zeros() & 31) as usize;
-            m &= m - 1;
-            self.vals[i] = 0;
-        }
         self.present = 0;
     }
 
@@ -194,10 +189,14 @@ impl Args {
         self.present
     }
 
-    /// Raw value of slot number `i` (zero when absent).
+    /// Value of slot number `i`, zero when absent.
     #[inline]
     pub fn raw(&self, i: usize) -> i64 {
-        self.vals[i & 31]
+        if self.present & (1 << (i & 31)) != 0 {
+            self.vals[i & 31]
+        } else {
+            0
+        }
     }
 
     /// Sets slot number `i` from raw parts; used by the decoder.
@@ -236,6 +235,14 @@ impl Args {
         self.present == 0
     }
 }
+
+impl PartialEq for Args {
+    fn eq(&self, other: &Args) -> bool {
+        self.same_as(other)
+    }
+}
+
+impl Eq for Args {}
 
 /// What a variable-length list holds. The numbering is part of the file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
