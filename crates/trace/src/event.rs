@@ -161,7 +161,12 @@ impl Args {
     #[inline]
     pub fn set(&mut self, slot: Slot, v: i64) {
         self.present |= 1 << slot as u32;
-        self.vals[(slot as usize) & 31] = v;
+        // A volatile store: with a plain one, rustc 1.95 (LLVM) compiled the recorder's
+        // `set(Flag, f); if f { .. }` so that the flag's value was never stored when `f` was
+        // true (MPI_Test recorded flag=0 with a completion; caught by the end-to-end tests in
+        // release builds). The store costs the same; only store merging is lost.
+        // SAFETY: a valid, aligned element of `vals`.
+        unsafe { core::ptr::write_volatile(&mut self.vals[(slot as usize) & 31], v) };
     }
 
     /// Clears every slot.
