@@ -1,0 +1,150 @@
+//! Hosts' CPUs: computations share a host's cores.
+//!
+//! `n` computations on a host with `c` cores of speed `s` each run at `s * min(1, c / n)`
+//! (SimGrid's Cas01 model: each computation is bounded by one core). Rates change when a
+//! computation starts or ends on the host; remaining work is updated lazily.
+//! The model also integrates each host's utilization for energy estimates.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::platform::{HostId, Platform};
+use crate::time::Time;
+
+/// Identifies a computation.
+pub type ExecId = u32;
+
+#[derive(Debug, Clone)]
+struct Exec {
+    host: HostId,
+    remaining: f64,
+    rate: f64,
+    updated: Time,
+    generation: u32,
+    live: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+struct HostCpu {
+    speed: f64,
+    cores: f64,
+    running: Vec<ExecId>,
+    /// Integral of the busy fraction (0..1) over time, in seconds.
+    busy: f64,
+    since: Time,
+}
+
+/// The CPU model.
+#[derive(Debug, Default)]
+pub struct CpuModel {
+    hosts: Vec<HostCpu>,
+    execs: Vec<Exec>,
+    free: Vec<ExecId>,
+    heap: BinaryHeap<Reverse<(Time, ExecId, u32)>>,
+}
+
+impl CpuModel {
+    /// The CPUs of `platform`'s hosts.
+    pub fn new(platform: &Platform) -> CpuModel {
+        CpuModel {
+            hosts: platform
+                .hosts
+                .iter()
+                .map(|h| HostCpu { speed: h.speed, cores: f64::from(h.cores.max(1)), ..HostCpu::default() })
+                .collect(),
+            ..CpuModel::default()
+        }
+    }
+
+    fn account(&mut self, host: HostId, now: Time) {
+        let h = &mut self.hosts[host as usize];
+        let dt = now.since(h.since).secs();
+        h.busy += dt * (h.running.len() as f64 / h.cores).min(1.0);
+        h.since = now;
+    }
+
+    fn rerate(&mut self, host: HostId, now: Time) {
+        let (speed, cores, n) = {
+            let h = &self.hosts[host as usize];
+            (h.speed, h.cores, h.running.len() as f64)
+        };
+        let rate = if n == 0.0 { 0.0 } else { speed * (cores / n).min(1.0) };
+        for i in 0..self.hosts[host as usize].running.len() {
+            let id = self.hosts[host as usize].running[i];
+            let e = &mut self.execs[id as usize];
+            e.remaining = (e.remaining - e.rate * now.since(e.updated).secs()).max(0.0);
+            e.updated = now;
+            e.rate = rate;
+            e.generation = e.generation.wrapping_add(1);
+            let at = if rate > 0.0 { now.plus(Time::from_secs(e.remaining / rate)) } else { Time::NEVER };
+            self.heap.push(Reverse((at, id, e.generation)));
+        }
+    }
+
+    /// Starts a computation of `flops` on `host` at `now`.
+    pub fn start(&mut self, now: Time, host: HostId, flops: f64) -> ExecId {
+        self.account(host, now);
+        let e = Exec { host, remaining: flops.max(0.0), rate: 0.0, updated: now, generation: 0, live: true };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.execs[id as usize] = e;
+                id
+            }
+            None => {
+                self.execs.push(e);
+                (self.execs.len() - 1) as ExecId
+            }
+        };
+        self.hosts[host as usize].running.push(id);
+        self.rerate(host, now);
+        id
+    }
+
+    /// The earliest completion date.
+    pub fn next_event(&mut self) -> Option<Time> {
+        while let Some(&Reverse((at, id, g))) = self.heap.peek() {
+            let e = &self.execs[id as usize];
+            if !e.live || e.generation != g {
+                self.heap.pop();
+                continue;
+            }
+            return Some(at);
+        }
+        None
+    }
+
+    /// Finishes the computations due by `now`, appending them to `done`.
+    pub fn advance(&mut self, now: Time, done: &mut Vec<ExecId>) {
+        let mut touched: Vec<HostId> = Vec::new();
+        while let Some(&Reverse((at, id, g))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            let e = &self.execs[id as usize];
+            if !e.live || e.generation != g {
+                continue;
+            }
+            let host = e.host;
+            self.account(host, now);
+            self.execs[id as usize].live = false;
+            self.hosts[host as usize].running.retain(|&x| x != id);
+            self.free.push(id);
+            done.push(id);
+            if !touched.contains(&host) {
+                touched.push(host);
+            }
+        }
+        for h in touched {
+            self.rerate(h, now);
+        }
+    }
+
+    /// Busy-core-seconds per host up to `now` (the busy fraction integrated over time).
+    pub fn busy_seconds(&mut self, now: Time) -> Vec<f64> {
+        for h in 0..self.hosts.len() {
+            self.account(h as HostId, now);
+        }
+        self.hosts.iter().map(|h| h.busy).collect()
+    }
+}

@@ -1,0 +1,1163 @@
+//! The discrete-event engine and the MPI layer it simulates.
+//!
+//! Ranks are state machines, not threads: each asks its [`RankWorkload`] for actions and
+//! runs them until one blocks (a computation, a blocking receive, a wait, a probe); the
+//! engine then advances time to the next event of the network, CPU or timer models, wakes
+//! the ranks whose condition holds, and runs them again. Events are ordered by
+//! `(time, sequence)` in integer picoseconds, so a simulation is a pure function of its
+//! input, platform, configuration and seed.
+//!
+//! MPI semantics follow SimGrid's SMPI (the reference we compare with): a message's
+//! transfer starts when both the send and the matching receive are posted; sends below the
+//! eager threshold (65,536 bytes by default) return at once, larger blocking sends return
+//! when the transfer completes; matching is by (communicator, source, tag), FIFO within a
+//! mailbox (non-overtaking), with wildcards; collectives run as point-to-point programs
+//! ([`crate::coll`]) in a matching context of their own.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use crate::coll::{self, Collective, POp, Program, Selector};
+use crate::cpu::{CpuModel, ExecId};
+use crate::network::flow::FlowModel;
+use crate::network::loggp::{LogGp, LogGpModel};
+use crate::network::{FlowConfig, NetworkModel, TransferId};
+use crate::platform::{HostId, Platform, PlatformError};
+use crate::time::Time;
+use crate::workload::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
+
+/// Which network model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NetworkKind {
+    /// Flow-level max-min sharing (SimGrid CM02).
+    Flow(FlowConfig),
+    /// LogGP, no contention.
+    LogGp(LogGp),
+}
+
+/// Simulation parameters.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Sends strictly below this many bytes return at once (SMPI's `send-is-detached-thresh`).
+    pub eager_threshold: u64,
+    /// Decision rules for collectives.
+    pub selector: Selector,
+    /// Algorithms forced by name, per collective.
+    pub forced: HashMap<Collective, String>,
+    /// Network model.
+    pub network: NetworkKind,
+    /// Simulated cost of an `MPI_Test` or `MPI_Iprobe` call, in seconds.
+    pub poll_cost: f64,
+    /// Record per-rank timelines (for Chrome trace export).
+    pub timeline: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            eager_threshold: 65536,
+            selector: Selector::Ompi,
+            forced: HashMap::new(),
+            network: NetworkKind::Flow(FlowConfig::default()),
+            poll_cost: 0.0,
+            timeline: false,
+        }
+    }
+}
+
+/// Why a simulation stopped without finishing.
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    /// The platform could not route a message.
+    #[error(transparent)]
+    Platform(#[from] PlatformError),
+    /// A workload's input is malformed.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// A collective could not be built.
+    #[error("rank {rank}: {source}")]
+    Collective {
+        /// The rank.
+        rank: u32,
+        /// The problem.
+        source: coll::CollError,
+    },
+    /// An action refers to something that does not exist.
+    #[error("rank {rank}: {message}")]
+    Invalid {
+        /// The rank.
+        rank: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// Every remaining rank waits for something that can never happen.
+    #[error("deadlock at {time}: {} rank(s) blocked: {}", blocked.len(), blocked.iter().take(8).map(|(r, w)| format!("rank {r} {w}")).collect::<Vec<_>>().join("; "))]
+    Deadlock {
+        /// Simulated date.
+        time: Time,
+        /// (rank, what it waits for).
+        blocked: Vec<(u32, String)>,
+    },
+}
+
+/// Per-rank results.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RankResult {
+    /// When the rank finished, seconds.
+    pub end_s: f64,
+    /// Time computing.
+    pub compute_s: f64,
+    /// Time inside MPI calls while its messages moved.
+    pub comm_s: f64,
+    /// Time inside MPI calls waiting for a peer to post the matching operation.
+    pub wait_s: f64,
+    /// MPI actions executed.
+    pub mpi_calls: u64,
+}
+
+/// One interval of a rank's timeline.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Span {
+    /// Rank.
+    pub rank: u32,
+    /// What (`compute`, `MPI_Send`, ...).
+    pub name: &'static str,
+    /// Start, seconds.
+    pub start_s: f64,
+    /// End, seconds.
+    pub end_s: f64,
+}
+
+/// What a simulation produced.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct SimResult {
+    /// Date the last rank finished, seconds.
+    pub makespan_s: f64,
+    /// Per rank.
+    pub ranks: Vec<RankResult>,
+    /// Per callsite id: (count, seconds in MPI).
+    pub callsites: Vec<(u32, u64, f64)>,
+    /// Bytes carried per link (link id, bytes), nonzero only.
+    pub link_bytes: Vec<(u32, f64)>,
+    /// Busy core-seconds fraction integral per host.
+    pub host_busy_s: Vec<f64>,
+    /// Actions executed.
+    pub actions: u64,
+    /// Messages sent.
+    pub messages: u64,
+    /// Timeline, when recorded.
+    pub timeline: Vec<Span>,
+}
+
+type ReqIdx = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Send,
+    Recv,
+}
+
+#[derive(Debug, Clone)]
+struct Req {
+    owner: u32,
+    kind: Kind,
+    /// World rank of the peer, or ANY.
+    peer: i64,
+    tag: i64,
+    ctx: u32,
+    bytes: u64,
+    /// Complete from the owner's point of view.
+    complete: bool,
+    /// Matched (transfer started).
+    matched: bool,
+    matched_at: Time,
+    /// Transfer finished (or never needed).
+    finished: bool,
+    /// The owner no longer refers to it.
+    released: bool,
+    /// Matched peer (for receives: the sender's world rank).
+    partner: i64,
+}
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    recvs: VecDeque<ReqIdx>,
+    sends: VecDeque<ReqIdx>,
+}
+
+#[derive(Debug, Clone)]
+enum Block {
+    None,
+    Exec(ExecId),
+    Sleep,
+    /// All of these requests complete; `release`: the rank drops them when woken (a
+    /// collective's requests are dropped at its end instead).
+    Reqs(Vec<ReqIdx>, bool),
+    Probe { src: i64, tag: i64, ctx: u32 },
+}
+
+struct CollRun {
+    program: Box<dyn Program>,
+    comm: CommId,
+    reqs: Vec<ReqIdx>,
+    /// Requests waited so far by `WaitAll`.
+    waited: usize,
+    comp_flops: f64,
+    name: &'static str,
+}
+
+struct Rank {
+    host: HostId,
+    block: Block,
+    done: bool,
+    last: Outcome,
+    user_reqs: HashMap<ReqHandle, ReqIdx>,
+    coll: Option<CollRun>,
+    blocked_since: Time,
+    blocked_name: &'static str,
+    callsite: u32,
+    result: RankResult,
+}
+
+#[derive(Debug, Clone)]
+struct Comm {
+    /// World rank of each member (empty for the world: identity).
+    members: Vec<u32>,
+    size: u32,
+}
+
+/// A simulation in progress.
+pub struct Simulation<'p> {
+    platform: &'p Platform,
+    config: SimConfig,
+    net: Box<dyn NetworkModel + 'p>,
+    cpu: CpuModel,
+    now: Time,
+    ranks: Vec<Rank>,
+    workloads: Vec<Box<dyn RankWorkload>>,
+    comms: Vec<Option<Comm>>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<ReqIdx>,
+    mailboxes: Vec<Mailbox>,
+    transfers: HashMap<TransferId, (ReqIdx, ReqIdx)>,
+    execs: HashMap<ExecId, u32>,
+    sleepers: BinaryHeap<Reverse<(Time, u32)>>,
+    ready: VecDeque<u32>,
+    touched: Vec<u32>,
+    callsites: HashMap<u32, (u64, f64)>,
+    actions: u64,
+    messages: u64,
+    timeline: Vec<Span>,
+    done_transfers: Vec<TransferId>,
+    done_execs: Vec<ExecId>,
+}
+
+const COLL_CTX: u32 = 1;
+
+impl<'p> Simulation<'p> {
+    /// A simulation of `workloads.len()` ranks placed on `hosts` (one host per rank).
+    pub fn new(
+        platform: &'p Platform,
+        config: SimConfig,
+        hosts: Vec<HostId>,
+        workloads: Vec<Box<dyn RankWorkload>>,
+    ) -> Result<Simulation<'p>, SimError> {
+        if hosts.len() != workloads.len() {
+            return Err(SimError::Invalid {
+                rank: 0,
+                message: format!("{} ranks but {} host placements", workloads.len(), hosts.len()),
+            });
+        }
+        let net: Box<dyn NetworkModel> = match &config.network {
+            NetworkKind::Flow(c) => Box::new(FlowModel::new(platform, c.clone())),
+            NetworkKind::LogGp(p) => Box::new(LogGpModel::new(platform, p.clone())),
+        };
+        let n = workloads.len();
+        let ranks = hosts
+            .iter()
+            .map(|&host| Rank {
+                host,
+                block: Block::None,
+                done: false,
+                last: Outcome::None,
+                user_reqs: HashMap::new(),
+                coll: None,
+                blocked_since: Time::ZERO,
+                blocked_name: "",
+                callsite: 0,
+                result: RankResult::default(),
+            })
+            .collect();
+        Ok(Simulation {
+            platform,
+            net,
+            cpu: CpuModel::new(platform),
+            now: Time::ZERO,
+            ranks,
+            workloads,
+            comms: vec![Some(Comm { members: Vec::new(), size: n as u32 })],
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            mailboxes: (0..n).map(|_| Mailbox::default()).collect(),
+            transfers: HashMap::new(),
+            execs: HashMap::new(),
+            sleepers: BinaryHeap::new(),
+            ready: (0..n as u32).collect(),
+            touched: Vec::new(),
+            callsites: HashMap::new(),
+            actions: 0,
+            messages: 0,
+            timeline: Vec::new(),
+            done_transfers: Vec::new(),
+            done_execs: Vec::new(),
+            config,
+        })
+    }
+
+    /// The current simulated date.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Runs to the end.
+    pub fn run(self) -> Result<SimResult, SimError> {
+        self.run_with_progress(|_, _| {})
+    }
+
+    /// Runs to the end, calling `progress(finished ranks, simulated seconds)` now and then.
+    pub fn run_with_progress(mut self, mut progress: impl FnMut(usize, f64)) -> Result<SimResult, SimError> {
+        let mut rounds: u64 = 0;
+        loop {
+            while let Some(r) = self.ready.pop_front() {
+                self.run_rank(r)?;
+            }
+            // Conditions that already hold (a probe whose message was posted meanwhile).
+            if !self.touched.is_empty() {
+                for r in std::mem::take(&mut self.touched) {
+                    self.maybe_wake(r);
+                }
+                if !self.ready.is_empty() {
+                    continue;
+                }
+            }
+            rounds += 1;
+            if rounds % 4096 == 0 {
+                progress(self.ranks.iter().filter(|r| r.done).count(), self.now.secs());
+            }
+            let next = [self.net.next_event(), self.cpu.next_event(), self.sleepers.peek().map(|Reverse((t, _))| *t)]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(t) = next else {
+                if self.ranks.iter().all(|r| r.done) {
+                    break;
+                }
+                return Err(self.deadlock());
+            };
+            if t == Time::NEVER {
+                return Err(self.deadlock());
+            }
+            self.now = self.now.max(t);
+            self.process_events()?;
+        }
+        Ok(self.finish())
+    }
+
+    fn deadlock(&self) -> SimError {
+        let blocked = self
+            .ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.done)
+            .map(|(i, r)| (i as u32, self.describe_block(r)))
+            .collect();
+        SimError::Deadlock { time: self.now, blocked }
+    }
+
+    fn describe_block(&self, r: &Rank) -> String {
+        match &r.block {
+            Block::None => "is runnable".into(),
+            Block::Exec(_) => "computes".into(),
+            Block::Sleep => "sleeps".into(),
+            Block::Probe { src, tag, .. } => format!("in {} probing source {src} tag {tag}", r.blocked_name),
+            Block::Reqs(reqs, _) => {
+                let pending: Vec<String> = reqs
+                    .iter()
+                    .filter(|&&q| !self.reqs[q as usize].complete)
+                    .take(3)
+                    .map(|&q| {
+                        let x = &self.reqs[q as usize];
+                        let what = if x.kind == Kind::Send { "send to" } else { "receive from" };
+                        let peer = if x.peer == ANY { "any".to_string() } else { x.peer.to_string() };
+                        format!(
+                            "{what} {peer} tag {} ({} bytes{})",
+                            x.tag,
+                            x.bytes,
+                            if x.ctx % 2 == COLL_CTX { ", collective" } else { "" }
+                        )
+                    })
+                    .collect();
+                format!("in {} waiting for {}", r.blocked_name, pending.join(", "))
+            }
+        }
+    }
+
+    fn finish(mut self) -> SimResult {
+        let makespan = self.ranks.iter().map(|r| r.result.end_s).fold(0.0, f64::max);
+        let mut callsites: Vec<(u32, u64, f64)> = self.callsites.iter().map(|(&c, &(n, t))| (c, n, t)).collect();
+        callsites.sort_by_key(|c| c.0);
+        let link_bytes = self.net.link_bytes().into_iter().filter(|&(_, b)| b > 0.0).collect();
+        let host_busy_s = self.cpu.busy_seconds(self.now);
+        SimResult {
+            makespan_s: makespan,
+            ranks: self.ranks.into_iter().map(|r| r.result).collect(),
+            callsites,
+            link_bytes,
+            host_busy_s,
+            actions: self.actions,
+            messages: self.messages,
+            timeline: self.timeline,
+        }
+    }
+
+    // ------------------------------------------------------------------ events
+
+    fn process_events(&mut self) -> Result<(), SimError> {
+        let now = self.now;
+        let mut done = std::mem::take(&mut self.done_transfers);
+        done.clear();
+        self.net.advance(now, &mut done);
+        for &t in &done {
+            if let Some((s, r)) = self.transfers.remove(&t) {
+                self.transfer_finished(s, r);
+            }
+        }
+        self.done_transfers = done;
+        let mut execs = std::mem::take(&mut self.done_execs);
+        execs.clear();
+        self.cpu.advance(now, &mut execs);
+        for &e in &execs {
+            if let Some(rank) = self.execs.remove(&e) {
+                self.touched.push(rank);
+            }
+        }
+        self.done_execs = execs;
+        while let Some(&Reverse((t, r))) = self.sleepers.peek() {
+            if t > now {
+                break;
+            }
+            self.sleepers.pop();
+            self.touched.push(r);
+        }
+        let touched = std::mem::take(&mut self.touched);
+        for r in touched {
+            self.maybe_wake(r);
+        }
+        Ok(())
+    }
+
+    fn maybe_wake(&mut self, r: u32) {
+        let rank = &self.ranks[r as usize];
+        if rank.done {
+            return;
+        }
+        let ready = match &rank.block {
+            Block::None => false,
+            Block::Exec(e) => !self.execs.contains_key(e),
+            Block::Sleep => true,
+            Block::Reqs(reqs, _) => reqs.iter().all(|&q| self.reqs[q as usize].complete),
+            Block::Probe { src, tag, ctx } => self.find_send(r, *src, *tag, *ctx).is_some(),
+        };
+        if !ready {
+            return;
+        }
+        let now = self.now;
+        let rank = &mut self.ranks[r as usize];
+        let dt = now.since(rank.blocked_since).secs();
+        match std::mem::replace(&mut rank.block, Block::None) {
+            Block::Exec(_) => rank.result.compute_s += dt,
+            Block::Sleep => {}
+            Block::Reqs(reqs, release) => {
+                // Waiting: until the last awaited request was matched; the rest moved data.
+                let matched = reqs
+                    .iter()
+                    .map(|&q| self.reqs[q as usize].matched_at)
+                    .max()
+                    .unwrap_or(now)
+                    .max(self.ranks[r as usize].blocked_since)
+                    .min(now);
+                let rank = &mut self.ranks[r as usize];
+                let wait = matched.since(rank.blocked_since).secs();
+                rank.result.wait_s += wait;
+                rank.result.comm_s += dt - wait;
+                let cs = rank.callsite;
+                let e = self.callsites.entry(cs).or_default();
+                e.1 += dt;
+                if release {
+                    for q in reqs {
+                        self.release(q);
+                    }
+                }
+            }
+            Block::Probe { .. } => {
+                rank.result.wait_s += dt;
+            }
+            Block::None => {}
+        }
+        let rank = &self.ranks[r as usize];
+        if self.config.timeline && dt > 0.0 {
+            self.timeline.push(Span { rank: r, name: rank.blocked_name, start_s: rank.blocked_since.secs(), end_s: now.secs() });
+        }
+        self.ready.push_back(r);
+    }
+
+    // ------------------------------------------------------------------ requests and matching
+
+    fn world_rank(&self, comm: CommId, r: u32) -> Option<u32> {
+        let c = self.comms.get(comm as usize)?.as_ref()?;
+        if c.members.is_empty() {
+            (r < c.size).then_some(r)
+        } else {
+            c.members.get(r as usize).copied()
+        }
+    }
+
+    fn new_req(&mut self, req: Req) -> ReqIdx {
+        match self.free_reqs.pop() {
+            Some(i) => {
+                self.reqs[i as usize] = req;
+                i
+            }
+            None => {
+                self.reqs.push(req);
+                (self.reqs.len() - 1) as ReqIdx
+            }
+        }
+    }
+
+    /// The owner no longer refers to request `q` (idempotent); freed once its transfer is
+    /// over.
+    fn release(&mut self, q: ReqIdx) {
+        let x = &mut self.reqs[q as usize];
+        if x.released {
+            return;
+        }
+        x.released = true;
+        if x.finished {
+            self.free_reqs.push(q);
+        }
+    }
+
+    fn matches(&self, recv: &Req, send: &Req, sender: u32) -> bool {
+        recv.ctx == send.ctx
+            && (recv.peer == ANY || recv.peer == i64::from(sender))
+            && (recv.tag == send.tag || (recv.tag == ANY && send.tag >= 0))
+    }
+
+    /// Posts a send of `me` to world rank `dst`.
+    fn post_send(&mut self, me: u32, dst: u32, tag: i64, ctx: u32, bytes: u64, sync: bool) -> Result<ReqIdx, SimError> {
+        let detached = !sync && bytes < self.config.eager_threshold;
+        let q = self.new_req(Req {
+            owner: me,
+            kind: Kind::Send,
+            peer: i64::from(dst),
+            tag,
+            ctx,
+            bytes,
+            complete: detached,
+            matched: false,
+            matched_at: Time::NEVER,
+            finished: false,
+            released: false,
+            partner: i64::from(dst),
+        });
+        self.messages += 1;
+        // The first matching receive posted at the destination, in posting order.
+        let mb = &self.mailboxes[dst as usize];
+        let hit = mb.recvs.iter().position(|&rq| self.matches(&self.reqs[rq as usize], &self.reqs[q as usize], me));
+        match hit {
+            Some(pos) => {
+                let rq = self.mailboxes[dst as usize].recvs.remove(pos).unwrap_or(q);
+                self.start_transfer(q, rq, me, dst)?;
+            }
+            None => {
+                self.mailboxes[dst as usize].sends.push_back(q);
+                // A rank blocked probing for it can go on.
+                if matches!(self.ranks[dst as usize].block, Block::Probe { .. }) {
+                    self.touched.push(dst);
+                }
+            }
+        }
+        Ok(q)
+    }
+
+    fn find_send(&self, me: u32, src: i64, tag: i64, ctx: u32) -> Option<usize> {
+        let probe = Req {
+            owner: me,
+            kind: Kind::Recv,
+            peer: src,
+            tag,
+            ctx,
+            bytes: 0,
+            complete: false,
+            matched: false,
+            matched_at: Time::NEVER,
+            finished: false,
+            released: false,
+            partner: ANY,
+        };
+        self.mailboxes[me as usize]
+            .sends
+            .iter()
+            .position(|&sq| self.matches(&probe, &self.reqs[sq as usize], self.reqs[sq as usize].owner))
+    }
+
+    /// Posts a receive of `me` from world rank `src` (or ANY).
+    fn post_recv(&mut self, me: u32, src: i64, tag: i64, ctx: u32, bytes: u64) -> Result<ReqIdx, SimError> {
+        let q = self.new_req(Req {
+            owner: me,
+            kind: Kind::Recv,
+            peer: src,
+            tag,
+            ctx,
+            bytes,
+            complete: false,
+            matched: false,
+            matched_at: Time::NEVER,
+            finished: false,
+            released: false,
+            partner: ANY,
+        });
+        match self.find_send(me, src, tag, ctx) {
+            Some(pos) => {
+                let sq = self.mailboxes[me as usize].sends.remove(pos).unwrap_or(q);
+                let sender = self.reqs[sq as usize].owner;
+                self.start_transfer(sq, q, sender, me)?;
+            }
+            None => self.mailboxes[me as usize].recvs.push_back(q),
+        }
+        Ok(q)
+    }
+
+    fn start_transfer(&mut self, sq: ReqIdx, rq: ReqIdx, sender: u32, receiver: u32) -> Result<(), SimError> {
+        let now = self.now;
+        for q in [sq, rq] {
+            let x = &mut self.reqs[q as usize];
+            x.matched = true;
+            x.matched_at = now;
+        }
+        self.reqs[rq as usize].partner = i64::from(sender);
+        let bytes = self.reqs[sq as usize].bytes;
+        let (hs, hr) = (self.ranks[sender as usize].host, self.ranks[receiver as usize].host);
+        let t = self.net.start(self.platform, now, hs, hr, bytes)?;
+        self.transfers.insert(t, (sq, rq));
+        Ok(())
+    }
+
+    fn transfer_finished(&mut self, sq: ReqIdx, rq: ReqIdx) {
+        for q in [sq, rq] {
+            let x = &mut self.reqs[q as usize];
+            x.finished = true;
+            let newly = !x.complete;
+            x.complete = true;
+            let owner = x.owner;
+            if x.released {
+                self.free_reqs.push(q);
+            }
+            if newly {
+                self.touched.push(owner);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ running a rank
+
+    fn block(&mut self, r: u32, block: Block, name: &'static str) {
+        let now = self.now;
+        let rank = &mut self.ranks[r as usize];
+        rank.block = block;
+        rank.blocked_since = now;
+        rank.blocked_name = name;
+        // It may already hold (a request completed in this very step).
+        self.touched.push(r);
+    }
+
+    /// Runs rank `r` until it blocks or ends.
+    fn run_rank(&mut self, r: u32) -> Result<(), SimError> {
+        loop {
+            if !matches!(self.ranks[r as usize].block, Block::None) || self.ranks[r as usize].done {
+                return Ok(());
+            }
+            if self.ranks[r as usize].coll.is_some() {
+                self.step_collective(r)?;
+                continue;
+            }
+            let last = std::mem::take(&mut self.ranks[r as usize].last);
+            let action = match self.workloads[r as usize].next(last) {
+                None => Action::Finalize,
+                Some(a) => a?,
+            };
+            self.actions += 1;
+            self.execute(r, action)?;
+        }
+    }
+
+    fn execute(&mut self, r: u32, action: Action) -> Result<(), SimError> {
+        let now = self.now;
+        match action {
+            Action::Compute { flops } => {
+                if flops > 0.0 {
+                    let host = self.ranks[r as usize].host;
+                    let e = self.cpu.start(now, host, flops);
+                    self.execs.insert(e, r);
+                    self.block(r, Block::Exec(e), "compute");
+                }
+            }
+            Action::Sleep { secs } => {
+                if secs > 0.0 {
+                    self.sleepers.push(Reverse((now.plus(Time::from_secs(secs)), r)));
+                    self.block(r, Block::Sleep, "sleep");
+                }
+            }
+            Action::Callsite(c) => self.ranks[r as usize].callsite = c,
+            Action::Send { dst, tag, bytes, comm, req, sync } => {
+                self.count_call(r);
+                let w = self.world_rank(comm, dst).ok_or_else(|| SimError::Invalid {
+                    rank: r,
+                    message: format!("send to rank {dst} of communicator {comm}, which has no such rank"),
+                })?;
+                let q = self.post_send(r, w, tag, comm * 2, bytes, sync)?;
+                match req {
+                    Some(h) => {
+                        self.ranks[r as usize].user_reqs.insert(h, q);
+                    }
+                    None => {
+                        if self.reqs[q as usize].complete {
+                            self.release(q);
+                        } else {
+                            self.block(r, Block::Reqs(vec![q], true), "send");
+                        }
+                    }
+                }
+            }
+            Action::Recv { src, tag, bytes, comm, req } => {
+                self.count_call(r);
+                let w = if src == ANY {
+                    ANY
+                } else {
+                    i64::from(self.world_rank(comm, src as u32).ok_or_else(|| SimError::Invalid {
+                        rank: r,
+                        message: format!("receive from rank {src} of communicator {comm}, which has no such rank"),
+                    })?)
+                };
+                let q = self.post_recv(r, w, tag, comm * 2, bytes)?;
+                match req {
+                    Some(h) => {
+                        self.ranks[r as usize].user_reqs.insert(h, q);
+                    }
+                    None => self.block(r, Block::Reqs(vec![q], true), "recv"),
+                }
+            }
+            Action::Wait { reqs } => {
+                self.count_call(r);
+                let mut qs = Vec::with_capacity(reqs.len());
+                for h in reqs {
+                    if let Some(q) = self.ranks[r as usize].user_reqs.remove(&h) {
+                        qs.push(q);
+                    }
+                }
+                if qs.iter().all(|&q| self.reqs[q as usize].complete) {
+                    for q in qs {
+                        self.release(q);
+                    }
+                } else {
+                    self.block(r, Block::Reqs(qs, true), "wait");
+                }
+            }
+            Action::Test { req } => {
+                self.count_call(r);
+                let flag = match self.ranks[r as usize].user_reqs.get(&req).copied() {
+                    Some(q) if self.reqs[q as usize].complete => {
+                        self.ranks[r as usize].user_reqs.remove(&req);
+                        self.release(q);
+                        true
+                    }
+                    Some(_) => false,
+                    None => true,
+                };
+                self.ranks[r as usize].last = Outcome::Flag(flag);
+                self.poll_cost(r);
+            }
+            Action::Probe { src, tag, comm } => {
+                self.count_call(r);
+                let w = self.peer_world(r, comm, src)?;
+                if self.find_send(r, w, tag, comm * 2).is_none() {
+                    self.block(r, Block::Probe { src: w, tag, ctx: comm * 2 }, "probe");
+                }
+            }
+            Action::Iprobe { src, tag, comm } => {
+                self.count_call(r);
+                let w = self.peer_world(r, comm, src)?;
+                let flag = self.find_send(r, w, tag, comm * 2).is_some();
+                self.ranks[r as usize].last = Outcome::Flag(flag);
+                self.poll_cost(r);
+            }
+            Action::Collective { args, comm, comp_flops, req } => {
+                self.count_call(r);
+                let forced = self.config.forced.get(&args.kind).map(String::as_str);
+                let program = coll::program(&args, self.config.selector, forced)
+                    .map_err(|e| SimError::Collective { rank: r, source: e })?;
+                self.ranks[r as usize].coll = Some(CollRun {
+                    program,
+                    comm,
+                    reqs: Vec::new(),
+                    waited: 0,
+                    comp_flops,
+                    name: coll_name(args.kind),
+                });
+                if let Some(h) = req {
+                    // Completed before the rank goes on: a finished request.
+                    let q = self.new_req(Req {
+                        owner: r,
+                        kind: Kind::Send,
+                        peer: ANY,
+                        tag: 0,
+                        ctx: 0,
+                        bytes: 0,
+                        complete: true,
+                        matched: true,
+                        matched_at: now,
+                        finished: true,
+                        released: false,
+                        partner: ANY,
+                    });
+                    self.ranks[r as usize].user_reqs.insert(h, q);
+                }
+            }
+            Action::DefineComm { comm, members } => {
+                let idx = comm as usize;
+                if self.comms.len() <= idx {
+                    self.comms.resize(idx + 1, None);
+                }
+                if self.comms[idx].is_none() {
+                    let size = members.len() as u32;
+                    self.comms[idx] = Some(Comm { members, size });
+                }
+            }
+            Action::Finalize => {
+                // Outstanding requests are waited for (as SMPI does at the end of a replay).
+                let mut pending: Vec<ReqIdx> = self.ranks[r as usize].user_reqs.drain().map(|(_, q)| q).collect();
+                pending.sort_unstable();
+                let unfinished: Vec<ReqIdx> = pending.iter().copied().filter(|&q| !self.reqs[q as usize].complete).collect();
+                for &q in &pending {
+                    if self.reqs[q as usize].complete {
+                        self.release(q);
+                    }
+                }
+                if !unfinished.is_empty() {
+                    self.block(r, Block::Reqs(unfinished, true), "finalize");
+                    // Run again once done, then end.
+                    self.ranks[r as usize].last = Outcome::None;
+                    return Ok(());
+                }
+                let rank = &mut self.ranks[r as usize];
+                rank.done = true;
+                rank.result.end_s = now.secs();
+            }
+        }
+        Ok(())
+    }
+
+    fn peer_world(&self, r: u32, comm: CommId, src: i64) -> Result<i64, SimError> {
+        if src == ANY {
+            return Ok(ANY);
+        }
+        self.world_rank(comm, src as u32).map(i64::from).ok_or_else(|| SimError::Invalid {
+            rank: r,
+            message: format!("rank {src} does not exist in communicator {comm}"),
+        })
+    }
+
+    fn count_call(&mut self, r: u32) {
+        let rank = &mut self.ranks[r as usize];
+        rank.result.mpi_calls += 1;
+        let cs = rank.callsite;
+        self.callsites.entry(cs).or_default().0 += 1;
+    }
+
+    fn poll_cost(&mut self, r: u32) {
+        if self.config.poll_cost > 0.0 {
+            self.sleepers.push(Reverse((self.now.plus(Time::from_secs(self.config.poll_cost)), r)));
+            self.block(r, Block::Sleep, "poll");
+        }
+    }
+
+    fn step_collective(&mut self, r: u32) -> Result<(), SimError> {
+        let Some(mut run) = self.ranks[r as usize].coll.take() else { return Ok(()) };
+        let op = run.program.next_op();
+        let comm = run.comm;
+        let ctx = comm * 2 + COLL_CTX;
+        let name = run.name;
+        let to_world = |s: &Self, peer: u32| {
+            s.world_rank(comm, peer).ok_or_else(|| SimError::Invalid {
+                rank: r,
+                message: format!("collective peer {peer} outside communicator {comm}"),
+            })
+        };
+        match op {
+            None => {
+                // Done: outstanding requests are waited, then the reduction's computation.
+                let pending: Vec<ReqIdx> =
+                    run.reqs.iter().copied().filter(|&q| !self.reqs[q as usize].complete).collect();
+                if !pending.is_empty() {
+                    self.ranks[r as usize].coll = Some(run);
+                    self.block(r, Block::Reqs(pending, false), name);
+                    return Ok(());
+                }
+                for &q in &run.reqs {
+                    self.release(q);
+                }
+                if run.comp_flops > 0.0 {
+                    let host = self.ranks[r as usize].host;
+                    let e = self.cpu.start(self.now, host, run.comp_flops);
+                    self.execs.insert(e, r);
+                    self.block(r, Block::Exec(e), "compute");
+                }
+                return Ok(());
+            }
+            Some(POp::Send { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
+                if self.reqs[q as usize].complete {
+                    self.release(q);
+                } else {
+                    self.block(r, Block::Reqs(vec![q], true), name);
+                }
+            }
+            Some(POp::Isend { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
+                run.reqs.push(q);
+            }
+            Some(POp::Recv { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
+                self.block(r, Block::Reqs(vec![q], true), name);
+            }
+            Some(POp::Irecv { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
+                run.reqs.push(q);
+            }
+            Some(POp::Wait(n)) => {
+                let q = *run.reqs.get(n as usize).ok_or_else(|| SimError::Invalid {
+                    rank: r,
+                    message: format!("{name}: wait for request {n} of {} posted", run.reqs.len()),
+                })?;
+                if !self.reqs[q as usize].complete {
+                    self.block(r, Block::Reqs(vec![q], false), name);
+                }
+            }
+            Some(POp::WaitAll) => {
+                let pending: Vec<ReqIdx> = run.reqs[run.waited..].to_vec();
+                run.waited = run.reqs.len();
+                if pending.iter().any(|&q| !self.reqs[q as usize].complete) {
+                    self.block(r, Block::Reqs(pending, false), name);
+                }
+            }
+            Some(POp::Compute(flops)) => {
+                if flops > 0.0 {
+                    let host = self.ranks[r as usize].host;
+                    let e = self.cpu.start(self.now, host, flops);
+                    self.execs.insert(e, r);
+                    self.block(r, Block::Exec(e), "compute");
+                }
+            }
+        }
+        if !matches!(op, None) {
+            self.ranks[r as usize].coll = Some(run);
+        }
+        Ok(())
+    }
+}
+
+fn coll_name(k: Collective) -> &'static str {
+    match k {
+        Collective::Barrier => "MPI_Barrier",
+        Collective::Bcast => "MPI_Bcast",
+        Collective::Reduce => "MPI_Reduce",
+        Collective::Allreduce => "MPI_Allreduce",
+        Collective::Alltoall => "MPI_Alltoall",
+        Collective::Alltoallv => "MPI_Alltoallv",
+        Collective::Gather => "MPI_Gather",
+        Collective::Gatherv => "MPI_Gatherv",
+        Collective::Scatter => "MPI_Scatter",
+        Collective::Scatterv => "MPI_Scatterv",
+        Collective::Allgather => "MPI_Allgather",
+        Collective::Allgatherv => "MPI_Allgatherv",
+        Collective::ReduceScatter => "MPI_Reduce_scatter",
+        Collective::Scan => "MPI_Scan",
+        Collective::Exscan => "MPI_Exscan",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::{Host, Link, LinkId, Routing, Sharing};
+    use crate::workload::{Action, Outcome, RankWorkload, WorkloadError};
+
+    /// Routes from a table (test platforms).
+    #[derive(Debug)]
+    struct Table(HashMap<(HostId, HostId), Vec<LinkId>>);
+
+    impl Routing for Table {
+        fn route(&self, src: HostId, dst: HostId, out: &mut Vec<LinkId>) -> Result<(), PlatformError> {
+            out.extend(self.0.get(&(src, dst)).cloned().unwrap_or_default());
+            Ok(())
+        }
+    }
+
+    fn host(name: &str, cores: u32) -> Host {
+        Host { name: name.into(), speed: 1e9, cores, watts_idle: 0.0, watts_max: 0.0 }
+    }
+
+    fn link(name: &str, lat: f64) -> Link {
+        Link { name: name.into(), bandwidth: 1e9, latency: lat, sharing: Sharing::Shared }
+    }
+
+    /// Two hosts, one shared link used both ways (SimGrid note's p1.xml).
+    fn p1() -> Platform {
+        let mut t = HashMap::new();
+        t.insert((0, 1), vec![0]);
+        t.insert((1, 0), vec![0]);
+        Platform::new(vec![host("h0", 1), host("h1", 1)], vec![link("l", 1e-5)], Box::new(Table(t)))
+    }
+
+    struct Script(VecDeque<Action>);
+
+    impl RankWorkload for Script {
+        fn next(&mut self, _last: Outcome) -> Option<Result<Action, WorkloadError>> {
+            self.0.pop_front().map(Ok)
+        }
+    }
+
+    fn run(p: &Platform, hosts: Vec<HostId>, scripts: Vec<Vec<Action>>) -> SimResult {
+        let w: Vec<Box<dyn RankWorkload>> = scripts.into_iter().map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>).collect();
+        Simulation::new(p, SimConfig::default(), hosts, w).unwrap().run().unwrap()
+    }
+
+    fn send(dst: u32, bytes: u64) -> Action {
+        Action::Send { dst, tag: 0, bytes, comm: 0, req: None, sync: false }
+    }
+
+    fn recv(src: i64, bytes: u64) -> Action {
+        Action::Recv { src, tag: 0, bytes, comm: 0, req: None }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1e-9) + 2e-12
+    }
+
+    #[test]
+    fn one_message_matches_simgrid() {
+        let p = p1();
+        let r = run(&p, vec![0, 1], vec![vec![send(1, 1_000_000)], vec![recv(0, 1_000_000)]]);
+        // SimGrid 3.32 CM02: 1e-5 + 1000016 * 1.05 / 1e9 (measured 0.001060016800).
+        assert!(close(r.makespan_s, 0.0010600168), "{}", r.makespan_s);
+        assert!(close(r.ranks[1].end_s, 0.0010600168));
+    }
+
+    #[test]
+    fn two_flows_share_a_link() {
+        let p = p1();
+        let r = run(
+            &p,
+            vec![0, 1],
+            vec![
+                vec![Action::Send { dst: 1, tag: 0, bytes: 1_000_000, comm: 0, req: Some(1), sync: false }, Action::Send { dst: 1, tag: 1, bytes: 1_000_000, comm: 0, req: Some(2), sync: false }, Action::Wait { reqs: vec![1, 2] }],
+                vec![Action::Recv { src: 0, tag: 0, bytes: 1_000_000, comm: 0, req: Some(1) }, Action::Recv { src: 0, tag: 1, bytes: 1_000_000, comm: 0, req: Some(2) }, Action::Wait { reqs: vec![1, 2] }],
+            ],
+        );
+        // Measured 0.002110033600.
+        assert!(close(r.makespan_s, 0.0021100336), "{}", r.makespan_s);
+    }
+
+    #[test]
+    fn eager_threshold() {
+        // Rank 1 computes 1 s, then receives; rank 0 sends then computes 1000 flops.
+        let p = p1();
+        for (size, send_end, recv_end) in [(65535u64, 1e-6, 1.00007882855), (65536, 1.0000788296 + 1e-6, 1.0000788296)] {
+            let r = run(
+                &p,
+                vec![0, 1],
+                vec![vec![send(1, size), Action::Compute { flops: 1000.0 }], vec![Action::Compute { flops: 1e9 }, recv(0, size)]],
+            );
+            assert!(close(r.ranks[0].end_s, send_end), "{size}: sender ends {}", r.ranks[0].end_s);
+            assert!(close(r.ranks[1].end_s, recv_end), "{size}: receiver ends {}", r.ranks[1].end_s);
+        }
+    }
+
+    #[test]
+    fn ranks_share_cores() {
+        let p = p1();
+        let r = run(&p, vec![0, 0], vec![vec![Action::Compute { flops: 1e9 }], vec![Action::Compute { flops: 5e8 }]]);
+        assert!(close(r.ranks[0].end_s, 1.5) && close(r.ranks[1].end_s, 1.0), "{:?}", r.ranks);
+    }
+
+    #[test]
+    fn parking_lot() {
+        // Links L1 L2 L3; hosts a (0) .. b (3) long flow over all three; short flows over one.
+        let mut t = HashMap::new();
+        t.insert((0, 3), vec![0, 1, 2]);
+        t.insert((3, 0), vec![2, 1, 0]);
+        for (i, (s, d)) in [(4, 5), (6, 7), (8, 9)].into_iter().enumerate() {
+            t.insert((s, d), vec![i as LinkId]);
+            t.insert((d, s), vec![i as LinkId]);
+        }
+        let hosts: Vec<Host> = (0..10).map(|i| host(&format!("h{i}"), 1)).collect();
+        let p = Platform::new(hosts, (0..3).map(|i| link(&format!("L{i}"), 1e-5)).collect(), Box::new(Table(t)));
+        let mut scripts = vec![vec![send(1, 1_000_000)], vec![recv(0, 1_000_000)]];
+        for i in 0..3u32 {
+            scripts.push(vec![send(2 * i + 3, 1_000_000)]);
+            scripts.push(vec![recv(i64::from(2 * i + 2), 1_000_000)]);
+        }
+        let r = run(&p, vec![0, 3, 4, 5, 6, 7, 8, 9], scripts);
+        // Measured: short flows end at 0.001403355733, the long one at 0.002110033600.
+        assert!((r.ranks[3].end_s - 0.001403355733).abs() < 1e-9, "{}", r.ranks[3].end_s);
+        assert!((r.ranks[1].end_s - 0.0021100336).abs() < 1e-9, "{}", r.ranks[1].end_s);
+    }
+
+    #[test]
+    fn deadlock_is_reported() {
+        let p = p1();
+        let w: Vec<Box<dyn RankWorkload>> = vec![Box::new(Script(vec![recv(1, 8)].into())), Box::new(Script(vec![recv(0, 8)].into()))];
+        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w).unwrap().run().unwrap_err().to_string();
+        assert!(e.contains("deadlock") && e.contains("rank 0") && e.contains("receive from 1"), "{e}");
+    }
+
+    #[test]
+    fn wildcards_and_probes() {
+        let p = p1();
+        let r = run(
+            &p,
+            vec![0, 1, 0],
+            vec![
+                vec![Action::Probe { src: ANY, tag: ANY, comm: 0 }, recv(ANY, 100), recv(ANY, 100)],
+                vec![send(0, 100)],
+                vec![Action::Compute { flops: 1e6 }, send(0, 100)],
+            ],
+        );
+        // Rank 2 computes 1 ms on rank 0's host, then sends over the (empty) loopback route.
+        assert!(close(r.makespan_s, 1e-3), "{}", r.makespan_s);
+    }
+
+    #[test]
+    fn same_input_same_output() {
+        let p = p1();
+        let mk = || run(&p, vec![0, 1], vec![vec![send(1, 12345), Action::Compute { flops: 777.0 }, recv(1, 10)], vec![recv(0, 12345), send(0, 10)]]);
+        let (a, b) = (mk(), mk());
+        assert_eq!(a.makespan_s, b.makespan_s);
+        assert_eq!(a.ranks, b.ranks);
+    }
+}

@@ -1,0 +1,280 @@
+//! The flow model: SimGrid's CM02 semantics, solved incrementally.
+//!
+//! A transfer of `S` bytes from `src` to `dst`:
+//!
+//! 1. waits the route latency `L` (times the latency factor) without using bandwidth;
+//! 2. then moves `S + envelope` bytes at a rate given by weighted max-min sharing
+//!    ([`super::maxmin`]) with every other active flow: penalty `L` (a flow with twice the
+//!    latency gets half the share; a zero-latency flow gets penalty 1), weight 1 on each link
+//!    of its route and the cross-traffic weight on each link of the reverse route, bounded
+//!    by `gamma / (2 L)` (TCP window);
+//! 3. the rate is re-solved whenever a flow starts its bandwidth phase or ends, for the
+//!    flows connected to it only.
+//!
+//! Remaining bytes are updated lazily: a flow's remaining work is brought up to date only
+//! when its rate changes, and its completion date is kept in a heap (stale entries are
+//! skipped by a generation counter).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::maxmin::{ConsId, System, VarId};
+use super::{FlowConfig, NetworkModel, TransferId};
+use crate::platform::{HostId, LinkId, Platform, PlatformError, Sharing};
+use crate::time::Time;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Latency,
+    Bandwidth,
+    Done,
+}
+
+#[derive(Debug, Clone)]
+struct Flow {
+    phase: Phase,
+    /// Bytes still to move (bandwidth phase).
+    remaining: f64,
+    /// Current rate in bytes/s.
+    rate: f64,
+    /// When `remaining` was last brought up to date.
+    updated: Time,
+    penalty: f64,
+    bound: f64,
+    rate_factor: f64,
+    uses: Vec<(ConsId, f64)>,
+    var: Option<VarId>,
+    generation: u32,
+}
+
+/// The flow model.
+#[derive(Debug)]
+pub struct FlowModel {
+    config: FlowConfig,
+    system: System,
+    flows: Vec<Flow>,
+    free: Vec<u32>,
+    /// (date, flow, generation): latency ends and completions.
+    heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    var_flow: Vec<u32>,
+    changed: Vec<VarId>,
+    route: Vec<LinkId>,
+    back: Vec<LinkId>,
+    carried: Vec<f64>,
+    now: Time,
+    needs_solve: bool,
+}
+
+impl FlowModel {
+    /// A model of `platform`'s links.
+    pub fn new(platform: &Platform, config: FlowConfig) -> FlowModel {
+        let mut system = System::new();
+        for l in &platform.links {
+            system.add_constraint(l.bandwidth, l.sharing == Sharing::FatPipe);
+        }
+        FlowModel {
+            config,
+            system,
+            flows: Vec::new(),
+            free: Vec::new(),
+            heap: BinaryHeap::new(),
+            var_flow: Vec::new(),
+            changed: Vec::new(),
+            route: Vec::new(),
+            back: Vec::new(),
+            carried: vec![0.0; platform.links.len()],
+            now: Time::ZERO,
+            needs_solve: false,
+        }
+    }
+
+    /// Number of transfers in progress.
+    pub fn active(&self) -> usize {
+        self.flows.iter().filter(|f| f.phase != Phase::Done).count()
+    }
+
+    fn schedule(&mut self, id: u32, at: Time) {
+        let f = &mut self.flows[id as usize];
+        f.generation = f.generation.wrapping_add(1);
+        self.heap.push(Reverse((at, id, f.generation)));
+    }
+
+    /// Brings a flow's remaining bytes up to `now`.
+    fn catch_up(&mut self, id: u32, now: Time) {
+        let f = &mut self.flows[id as usize];
+        if f.phase == Phase::Bandwidth {
+            let moved = f.rate * now.since(f.updated).secs();
+            f.remaining = (f.remaining - moved).max(0.0);
+            for &(c, w) in &f.uses {
+                if w >= 1.0 {
+                    self.carried[c as usize] += moved;
+                }
+            }
+        }
+        f.updated = now;
+    }
+
+    fn enter_bandwidth_phase(&mut self, id: u32) {
+        let f = &mut self.flows[id as usize];
+        f.phase = Phase::Bandwidth;
+        if f.remaining <= 0.0 {
+            return;
+        }
+        let var = self.system.add_var(f.penalty, f.bound, &f.uses);
+        f.var = Some(var);
+        if self.var_flow.len() <= var as usize {
+            self.var_flow.resize(var as usize + 1, u32::MAX);
+        }
+        self.var_flow[var as usize] = id;
+        self.needs_solve = true;
+    }
+
+    /// Re-solves the sharing and reschedules the completions of flows whose rate changed.
+    fn resolve(&mut self) {
+        if !self.needs_solve {
+            return;
+        }
+        self.needs_solve = false;
+        self.changed.clear();
+        let mut changed = std::mem::take(&mut self.changed);
+        self.system.solve(&mut changed);
+        let now = self.now;
+        for &v in &changed {
+            let id = match self.var_flow.get(v as usize) {
+                Some(&id) if id != u32::MAX => id,
+                _ => continue,
+            };
+            if self.flows[id as usize].var != Some(v) {
+                continue;
+            }
+            self.catch_up(id, now);
+            let f = &mut self.flows[id as usize];
+            let rate = self.system.value(v) * f.rate_factor;
+            f.rate = rate;
+            let at = if rate.is_infinite() {
+                now
+            } else if rate > 0.0 {
+                now.plus(Time::from_secs(f.remaining / rate))
+            } else {
+                Time::NEVER
+            };
+            self.schedule(id, at);
+        }
+        self.changed = changed;
+    }
+
+    fn finish(&mut self, id: u32) {
+        let f = &mut self.flows[id as usize];
+        f.phase = Phase::Done;
+        if let Some(v) = f.var.take() {
+            self.system.remove_var(v);
+            self.var_flow[v as usize] = u32::MAX;
+            self.needs_solve = true;
+        }
+        f.uses.clear();
+        self.free.push(id);
+    }
+}
+
+impl NetworkModel for FlowModel {
+    fn start(&mut self, platform: &Platform, now: Time, src: HostId, dst: HostId, bytes: u64) -> Result<TransferId, PlatformError> {
+        self.now = now;
+        let latency = platform.route(src, dst, &mut self.route)?;
+        let padded = bytes + self.config.envelope;
+        let (lat_f, bw_f) = self.config.factors(padded);
+        let mut uses: Vec<(ConsId, f64)> = self.route.iter().map(|&l| (l as ConsId, 1.0)).collect();
+        let mut bound = f64::INFINITY;
+        for &l in &self.route {
+            bound = bound.min(platform.links[l as usize].bandwidth);
+        }
+        if self.config.crosstraffic > 0.0 {
+            platform.route(dst, src, &mut self.back)?;
+            uses.extend(self.back.iter().map(|&l| (l as ConsId, self.config.crosstraffic)));
+        }
+        if latency > 0.0 && self.config.tcp_gamma > 0.0 {
+            bound = bound.min(self.config.tcp_gamma / (2.0 * latency));
+        }
+        let flow = Flow {
+            phase: Phase::Latency,
+            remaining: padded as f64,
+            rate: 0.0,
+            updated: now,
+            penalty: if latency > 0.0 { latency } else { 1.0 },
+            bound,
+            rate_factor: bw_f,
+            uses,
+            var: None,
+            generation: 0,
+        };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.flows[id as usize] = flow;
+                id
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let wait = Time::from_secs(latency * lat_f);
+        if wait == Time::ZERO {
+            self.enter_bandwidth_phase(id);
+            if self.flows[id as usize].remaining <= 0.0 || self.flows[id as usize].var.is_none() {
+                self.schedule(id, now);
+            }
+        } else {
+            self.schedule(id, now.plus(wait));
+        }
+        Ok(id as TransferId)
+    }
+
+    fn next_event(&mut self) -> Option<Time> {
+        self.resolve();
+        while let Some(&Reverse((at, id, generation))) = self.heap.peek() {
+            let f = &self.flows[id as usize];
+            if f.generation != generation || f.phase == Phase::Done {
+                self.heap.pop();
+                continue;
+            }
+            return Some(at);
+        }
+        None
+    }
+
+    fn advance(&mut self, now: Time, done: &mut Vec<TransferId>) {
+        self.resolve();
+        self.now = now;
+        while let Some(&Reverse((at, id, generation))) = self.heap.peek() {
+            if at > now {
+                break;
+            }
+            self.heap.pop();
+            let f = &self.flows[id as usize];
+            if f.generation != generation || f.phase == Phase::Done {
+                continue;
+            }
+            match f.phase {
+                Phase::Latency => {
+                    self.flows[id as usize].updated = now;
+                    self.enter_bandwidth_phase(id);
+                    if self.flows[id as usize].var.is_none() {
+                        self.finish(id);
+                        done.push(id as TransferId);
+                    }
+                }
+                Phase::Bandwidth => {
+                    self.catch_up(id, now);
+                    self.finish(id);
+                    done.push(id as TransferId);
+                }
+                Phase::Done => {}
+            }
+        }
+        // New bandwidth phases and ends change the rates of the others.
+        self.resolve();
+    }
+
+    fn link_bytes(&self) -> Vec<(u32, f64)> {
+        self.carried.iter().enumerate().map(|(i, &b)| (i as u32, b)).collect()
+    }
+}

@@ -1,0 +1,155 @@
+//! Workloads: what each simulated rank does, as a stream of [`Action`]s.
+//!
+//! One API for every kind of workload: the engine asks each rank's [`RankWorkload`] for its
+//! next action, executes it in simulated time, and passes back the [`Outcome`] (a test's or
+//! a probe's flag), so a workload can decide at simulated time (an HPL skeleton polling with
+//! `Iprobe`). Trace replay ([`ti`] for SimGrid time-independent traces, [`trace`] for ours) is
+//! one kind of workload; programmatic skeletons are another.
+
+pub mod ti;
+pub mod trace;
+
+use crate::coll::CollArgs;
+
+/// A communicator id within a simulation (0 is the world).
+pub type CommId = u32;
+
+/// A request handle chosen by the workload (unique among the rank's live requests).
+pub type ReqHandle = u64;
+
+/// Any source / any tag.
+pub const ANY: i64 = -1;
+
+/// One thing a rank does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Compute this many flops on the rank's host (shared with the host's other ranks).
+    Compute {
+        /// Floating-point operations.
+        flops: f64,
+    },
+    /// Sleep (no CPU used).
+    Sleep {
+        /// Seconds.
+        secs: f64,
+    },
+    /// Send `bytes` to communicator rank `dst`. Blocking unless `req` is given.
+    Send {
+        /// Destination (communicator rank).
+        dst: u32,
+        /// Tag.
+        tag: i64,
+        /// Payload bytes.
+        bytes: u64,
+        /// Communicator.
+        comm: CommId,
+        /// `Some` for a non-blocking send: the handle to wait on.
+        req: Option<ReqHandle>,
+        /// Synchronous send (never completes before the matching receive).
+        sync: bool,
+    },
+    /// Receive from communicator rank `src` ([`ANY`] for any). Blocking unless `req` is given.
+    Recv {
+        /// Source (communicator rank) or [`ANY`].
+        src: i64,
+        /// Tag or [`ANY`].
+        tag: i64,
+        /// Payload bytes expected.
+        bytes: u64,
+        /// Communicator.
+        comm: CommId,
+        /// `Some` for a non-blocking receive.
+        req: Option<ReqHandle>,
+    },
+    /// Wait until every listed request has completed (unknown handles are ignored).
+    Wait {
+        /// Handles.
+        reqs: Vec<ReqHandle>,
+    },
+    /// Is the request complete? (`Outcome::Flag`; a complete request is freed.)
+    Test {
+        /// Handle.
+        req: ReqHandle,
+    },
+    /// Block until a message from `src` with `tag` can be received.
+    Probe {
+        /// Source or [`ANY`].
+        src: i64,
+        /// Tag or [`ANY`].
+        tag: i64,
+        /// Communicator.
+        comm: CommId,
+    },
+    /// Is a message from `src` with `tag` available? (`Outcome::Flag`.)
+    Iprobe {
+        /// Source or [`ANY`].
+        src: i64,
+        /// Tag or [`ANY`].
+        tag: i64,
+        /// Communicator.
+        comm: CommId,
+    },
+    /// A collective on `comm`; `args.rank`/`args.size` are this rank in `comm` and its size.
+    Collective {
+        /// The call.
+        args: CollArgs,
+        /// Communicator.
+        comm: CommId,
+        /// Flops computed after the collective (reductions' work, as SimGrid's `comp`).
+        comp_flops: f64,
+        /// Non-blocking collective: the handle to wait on (the collective runs to completion
+        /// before the rank goes on, an approximation).
+        req: Option<ReqHandle>,
+    },
+    /// Defines a communicator (every member must define it the same way before using it).
+    DefineComm {
+        /// Its id.
+        comm: CommId,
+        /// World ranks of its members, in communicator rank order.
+        members: Vec<u32>,
+    },
+    /// Marks the callsite of the following actions (for per-callsite reports).
+    Callsite(u32),
+    /// Done.
+    Finalize,
+}
+
+/// The result of the previous action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Outcome {
+    /// Nothing to report.
+    #[default]
+    None,
+    /// The answer of a test or a probe.
+    Flag(bool),
+}
+
+/// A problem in a workload's input.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// A malformed input file.
+    #[error("{path}:{line}: {message}")]
+    Syntax {
+        /// The file.
+        path: String,
+        /// 1-based line (or event number for binary traces).
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A file could not be read.
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The action stream of one rank.
+pub trait RankWorkload: Send {
+    /// The next action, given the outcome of the previous one; `None` ends the rank (as
+    /// `Finalize` does).
+    fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>>;
+}
