@@ -16,6 +16,7 @@ pub mod coll;
 pub mod cpu;
 pub mod engine;
 pub mod network;
+pub mod report;
 pub mod platform;
 pub mod time;
 pub mod workload;

@@ -90,11 +90,16 @@ pub struct TiRank {
     /// Test in progress: (key, handle).
     testing: Option<((i64, i64, i64), ReqHandle)>,
     test_counter: Arc<Mutex<u64>>,
+    chunk: usize,
     options: TiOptions,
     finished: bool,
 }
 
-const CHUNK: usize = 1 << 18;
+/// Bytes read per refill: large for few ranks, small for many (memory stays below about
+/// 256 MiB of buffered lines whatever the rank count).
+fn chunk_for(ranks: usize) -> usize {
+    ((256usize << 20) / ranks.max(1)).clamp(4 << 10, 256 << 10)
+}
 
 fn syntax(path: &str, line: u64, message: impl Into<String>) -> WorkloadError {
     WorkloadError::Syntax { path: path.to_owned(), line, message: message.into() }
@@ -202,6 +207,7 @@ impl TiRank {
             test_counter,
             options,
             finished: false,
+            chunk: chunk_for(size as usize),
         }
     }
 
@@ -214,24 +220,33 @@ impl TiRank {
         let io = |e: std::io::Error| WorkloadError::Io { path: path.display().to_string(), message: e.to_string() };
         let mut f = std::fs::File::open(&*path).map_err(io)?;
         f.seek(SeekFrom::Start(*offset)).map_err(io)?;
-        let mut buf = vec![0u8; CHUNK];
-        let mut n = 0;
-        while n < CHUNK {
-            let k = f.read(&mut buf[n..]).map_err(io)?;
-            if k == 0 {
-                break;
+        // Read at least one whole line: grow the buffer for very long lines (alltoallv at
+        // many ranks).
+        let mut chunk = self.chunk;
+        let mut buf: Vec<u8> = Vec::new();
+        let complete = loop {
+            let had = buf.len();
+            buf.resize(chunk, 0);
+            let mut n = had;
+            while n < chunk {
+                let k = f.read(&mut buf[n..]).map_err(io)?;
+                if k == 0 {
+                    break;
+                }
+                n += k;
             }
-            n += k;
-        }
-        buf.truncate(n);
-        let complete = if n < CHUNK {
-            *eof = true;
-            n
-        } else {
-            match buf.iter().rposition(|&b| b == b'\n') {
-                Some(p) => p + 1,
-                None => return Err(syntax(&path.display().to_string(), self.line_no + 1, "line longer than 256 KiB")),
+            buf.truncate(n);
+            if n < chunk {
+                *eof = true;
+                break n;
             }
+            if let Some(p) = buf.iter().rposition(|&b| b == b'\n') {
+                break p + 1;
+            }
+            if chunk >= 1 << 30 {
+                return Err(syntax(&path.display().to_string(), self.line_no + 1, "line longer than 1 GiB"));
+            }
+            chunk *= 2;
         };
         *offset += complete as u64;
         let text = String::from_utf8_lossy(&buf[..complete]);

@@ -1,0 +1,204 @@
+//! `mpiscope replay`: simulate a trace on a modeled platform.
+//!
+//! The input is an mpiscope run directory or a SimGrid time-independent trace index; the
+//! platform a SimGrid XML or mpiscope TOML file; ranks are placed by a hostfile or a mapping.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mpiscope_sim::coll::{Collective, Selector};
+use mpiscope_sim::network::loggp::LogGp;
+use mpiscope_sim::network::FlowConfig;
+use mpiscope_sim::platform::{self, Mapping};
+use mpiscope_sim::report::{write_chrome_trace, Report};
+use mpiscope_sim::workload::{ti, trace, RankWorkload};
+use mpiscope_sim::{NetworkKind, SimConfig, Simulation};
+
+/// Options of `mpiscope replay`.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    /// An mpiscope run directory, or a SimGrid time-independent trace index file.
+    input: PathBuf,
+    /// Platform: SimGrid XML (v4.1) or mpiscope TOML.
+    #[arg(long)]
+    platform: PathBuf,
+    /// SimGrid-style hostfile (one host per line, `host:N` for N ranks); rank i goes to
+    /// entry i modulo the number of entries.
+    #[arg(long)]
+    hostfile: Option<PathBuf>,
+    /// Rank placement when no hostfile is given: `sequential[:K]` (K ranks per host, filling
+    /// hosts in order), `round-robin`, `random[:SEED]`.
+    #[arg(long, default_value = "sequential")]
+    mapping: String,
+    /// Network model: `flow` (max-min sharing, SimGrid CM02) or `loggp`.
+    #[arg(long, default_value = "flow")]
+    network: String,
+    /// LogGP parameters `o,g` in seconds (with `--network loggp`; L and G come from the
+    /// platform's routes).
+    #[arg(long, value_name = "O,G")]
+    loggp: Option<String>,
+    /// Collective decision rules: `ompi` or `mpich`.
+    #[arg(long, default_value = "ompi")]
+    collectives: String,
+    /// Force an algorithm: `bcast=binomial` (repeatable).
+    #[arg(long = "algorithm", value_name = "COLL=NAME")]
+    algorithms: Vec<String>,
+    /// Sends below this many bytes return at once (eager protocol).
+    #[arg(long, default_value_t = 65536)]
+    eager_threshold: u64,
+    /// Speed (flop/s) of the traced machine, to scale mpiscope traces' compute bursts
+    /// (default: the simulated host's speed, bursts keep their durations).
+    #[arg(long)]
+    traced_speed: Option<f64>,
+    /// Reproduce SimGrid's `test` delays when replaying TI traces.
+    #[arg(long)]
+    simgrid_test_delays: bool,
+    /// Write the timeline as Chrome trace JSON (Perfetto).
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn parse_mapping(s: &str) -> Result<Mapping> {
+    let (name, arg) = s.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((s, None));
+    Ok(match name {
+        "sequential" => Mapping::Sequential {
+            ranks_per_host: arg.map(str::parse).transpose().context("--mapping sequential:K: K must be a number")?.unwrap_or(1),
+        },
+        "round-robin" | "roundrobin" => Mapping::RoundRobin,
+        "random" => Mapping::Random { seed: arg.map(str::parse).transpose().context("--mapping random:SEED: SEED must be a number")?.unwrap_or(0) },
+        other => bail!("--mapping {other}: expected sequential[:K], round-robin or random[:SEED]"),
+    })
+}
+
+fn collective_named(s: &str) -> Option<Collective> {
+    Some(match s {
+        "barrier" => Collective::Barrier,
+        "bcast" => Collective::Bcast,
+        "reduce" => Collective::Reduce,
+        "allreduce" => Collective::Allreduce,
+        "alltoall" => Collective::Alltoall,
+        "alltoallv" => Collective::Alltoallv,
+        "gather" => Collective::Gather,
+        "gatherv" => Collective::Gatherv,
+        "scatter" => Collective::Scatter,
+        "scatterv" => Collective::Scatterv,
+        "allgather" => Collective::Allgather,
+        "allgatherv" => Collective::Allgatherv,
+        "reduce_scatter" | "reducescatter" => Collective::ReduceScatter,
+        "scan" => Collective::Scan,
+        "exscan" => Collective::Exscan,
+        _ => return None,
+    })
+}
+
+/// Runs `mpiscope replay`.
+pub fn replay(a: ReplayArgs) -> Result<i32> {
+    let platform = platform::load(&a.platform).with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
+    let mut config = SimConfig { eager_threshold: a.eager_threshold, timeline: a.timeline.is_some(), ..SimConfig::default() };
+    config.selector = match a.collectives.as_str() {
+        "ompi" | "openmpi" => Selector::Ompi,
+        "mpich" => Selector::Mpich,
+        other => bail!("--collectives {other}: expected ompi or mpich"),
+    };
+    config.network = match a.network.as_str() {
+        "flow" => NetworkKind::Flow(FlowConfig::default()),
+        "loggp" => {
+            let mut p = LogGp::default();
+            if let Some(s) = &a.loggp {
+                let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>().context("--loggp O,G: two numbers of seconds")?;
+                if v.len() != 2 {
+                    bail!("--loggp O,G: two numbers of seconds");
+                }
+                p.o = v[0];
+                p.g = v[1];
+            }
+            NetworkKind::LogGp(p)
+        }
+        other => bail!("--network {other}: expected flow or loggp"),
+    };
+    let mut forced = HashMap::new();
+    for f in &a.algorithms {
+        let (c, n) = f.split_once('=').with_context(|| format!("--algorithm {f}: expected COLL=NAME"))?;
+        let kind = collective_named(c).with_context(|| format!("--algorithm {f}: unknown collective `{c}`"))?;
+        mpiscope_sim::coll::algorithms(kind)
+            .iter()
+            .find(|k| **k == n)
+            .with_context(|| format!("--algorithm {f}: no {c} algorithm `{n}` (known: {})", mpiscope_sim::coll::algorithms(kind).join(", ")))?;
+        forced.insert(kind, n.to_owned());
+    }
+    config.forced = forced;
+
+    // The workload.
+    let input = &a.input;
+    let is_run = input.is_dir();
+    let host_speeds: Vec<f64> = platform.hosts.iter().map(|h| h.speed).collect();
+    let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
+        let run = mpiscope_trace::RunDir::open(input).with_context(|| format!("cannot open the trace {}", input.display()))?;
+        let n = run.ranks();
+        // Hosts are placed first: compute bursts scale with the simulated host's speed.
+        let hosts = place(&platform, n, &a)?;
+        let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
+        let w = trace::load(&run, trace::TraceOptions { traced_speed: a.traced_speed }, &speeds)?;
+        (w, n)
+    } else {
+        let w = ti::load(input, ti::TiOptions { simgrid_test_delays: a.simgrid_test_delays })?;
+        let n = w.len() as u32;
+        (w, n)
+    };
+    let hosts = place(&platform, nranks, &a)?;
+    let sim = Simulation::new(&platform, config, hosts.clone(), workloads)?;
+    let started = Instant::now();
+    let bar = (!a.quiet && !a.json).then(|| {
+        let b = indicatif::ProgressBar::new(u64::from(nranks));
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} simulating: {pos}/{len} ranks done, {msg} simulated [{elapsed}]")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let result = sim.run_with_progress(|done, t| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+            b.set_message(format!("{t:.3} s"));
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let result = result?;
+    let wall = started.elapsed().as_secs_f64();
+    let report = Report::new(&platform, &result, &hosts, wall);
+    if let Some(path) = &a.timeline {
+        let f = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let mut w = std::io::BufWriter::new(f);
+        write_chrome_trace(&result, &mut w).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if a.json {
+        crate::write_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+    } else {
+        crate::write_stdout(&report.to_text())?;
+    }
+    Ok(0)
+}
+
+fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {
+    let mapping = match &a.hostfile {
+        Some(h) => Mapping::Hostfile(platform::Hostfile::read(h).with_context(|| format!("cannot read the hostfile {}", h.display()))?),
+        None => parse_mapping(&a.mapping)?,
+    };
+    Ok(platform::map_ranks(platform, n as usize, &mapping).with_context(|| format!("cannot place {n} ranks"))?)
+}
+
+/// True when `p` looks like a run directory rather than a TI index.
+pub fn is_run_dir(p: &Path) -> bool {
+    p.is_dir()
+}

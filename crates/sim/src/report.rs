@@ -1,0 +1,182 @@
+//! What a simulation tells a user: the makespan, where each rank's time went, the busiest
+//! links, the energy, and optionally a timeline for Perfetto.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::engine::SimResult;
+use crate::platform::Platform;
+
+/// A link's load.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkLoad {
+    /// Link name.
+    pub link: String,
+    /// Bytes carried.
+    pub bytes: f64,
+    /// Bytes carried / (bandwidth × makespan).
+    pub utilization: f64,
+}
+
+/// Per-rank summary.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankSummary {
+    /// Rank.
+    pub rank: u32,
+    /// Host it ran on.
+    pub host: String,
+    /// When it finished, seconds.
+    pub end_s: f64,
+    /// Computing, seconds.
+    pub compute_s: f64,
+    /// In MPI while its messages moved, seconds.
+    pub comm_s: f64,
+    /// In MPI waiting for peers, seconds.
+    pub wait_s: f64,
+}
+
+/// A callsite's share of MPI time.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallsiteSummary {
+    /// Callsite id (from the trace; 0 unknown).
+    pub callsite: u32,
+    /// MPI calls.
+    pub calls: u64,
+    /// Seconds spent blocked in them, summed over ranks.
+    pub seconds: f64,
+}
+
+/// The summary of a simulation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Simulated time of the whole run, seconds.
+    pub makespan_s: f64,
+    /// Ranks.
+    pub ranks: u32,
+    /// Per rank.
+    pub per_rank: Vec<RankSummary>,
+    /// Busiest links first (at most 20).
+    pub top_links: Vec<LinkLoad>,
+    /// Callsites by MPI time, largest first.
+    pub callsites: Vec<CallsiteSummary>,
+    /// Energy of the hosts used, joules (idle power over the makespan plus dynamic power
+    /// while computing).
+    pub energy_j: f64,
+    /// Actions executed.
+    pub actions: u64,
+    /// Messages.
+    pub messages: u64,
+    /// Wall-clock time of the simulation, seconds.
+    pub wall_s: f64,
+}
+
+impl Report {
+    /// Summarizes `result`; `hosts` is the placement of ranks.
+    pub fn new(platform: &Platform, result: &SimResult, hosts: &[u32], wall_s: f64) -> Report {
+        let makespan = result.makespan_s;
+        let per_rank = result
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RankSummary {
+                rank: i as u32,
+                host: hosts.get(i).and_then(|&h| platform.hosts.get(h as usize)).map(|h| h.name.clone()).unwrap_or_default(),
+                end_s: r.end_s,
+                compute_s: r.compute_s,
+                comm_s: r.comm_s,
+                wait_s: r.wait_s,
+            })
+            .collect();
+        let mut top_links: Vec<LinkLoad> = result
+            .link_bytes
+            .iter()
+            .filter_map(|&(l, b)| {
+                let link = platform.links.get(l as usize)?;
+                Some(LinkLoad {
+                    link: link.name.clone(),
+                    bytes: b,
+                    utilization: if makespan > 0.0 { b / (link.bandwidth * makespan) } else { 0.0 },
+                })
+            })
+            .collect();
+        top_links.sort_by(|a, b| b.utilization.total_cmp(&a.utilization).then(a.link.cmp(&b.link)));
+        top_links.truncate(20);
+        let mut used: Vec<u32> = hosts.to_vec();
+        used.sort_unstable();
+        used.dedup();
+        let energy_j = used
+            .iter()
+            .filter_map(|&h| {
+                let host = platform.hosts.get(h as usize)?;
+                let busy = result.host_busy_s.get(h as usize).copied().unwrap_or(0.0);
+                Some(host.watts_idle * makespan + (host.watts_max - host.watts_idle) * busy)
+            })
+            .sum();
+        let mut callsites: Vec<CallsiteSummary> =
+            result.callsites.iter().map(|&(c, n, s)| CallsiteSummary { callsite: c, calls: n, seconds: s }).collect();
+        callsites.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.callsite.cmp(&b.callsite)));
+        Report {
+            makespan_s: makespan,
+            ranks: result.ranks.len() as u32,
+            per_rank,
+            top_links,
+            callsites,
+            energy_j,
+            actions: result.actions,
+            messages: result.messages,
+            wall_s,
+        }
+    }
+
+    /// A terminal summary.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(s, "makespan {:.9} s ({} ranks, {} actions, {} messages)", self.makespan_s, self.ranks, self.actions, self.messages);
+        let _ = writeln!(
+            s,
+            "simulated in {:.3} s ({:.0} actions/s); energy {:.3} J",
+            self.wall_s,
+            self.actions as f64 / self.wall_s.max(1e-9),
+            self.energy_j
+        );
+        let n = self.per_rank.len().max(1) as f64;
+        let (c, m, w) = self.per_rank.iter().fold((0.0, 0.0, 0.0), |a, r| (a.0 + r.compute_s, a.1 + r.comm_s, a.2 + r.wait_s));
+        let _ = writeln!(s, "mean per rank: compute {:.6} s, communication {:.6} s, waiting {:.6} s", c / n, m / n, w / n);
+        if self.per_rank.len() <= 32 {
+            let _ = writeln!(s, "\n{:>6} {:<14} {:>12} {:>12} {:>12} {:>12}", "rank", "host", "end (s)", "compute", "comm", "wait");
+            for r in &self.per_rank {
+                let _ = writeln!(s, "{:>6} {:<14} {:>12.6} {:>12.6} {:>12.6} {:>12.6}", r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s);
+            }
+        }
+        if !self.top_links.is_empty() {
+            let _ = writeln!(s, "\n{:<32} {:>14} {:>12}", "busiest links", "bytes", "utilization");
+            for l in self.top_links.iter().take(10) {
+                let _ = writeln!(s, "{:<32} {:>14.0} {:>11.1}%", l.link, l.bytes, 100.0 * l.utilization);
+            }
+        }
+        s
+    }
+}
+
+/// Writes a timeline as Chrome trace JSON (open in Perfetto or chrome://tracing), streamed.
+pub fn write_chrome_trace(result: &SimResult, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, "{{\"traceEvents\":[")?;
+    let mut first = true;
+    for s in &result.timeline {
+        if !first {
+            writeln!(out, ",")?;
+        }
+        first = false;
+        write!(
+            out,
+            "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3}}}",
+            s.name,
+            s.rank,
+            s.start_s * 1e6,
+            (s.end_s - s.start_s) * 1e6
+        )?;
+    }
+    writeln!(out, "\n]}}")
+}
