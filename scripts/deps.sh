@@ -9,7 +9,7 @@ packages=(
   gfortran                        # Fortran test programs
   libclang-dev                    # bindgen reads mpi.h through libclang
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
-  simgrid libsimgrid-dev          # smpirun: the differential oracle for exports and replay
+  libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
 )
 
 missing=()

@@ -1,6 +1,7 @@
 //! The `mpiscope` command line: a thin shell over the mpiscope libraries.
 
 mod launch;
+mod replay;
 
 use std::path::PathBuf;
 
@@ -55,6 +56,9 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         min_compute_ns: u64,
     },
+    /// Simulate a trace on a modeled platform: `mpiscope replay RUN_DIR|INDEX --platform
+    /// P.xml`.
+    Replay(replay::ReplayArgs),
     /// Per-function counts, times and bytes; per-rank compute versus MPI time.
     Report {
         /// Run directory written by `mpiscope trace`.
@@ -98,6 +102,7 @@ fn main() {
 fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Trace(args) => launch::trace(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Dump {
             dir,
             rank,

@@ -4,7 +4,7 @@
 //! platform a SimGrid XML or mpiscope TOML file; ranks are placed by a hostfile or a mapping.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -30,7 +30,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     hostfile: Option<PathBuf>,
     /// Rank placement when no hostfile is given: `sequential[:K]` (K ranks per host, filling
-    /// hosts in order), `round-robin`, `random[:SEED]`.
+    /// hosts in order), `round-robin` (rank i on host i mod hosts), `random[:SEED[:K]]`
+    /// (hosts in a seeded random order, K ranks each).
     #[arg(long, default_value = "sequential")]
     mapping: String,
     /// Network model: `flow` (max-min sharing, SimGrid CM02) or `loggp`.
@@ -68,14 +69,43 @@ pub struct ReplayArgs {
 }
 
 fn parse_mapping(s: &str) -> Result<Mapping> {
-    let (name, arg) = s.split_once(':').map(|(a, b)| (a, Some(b))).unwrap_or((s, None));
+    let (name, arg) = s
+        .split_once(':')
+        .map(|(a, b)| (a, Some(b)))
+        .unwrap_or((s, None));
     Ok(match name {
         "sequential" => Mapping::Sequential {
-            ranks_per_host: arg.map(str::parse).transpose().context("--mapping sequential:K: K must be a number")?.unwrap_or(1),
+            ranks_per_host: arg
+                .map(str::parse)
+                .transpose()
+                .context("--mapping sequential:K: K must be a number")?
+                .unwrap_or(1),
         },
         "round-robin" | "roundrobin" => Mapping::RoundRobin,
-        "random" => Mapping::Random { seed: arg.map(str::parse).transpose().context("--mapping random:SEED: SEED must be a number")?.unwrap_or(0) },
-        other => bail!("--mapping {other}: expected sequential[:K], round-robin or random[:SEED]"),
+        "random" => {
+            let (seed, k) = match arg {
+                None => (None, None),
+                Some(a) => match a.split_once(':') {
+                    Some((s, k)) => (Some(s), Some(k)),
+                    None => (Some(a), None),
+                },
+            };
+            Mapping::Random {
+                seed: seed
+                    .map(str::parse)
+                    .transpose()
+                    .context("--mapping random:SEED[:K]: SEED must be a number")?
+                    .unwrap_or(0),
+                ranks_per_host: k
+                    .map(str::parse)
+                    .transpose()
+                    .context("--mapping random:SEED:K: K must be a number")?
+                    .unwrap_or(1),
+            }
+        }
+        other => {
+            bail!("--mapping {other}: expected sequential[:K], round-robin or random[:SEED[:K]]")
+        }
     })
 }
 
@@ -102,8 +132,13 @@ fn collective_named(s: &str) -> Option<Collective> {
 
 /// Runs `mpiscope replay`.
 pub fn replay(a: ReplayArgs) -> Result<i32> {
-    let platform = platform::load(&a.platform).with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
-    let mut config = SimConfig { eager_threshold: a.eager_threshold, timeline: a.timeline.is_some(), ..SimConfig::default() };
+    let platform = platform::load(&a.platform)
+        .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
+    let mut config = SimConfig {
+        eager_threshold: a.eager_threshold,
+        timeline: a.timeline.is_some(),
+        ..SimConfig::default()
+    };
     config.selector = match a.collectives.as_str() {
         "ompi" | "openmpi" => Selector::Ompi,
         "mpich" => Selector::Mpich,
@@ -114,7 +149,11 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         "loggp" => {
             let mut p = LogGp::default();
             if let Some(s) = &a.loggp {
-                let v: Vec<f64> = s.split(',').map(|x| x.trim().parse::<f64>()).collect::<Result<_, _>>().context("--loggp O,G: two numbers of seconds")?;
+                let v: Vec<f64> = s
+                    .split(',')
+                    .map(|x| x.trim().parse::<f64>())
+                    .collect::<Result<_, _>>()
+                    .context("--loggp O,G: two numbers of seconds")?;
                 if v.len() != 2 {
                     bail!("--loggp O,G: two numbers of seconds");
                 }
@@ -127,12 +166,20 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     };
     let mut forced = HashMap::new();
     for f in &a.algorithms {
-        let (c, n) = f.split_once('=').with_context(|| format!("--algorithm {f}: expected COLL=NAME"))?;
-        let kind = collective_named(c).with_context(|| format!("--algorithm {f}: unknown collective `{c}`"))?;
+        let (c, n) = f
+            .split_once('=')
+            .with_context(|| format!("--algorithm {f}: expected COLL=NAME"))?;
+        let kind = collective_named(c)
+            .with_context(|| format!("--algorithm {f}: unknown collective `{c}`"))?;
         mpiscope_sim::coll::algorithms(kind)
             .iter()
             .find(|k| **k == n)
-            .with_context(|| format!("--algorithm {f}: no {c} algorithm `{n}` (known: {})", mpiscope_sim::coll::algorithms(kind).join(", ")))?;
+            .with_context(|| {
+                format!(
+                    "--algorithm {f}: no {c} algorithm `{n}` (known: {})",
+                    mpiscope_sim::coll::algorithms(kind).join(", ")
+                )
+            })?;
         forced.insert(kind, n.to_owned());
     }
     config.forced = forced;
@@ -142,15 +189,27 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let is_run = input.is_dir();
     let host_speeds: Vec<f64> = platform.hosts.iter().map(|h| h.speed).collect();
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
-        let run = mpiscope_trace::RunDir::open(input).with_context(|| format!("cannot open the trace {}", input.display()))?;
+        let run = mpiscope_trace::RunDir::open(input)
+            .with_context(|| format!("cannot open the trace {}", input.display()))?;
         let n = run.ranks();
         // Hosts are placed first: compute bursts scale with the simulated host's speed.
         let hosts = place(&platform, n, &a)?;
         let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
-        let w = trace::load(&run, trace::TraceOptions { traced_speed: a.traced_speed }, &speeds)?;
+        let w = trace::load(
+            &run,
+            trace::TraceOptions {
+                traced_speed: a.traced_speed,
+            },
+            &speeds,
+        )?;
         (w, n)
     } else {
-        let w = ti::load(input, ti::TiOptions { simgrid_test_delays: a.simgrid_test_delays })?;
+        let w = ti::load(
+            input,
+            ti::TiOptions {
+                simgrid_test_delays: a.simgrid_test_delays,
+            },
+        )?;
         let n = w.len() as u32;
         (w, n)
     };
@@ -160,8 +219,10 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let bar = (!a.quiet && !a.json).then(|| {
         let b = indicatif::ProgressBar::new(u64::from(nranks));
         b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} simulating: {pos}/{len} ranks done, {msg} simulated [{elapsed}]")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} simulating: {pos}/{len} ranks done, {msg} simulated [{elapsed}]",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
     });
@@ -178,9 +239,11 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let wall = started.elapsed().as_secs_f64();
     let report = Report::new(&platform, &result, &hosts, wall);
     if let Some(path) = &a.timeline {
-        let f = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
         let mut w = std::io::BufWriter::new(f);
-        write_chrome_trace(&result, &mut w).with_context(|| format!("cannot write {}", path.display()))?;
+        write_chrome_trace(&result, &mut w)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if a.json {
         crate::write_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
@@ -192,13 +255,8 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
 
 fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {
     let mapping = match &a.hostfile {
-        Some(h) => Mapping::Hostfile(platform::Hostfile::read(h).with_context(|| format!("cannot read the hostfile {}", h.display()))?),
+        Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
         None => parse_mapping(&a.mapping)?,
     };
-    Ok(platform::map_ranks(platform, n as usize, &mapping).with_context(|| format!("cannot place {n} ranks"))?)
-}
-
-/// True when `p` looks like a run directory rather than a TI index.
-pub fn is_run_dir(p: &Path) -> bool {
-    p.is_dir()
+    platform::map_ranks(platform, n, &mapping).with_context(|| format!("cannot place {n} ranks"))
 }

@@ -1063,8 +1063,10 @@ fn report_on_bad_traces() {
 
     // Flipped bytes in the middle: a warning naming the file and the offset; the report
     // still covers both ranks.
+    // Past the first 4 KiB chunk (and the header), so that something precedes the damage.
+    let first = 4096 + 256;
     for frac in [0.3, 0.5, 0.8] {
-        let at = (n as f64 * frac) as usize;
+        let at = first + ((n - first - 16) as f64 * frac) as usize;
         let mut b = original.clone();
         for x in &mut b[at..at + 16] {
             *x ^= 0xff;

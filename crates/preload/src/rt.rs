@@ -431,6 +431,22 @@ pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
     Some(g)
 }
 
+/// Reads a value MPI wrote through an output argument.
+///
+/// A volatile read behind `black_box`: with plain reads, rustc 1.95 (LLVM) compiled the
+/// MPICH build of `post_MPI_Test` so that the recorded flag was the constant 0 while the
+/// branch on it used the real value (MPI_Test recorded flag=0 next to a completion; caught
+/// by the end-to-end tests, and dependent on the build). Outputs are read once per call,
+/// so this costs nothing measurable.
+///
+/// # Safety
+/// `p` is valid for reads and MPI initialized it.
+#[inline(always)]
+pub unsafe fn read_output<T: Copy>(p: *const T) -> T {
+    // SAFETY: the caller's contract.
+    core::hint::black_box(unsafe { p.read_volatile() })
+}
+
 impl CallGuard {
     #[inline(always)]
     fn ts(&mut self) -> &mut ThreadState {
@@ -717,8 +733,9 @@ impl CallGuard {
             return false;
         }
         // SAFETY: MPI wrote the flag.
-        let f = unsafe { *flag } != 0;
-        self.set(Slot::Flag, f as i64);
+        let v = unsafe { read_output(flag) };
+        let f = v != 0;
+        self.set(Slot::Flag, i64::from(f));
         f
     }
 
@@ -727,7 +744,7 @@ impl CallGuard {
     pub unsafe fn level_out(&mut self, provided: *mut c_int) {
         if !provided.is_null() && self.ret() == 0 {
             // SAFETY: MPI wrote it.
-            let v = unsafe { *provided };
+            let v = unsafe { read_output(provided) };
             self.set(Slot::Level, i64::from(v));
         }
     }
@@ -759,7 +776,7 @@ impl CallGuard {
             return;
         }
         // SAFETY: MPI wrote the request.
-        let h = unsafe { *req };
+        let h = unsafe { read_output(req) };
         if h == consts().request_null {
             return;
         }
@@ -774,7 +791,7 @@ impl CallGuard {
             return;
         }
         // SAFETY: MPI wrote the handle.
-        let c = unsafe { *out };
+        let c = unsafe { read_output(out) };
         if c == consts().comm_null {
             return;
         }
@@ -788,7 +805,7 @@ impl CallGuard {
     pub unsafe fn new_win(&mut self, out: *mut MPI_Win, ci: Option<&'static CommInfo>, ret: c_int) {
         if ret == 0 && !out.is_null() {
             // SAFETY: MPI wrote the handle.
-            handles::win_created(unsafe { *out }, ci);
+            handles::win_created(unsafe { read_output(out) }, ci);
         }
     }
 
@@ -826,7 +843,7 @@ impl CallGuard {
     ) {
         if ret == 0 && !msg.is_null() {
             // SAFETY: MPI wrote the handle.
-            handles::message_matched(unsafe { *msg }, ci);
+            handles::message_matched(unsafe { read_output(msg) }, ci);
         }
     }
 
@@ -1011,7 +1028,7 @@ impl CallGuard {
             return;
         }
         // SAFETY: MPI wrote the index.
-        let i = unsafe { *index };
+        let i = unsafe { read_output(index) };
         self.set(Slot::Index, i64::from(i));
         if i == consts().undefined || i < 0 || i as usize >= s.n {
             return;
@@ -1068,7 +1085,7 @@ impl CallGuard {
             return;
         }
         // SAFETY: MPI wrote outcount.
-        let k = unsafe { *outcount };
+        let k = unsafe { read_output(outcount) };
         self.set(Slot::Index, i64::from(k));
         if k == consts().undefined || k <= 0 || indices.is_null() {
             return;
@@ -1080,11 +1097,11 @@ impl CallGuard {
         // SAFETY: MPI wrote `outcount` indices.
         t.lists.push(
             ListKind::Indices,
-            (0..k as usize).map(|j| i64::from(unsafe { *indices.add(j) })),
+            (0..k as usize).map(|j| i64::from(unsafe { read_output(indices.add(j)) })),
         );
         for j in 0..k as usize {
             // SAFETY: as above.
-            let i = unsafe { *indices.add(j) };
+            let i = unsafe { read_output(indices.add(j)) };
             if i < 0 || i as usize >= s.n {
                 continue;
             }
@@ -1195,7 +1212,7 @@ impl CallGuard {
         t.c_indices.clear();
         for i in 0..n {
             // SAFETY: MPI wrote n indices.
-            t.c_indices.push(unsafe { *f.add(i) } - 1);
+            t.c_indices.push(unsafe { read_output(f.add(i)) } - 1);
         }
         t.c_indices.as_mut_ptr()
     }
@@ -1330,7 +1347,7 @@ pub unsafe fn fortran_index(p: *const MPI_Fint) -> c_int {
         return consts().undefined;
     }
     // SAFETY: MPI wrote it.
-    let v = unsafe { *p };
+    let v = unsafe { read_output(p) };
     if v == consts().undefined {
         v
     } else {

@@ -50,7 +50,11 @@ impl CpuModel {
             hosts: platform
                 .hosts
                 .iter()
-                .map(|h| HostCpu { speed: h.speed, cores: f64::from(h.cores.max(1)), ..HostCpu::default() })
+                .map(|h| HostCpu {
+                    speed: h.speed,
+                    cores: f64::from(h.cores.max(1)),
+                    ..HostCpu::default()
+                })
                 .collect(),
             ..CpuModel::default()
         }
@@ -68,7 +72,11 @@ impl CpuModel {
             let h = &self.hosts[host as usize];
             (h.speed, h.cores, h.running.len() as f64)
         };
-        let rate = if n == 0.0 { 0.0 } else { speed * (cores / n).min(1.0) };
+        let rate = if n == 0.0 {
+            0.0
+        } else {
+            speed * (cores / n).min(1.0)
+        };
         for i in 0..self.hosts[host as usize].running.len() {
             let id = self.hosts[host as usize].running[i];
             let e = &mut self.execs[id as usize];
@@ -76,7 +84,11 @@ impl CpuModel {
             e.updated = now;
             e.rate = rate;
             e.generation = e.generation.wrapping_add(1);
-            let at = if rate > 0.0 { now.plus(Time::from_secs(e.remaining / rate)) } else { Time::NEVER };
+            let at = if rate > 0.0 {
+                now.plus(Time::from_secs(e.remaining / rate))
+            } else {
+                Time::NEVER
+            };
             self.heap.push(Reverse((at, id, e.generation)));
         }
     }
@@ -84,7 +96,14 @@ impl CpuModel {
     /// Starts a computation of `flops` on `host` at `now`.
     pub fn start(&mut self, now: Time, host: HostId, flops: f64) -> ExecId {
         self.account(host, now);
-        let e = Exec { host, remaining: flops.max(0.0), rate: 0.0, updated: now, generation: 0, live: true };
+        let e = Exec {
+            host,
+            remaining: flops.max(0.0),
+            rate: 0.0,
+            updated: now,
+            generation: 0,
+            live: true,
+        };
         let id = match self.free.pop() {
             Some(id) => {
                 self.execs[id as usize] = e;

@@ -147,6 +147,8 @@ pub struct SimResult {
     pub messages: u64,
     /// Timeline, when recorded.
     pub timeline: Vec<Span>,
+    /// Work done by the network model's sharing solver.
+    pub solver: crate::network::maxmin::SolverStats,
 }
 
 type ReqIdx = u32;
@@ -193,7 +195,11 @@ enum Block {
     /// All of these requests complete; `release`: the rank drops them when woken (a
     /// collective's requests are dropped at its end instead).
     Reqs(Vec<ReqIdx>, bool),
-    Probe { src: i64, tag: i64, ctx: u32 },
+    Probe {
+        src: i64,
+        tag: i64,
+        ctx: u32,
+    },
 }
 
 struct CollRun {
@@ -265,7 +271,11 @@ impl<'p> Simulation<'p> {
         if hosts.len() != workloads.len() {
             return Err(SimError::Invalid {
                 rank: 0,
-                message: format!("{} ranks but {} host placements", workloads.len(), hosts.len()),
+                message: format!(
+                    "{} ranks but {} host placements",
+                    workloads.len(),
+                    hosts.len()
+                ),
             });
         }
         let net: Box<dyn NetworkModel> = match &config.network {
@@ -295,7 +305,10 @@ impl<'p> Simulation<'p> {
             now: Time::ZERO,
             ranks,
             workloads,
-            comms: vec![Some(Comm { members: Vec::new(), size: n as u32 })],
+            comms: vec![Some(Comm {
+                members: Vec::new(),
+                size: n as u32,
+            })],
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             mailboxes: (0..n).map(|_| Mailbox::default()).collect(),
@@ -325,7 +338,10 @@ impl<'p> Simulation<'p> {
     }
 
     /// Runs to the end, calling `progress(finished ranks, simulated seconds)` now and then.
-    pub fn run_with_progress(mut self, mut progress: impl FnMut(usize, f64)) -> Result<SimResult, SimError> {
+    pub fn run_with_progress(
+        mut self,
+        mut progress: impl FnMut(usize, f64),
+    ) -> Result<SimResult, SimError> {
         let mut rounds: u64 = 0;
         loop {
             while let Some(r) = self.ready.pop_front() {
@@ -342,12 +358,19 @@ impl<'p> Simulation<'p> {
             }
             rounds += 1;
             if rounds % 4096 == 0 {
-                progress(self.ranks.iter().filter(|r| r.done).count(), self.now.secs());
+                progress(
+                    self.ranks.iter().filter(|r| r.done).count(),
+                    self.now.secs(),
+                );
             }
-            let next = [self.net.next_event(), self.cpu.next_event(), self.sleepers.peek().map(|Reverse((t, _))| *t)]
-                .into_iter()
-                .flatten()
-                .min();
+            let next = [
+                self.net.next_event(),
+                self.cpu.next_event(),
+                self.sleepers.peek().map(|Reverse((t, _))| *t),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let Some(t) = next else {
                 if self.ranks.iter().all(|r| r.done) {
                     break;
@@ -371,7 +394,10 @@ impl<'p> Simulation<'p> {
             .filter(|(_, r)| !r.done)
             .map(|(i, r)| (i as u32, self.describe_block(r)))
             .collect();
-        SimError::Deadlock { time: self.now, blocked }
+        SimError::Deadlock {
+            time: self.now,
+            blocked,
+        }
     }
 
     fn describe_block(&self, r: &Rank) -> String {
@@ -379,7 +405,9 @@ impl<'p> Simulation<'p> {
             Block::None => "is runnable".into(),
             Block::Exec(_) => "computes".into(),
             Block::Sleep => "sleeps".into(),
-            Block::Probe { src, tag, .. } => format!("in {} probing source {src} tag {tag}", r.blocked_name),
+            Block::Probe { src, tag, .. } => {
+                format!("in {} probing source {src} tag {tag}", r.blocked_name)
+            }
             Block::Reqs(reqs, _) => {
                 let pending: Vec<String> = reqs
                     .iter()
@@ -387,13 +415,25 @@ impl<'p> Simulation<'p> {
                     .take(3)
                     .map(|&q| {
                         let x = &self.reqs[q as usize];
-                        let what = if x.kind == Kind::Send { "send to" } else { "receive from" };
-                        let peer = if x.peer == ANY { "any".to_string() } else { x.peer.to_string() };
+                        let what = if x.kind == Kind::Send {
+                            "send to"
+                        } else {
+                            "receive from"
+                        };
+                        let peer = if x.peer == ANY {
+                            "any".to_string()
+                        } else {
+                            x.peer.to_string()
+                        };
                         format!(
                             "{what} {peer} tag {} ({} bytes{})",
                             x.tag,
                             x.bytes,
-                            if x.ctx % 2 == COLL_CTX { ", collective" } else { "" }
+                            if x.ctx % 2 == COLL_CTX {
+                                ", collective"
+                            } else {
+                                ""
+                            }
                         )
                     })
                     .collect();
@@ -403,10 +443,23 @@ impl<'p> Simulation<'p> {
     }
 
     fn finish(mut self) -> SimResult {
-        let makespan = self.ranks.iter().map(|r| r.result.end_s).fold(0.0, f64::max);
-        let mut callsites: Vec<(u32, u64, f64)> = self.callsites.iter().map(|(&c, &(n, t))| (c, n, t)).collect();
+        let makespan = self
+            .ranks
+            .iter()
+            .map(|r| r.result.end_s)
+            .fold(0.0, f64::max);
+        let mut callsites: Vec<(u32, u64, f64)> = self
+            .callsites
+            .iter()
+            .map(|(&c, &(n, t))| (c, n, t))
+            .collect();
         callsites.sort_by_key(|c| c.0);
-        let link_bytes = self.net.link_bytes().into_iter().filter(|&(_, b)| b > 0.0).collect();
+        let link_bytes = self
+            .net
+            .link_bytes()
+            .into_iter()
+            .filter(|&(_, b)| b > 0.0)
+            .collect();
         let host_busy_s = self.cpu.busy_seconds(self.now);
         SimResult {
             makespan_s: makespan,
@@ -417,6 +470,7 @@ impl<'p> Simulation<'p> {
             actions: self.actions,
             messages: self.messages,
             timeline: self.timeline,
+            solver: self.net.solver_stats(),
         }
     }
 
@@ -506,7 +560,12 @@ impl<'p> Simulation<'p> {
         }
         let rank = &self.ranks[r as usize];
         if self.config.timeline && dt > 0.0 {
-            self.timeline.push(Span { rank: r, name: rank.blocked_name, start_s: rank.blocked_since.secs(), end_s: now.secs() });
+            self.timeline.push(Span {
+                rank: r,
+                name: rank.blocked_name,
+                start_s: rank.blocked_since.secs(),
+                end_s: now.secs(),
+            });
         }
         self.ready.push_back(r);
     }
@@ -555,7 +614,15 @@ impl<'p> Simulation<'p> {
     }
 
     /// Posts a send of `me` to world rank `dst`.
-    fn post_send(&mut self, me: u32, dst: u32, tag: i64, ctx: u32, bytes: u64, sync: bool) -> Result<ReqIdx, SimError> {
+    fn post_send(
+        &mut self,
+        me: u32,
+        dst: u32,
+        tag: i64,
+        ctx: u32,
+        bytes: u64,
+        sync: bool,
+    ) -> Result<ReqIdx, SimError> {
         let detached = !sync && bytes < self.config.eager_threshold;
         let q = self.new_req(Req {
             owner: me,
@@ -574,7 +641,10 @@ impl<'p> Simulation<'p> {
         self.messages += 1;
         // The first matching receive posted at the destination, in posting order.
         let mb = &self.mailboxes[dst as usize];
-        let hit = mb.recvs.iter().position(|&rq| self.matches(&self.reqs[rq as usize], &self.reqs[q as usize], me));
+        let hit = mb
+            .recvs
+            .iter()
+            .position(|&rq| self.matches(&self.reqs[rq as usize], &self.reqs[q as usize], me));
         match hit {
             Some(pos) => {
                 let rq = self.mailboxes[dst as usize].recvs.remove(pos).unwrap_or(q);
@@ -606,14 +676,24 @@ impl<'p> Simulation<'p> {
             released: false,
             partner: ANY,
         };
-        self.mailboxes[me as usize]
-            .sends
-            .iter()
-            .position(|&sq| self.matches(&probe, &self.reqs[sq as usize], self.reqs[sq as usize].owner))
+        self.mailboxes[me as usize].sends.iter().position(|&sq| {
+            self.matches(
+                &probe,
+                &self.reqs[sq as usize],
+                self.reqs[sq as usize].owner,
+            )
+        })
     }
 
     /// Posts a receive of `me` from world rank `src` (or ANY).
-    fn post_recv(&mut self, me: u32, src: i64, tag: i64, ctx: u32, bytes: u64) -> Result<ReqIdx, SimError> {
+    fn post_recv(
+        &mut self,
+        me: u32,
+        src: i64,
+        tag: i64,
+        ctx: u32,
+        bytes: u64,
+    ) -> Result<ReqIdx, SimError> {
         let q = self.new_req(Req {
             owner: me,
             kind: Kind::Recv,
@@ -639,7 +719,13 @@ impl<'p> Simulation<'p> {
         Ok(q)
     }
 
-    fn start_transfer(&mut self, sq: ReqIdx, rq: ReqIdx, sender: u32, receiver: u32) -> Result<(), SimError> {
+    fn start_transfer(
+        &mut self,
+        sq: ReqIdx,
+        rq: ReqIdx,
+        sender: u32,
+        receiver: u32,
+    ) -> Result<(), SimError> {
         let now = self.now;
         for q in [sq, rq] {
             let x = &mut self.reqs[q as usize];
@@ -648,7 +734,10 @@ impl<'p> Simulation<'p> {
         }
         self.reqs[rq as usize].partner = i64::from(sender);
         let bytes = self.reqs[sq as usize].bytes;
-        let (hs, hr) = (self.ranks[sender as usize].host, self.ranks[receiver as usize].host);
+        let (hs, hr) = (
+            self.ranks[sender as usize].host,
+            self.ranks[receiver as usize].host,
+        );
         let t = self.net.start(self.platform, now, hs, hr, bytes)?;
         self.transfers.insert(t, (sq, rq));
         Ok(())
@@ -715,17 +804,29 @@ impl<'p> Simulation<'p> {
             }
             Action::Sleep { secs } => {
                 if secs > 0.0 {
-                    self.sleepers.push(Reverse((now.plus(Time::from_secs(secs)), r)));
+                    self.sleepers
+                        .push(Reverse((now.plus(Time::from_secs(secs)), r)));
                     self.block(r, Block::Sleep, "sleep");
                 }
             }
             Action::Callsite(c) => self.ranks[r as usize].callsite = c,
-            Action::Send { dst, tag, bytes, comm, req, sync } => {
+            Action::Send {
+                dst,
+                tag,
+                bytes,
+                comm,
+                req,
+                sync,
+            } => {
                 self.count_call(r);
-                let w = self.world_rank(comm, dst).ok_or_else(|| SimError::Invalid {
-                    rank: r,
-                    message: format!("send to rank {dst} of communicator {comm}, which has no such rank"),
-                })?;
+                let w = self
+                    .world_rank(comm, dst)
+                    .ok_or_else(|| SimError::Invalid {
+                        rank: r,
+                        message: format!(
+                            "send to rank {dst} of communicator {comm}, which has no such rank"
+                        ),
+                    })?;
                 let q = self.post_send(r, w, tag, comm * 2, bytes, sync)?;
                 match req {
                     Some(h) => {
@@ -740,7 +841,13 @@ impl<'p> Simulation<'p> {
                     }
                 }
             }
-            Action::Recv { src, tag, bytes, comm, req } => {
+            Action::Recv {
+                src,
+                tag,
+                bytes,
+                comm,
+                req,
+            } => {
                 self.count_call(r);
                 let w = if src == ANY {
                     ANY
@@ -792,7 +899,15 @@ impl<'p> Simulation<'p> {
                 self.count_call(r);
                 let w = self.peer_world(r, comm, src)?;
                 if self.find_send(r, w, tag, comm * 2).is_none() {
-                    self.block(r, Block::Probe { src: w, tag, ctx: comm * 2 }, "probe");
+                    self.block(
+                        r,
+                        Block::Probe {
+                            src: w,
+                            tag,
+                            ctx: comm * 2,
+                        },
+                        "probe",
+                    );
                 }
             }
             Action::Iprobe { src, tag, comm } => {
@@ -802,7 +917,12 @@ impl<'p> Simulation<'p> {
                 self.ranks[r as usize].last = Outcome::Flag(flag);
                 self.poll_cost(r);
             }
-            Action::Collective { args, comm, comp_flops, req } => {
+            Action::Collective {
+                args,
+                comm,
+                comp_flops,
+                req,
+            } => {
                 self.count_call(r);
                 let forced = self.config.forced.get(&args.kind).map(String::as_str);
                 let program = coll::program(&args, self.config.selector, forced)
@@ -846,9 +966,17 @@ impl<'p> Simulation<'p> {
             }
             Action::Finalize => {
                 // Outstanding requests are waited for (as SMPI does at the end of a replay).
-                let mut pending: Vec<ReqIdx> = self.ranks[r as usize].user_reqs.drain().map(|(_, q)| q).collect();
+                let mut pending: Vec<ReqIdx> = self.ranks[r as usize]
+                    .user_reqs
+                    .drain()
+                    .map(|(_, q)| q)
+                    .collect();
                 pending.sort_unstable();
-                let unfinished: Vec<ReqIdx> = pending.iter().copied().filter(|&q| !self.reqs[q as usize].complete).collect();
+                let unfinished: Vec<ReqIdx> = pending
+                    .iter()
+                    .copied()
+                    .filter(|&q| !self.reqs[q as usize].complete)
+                    .collect();
                 for &q in &pending {
                     if self.reqs[q as usize].complete {
                         self.release(q);
@@ -872,10 +1000,12 @@ impl<'p> Simulation<'p> {
         if src == ANY {
             return Ok(ANY);
         }
-        self.world_rank(comm, src as u32).map(i64::from).ok_or_else(|| SimError::Invalid {
-            rank: r,
-            message: format!("rank {src} does not exist in communicator {comm}"),
-        })
+        self.world_rank(comm, src as u32)
+            .map(i64::from)
+            .ok_or_else(|| SimError::Invalid {
+                rank: r,
+                message: format!("rank {src} does not exist in communicator {comm}"),
+            })
     }
 
     fn count_call(&mut self, r: u32) {
@@ -887,13 +1017,18 @@ impl<'p> Simulation<'p> {
 
     fn poll_cost(&mut self, r: u32) {
         if self.config.poll_cost > 0.0 {
-            self.sleepers.push(Reverse((self.now.plus(Time::from_secs(self.config.poll_cost)), r)));
+            self.sleepers.push(Reverse((
+                self.now.plus(Time::from_secs(self.config.poll_cost)),
+                r,
+            )));
             self.block(r, Block::Sleep, "poll");
         }
     }
 
     fn step_collective(&mut self, r: u32) -> Result<(), SimError> {
-        let Some(mut run) = self.ranks[r as usize].coll.take() else { return Ok(()) };
+        let Some(mut run) = self.ranks[r as usize].coll.take() else {
+            return Ok(());
+        };
         let op = run.program.next_op();
         let comm = run.comm;
         let ctx = comm * 2 + COLL_CTX;
@@ -907,8 +1042,12 @@ impl<'p> Simulation<'p> {
         match op {
             None => {
                 // Done: outstanding requests are waited, then the reduction's computation.
-                let pending: Vec<ReqIdx> =
-                    run.reqs.iter().copied().filter(|&q| !self.reqs[q as usize].complete).collect();
+                let pending: Vec<ReqIdx> = run
+                    .reqs
+                    .iter()
+                    .copied()
+                    .filter(|&q| !self.reqs[q as usize].complete)
+                    .collect();
                 if !pending.is_empty() {
                     self.ranks[r as usize].coll = Some(run);
                     self.block(r, Block::Reqs(pending, false), name);
@@ -974,7 +1113,7 @@ impl<'p> Simulation<'p> {
                 }
             }
         }
-        if !matches!(op, None) {
+        if op.is_some() {
             self.ranks[r as usize].coll = Some(run);
         }
         Ok(())
@@ -1012,18 +1151,34 @@ mod tests {
     struct Table(HashMap<(HostId, HostId), Vec<LinkId>>);
 
     impl Routing for Table {
-        fn route(&self, src: HostId, dst: HostId, out: &mut Vec<LinkId>) -> Result<(), PlatformError> {
+        fn route(
+            &self,
+            src: HostId,
+            dst: HostId,
+            out: &mut Vec<LinkId>,
+        ) -> Result<(), PlatformError> {
             out.extend(self.0.get(&(src, dst)).cloned().unwrap_or_default());
             Ok(())
         }
     }
 
     fn host(name: &str, cores: u32) -> Host {
-        Host { name: name.into(), speed: 1e9, cores, watts_idle: 0.0, watts_max: 0.0 }
+        Host {
+            name: name.into(),
+            speed: 1e9,
+            cores,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        }
     }
 
     fn link(name: &str, lat: f64) -> Link {
-        Link { name: name.into(), bandwidth: 1e9, latency: lat, sharing: Sharing::Shared }
+        Link {
+            name: name.into(),
+            bandwidth: 1e9,
+            latency: lat,
+            sharing: Sharing::Shared,
+        }
     }
 
     /// Two hosts, one shared link used both ways (SimGrid note's p1.xml).
@@ -1031,7 +1186,11 @@ mod tests {
         let mut t = HashMap::new();
         t.insert((0, 1), vec![0]);
         t.insert((1, 0), vec![0]);
-        Platform::new(vec![host("h0", 1), host("h1", 1)], vec![link("l", 1e-5)], Box::new(Table(t)))
+        Platform::new(
+            vec![host("h0", 1), host("h1", 1)],
+            vec![link("l", 1e-5)],
+            Box::new(Table(t)),
+        )
     }
 
     struct Script(VecDeque<Action>);
@@ -1043,16 +1202,35 @@ mod tests {
     }
 
     fn run(p: &Platform, hosts: Vec<HostId>, scripts: Vec<Vec<Action>>) -> SimResult {
-        let w: Vec<Box<dyn RankWorkload>> = scripts.into_iter().map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>).collect();
-        Simulation::new(p, SimConfig::default(), hosts, w).unwrap().run().unwrap()
+        let w: Vec<Box<dyn RankWorkload>> = scripts
+            .into_iter()
+            .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
+            .collect();
+        Simulation::new(p, SimConfig::default(), hosts, w)
+            .unwrap()
+            .run()
+            .unwrap()
     }
 
     fn send(dst: u32, bytes: u64) -> Action {
-        Action::Send { dst, tag: 0, bytes, comm: 0, req: None, sync: false }
+        Action::Send {
+            dst,
+            tag: 0,
+            bytes,
+            comm: 0,
+            req: None,
+            sync: false,
+        }
     }
 
     fn recv(src: i64, bytes: u64) -> Action {
-        Action::Recv { src, tag: 0, bytes, comm: 0, req: None }
+        Action::Recv {
+            src,
+            tag: 0,
+            bytes,
+            comm: 0,
+            req: None,
+        }
     }
 
     fn close(a: f64, b: f64) -> bool {
@@ -1062,7 +1240,11 @@ mod tests {
     #[test]
     fn one_message_matches_simgrid() {
         let p = p1();
-        let r = run(&p, vec![0, 1], vec![vec![send(1, 1_000_000)], vec![recv(0, 1_000_000)]]);
+        let r = run(
+            &p,
+            vec![0, 1],
+            vec![vec![send(1, 1_000_000)], vec![recv(0, 1_000_000)]],
+        );
         // SimGrid 3.32 CM02: 1e-5 + 1000016 * 1.05 / 1e9 (measured 0.001060016800).
         assert!(close(r.makespan_s, 0.0010600168), "{}", r.makespan_s);
         assert!(close(r.ranks[1].end_s, 0.0010600168));
@@ -1075,8 +1257,42 @@ mod tests {
             &p,
             vec![0, 1],
             vec![
-                vec![Action::Send { dst: 1, tag: 0, bytes: 1_000_000, comm: 0, req: Some(1), sync: false }, Action::Send { dst: 1, tag: 1, bytes: 1_000_000, comm: 0, req: Some(2), sync: false }, Action::Wait { reqs: vec![1, 2] }],
-                vec![Action::Recv { src: 0, tag: 0, bytes: 1_000_000, comm: 0, req: Some(1) }, Action::Recv { src: 0, tag: 1, bytes: 1_000_000, comm: 0, req: Some(2) }, Action::Wait { reqs: vec![1, 2] }],
+                vec![
+                    Action::Send {
+                        dst: 1,
+                        tag: 0,
+                        bytes: 1_000_000,
+                        comm: 0,
+                        req: Some(1),
+                        sync: false,
+                    },
+                    Action::Send {
+                        dst: 1,
+                        tag: 1,
+                        bytes: 1_000_000,
+                        comm: 0,
+                        req: Some(2),
+                        sync: false,
+                    },
+                    Action::Wait { reqs: vec![1, 2] },
+                ],
+                vec![
+                    Action::Recv {
+                        src: 0,
+                        tag: 0,
+                        bytes: 1_000_000,
+                        comm: 0,
+                        req: Some(1),
+                    },
+                    Action::Recv {
+                        src: 0,
+                        tag: 1,
+                        bytes: 1_000_000,
+                        comm: 0,
+                        req: Some(2),
+                    },
+                    Action::Wait { reqs: vec![1, 2] },
+                ],
             ],
         );
         // Measured 0.002110033600.
@@ -1087,22 +1303,47 @@ mod tests {
     fn eager_threshold() {
         // Rank 1 computes 1 s, then receives; rank 0 sends then computes 1000 flops.
         let p = p1();
-        for (size, send_end, recv_end) in [(65535u64, 1e-6, 1.00007882855), (65536, 1.0000788296 + 1e-6, 1.0000788296)] {
+        for (size, send_end, recv_end) in [
+            (65535u64, 1e-6, 1.00007882855),
+            (65536, 1.0000788296 + 1e-6, 1.0000788296),
+        ] {
             let r = run(
                 &p,
                 vec![0, 1],
-                vec![vec![send(1, size), Action::Compute { flops: 1000.0 }], vec![Action::Compute { flops: 1e9 }, recv(0, size)]],
+                vec![
+                    vec![send(1, size), Action::Compute { flops: 1000.0 }],
+                    vec![Action::Compute { flops: 1e9 }, recv(0, size)],
+                ],
             );
-            assert!(close(r.ranks[0].end_s, send_end), "{size}: sender ends {}", r.ranks[0].end_s);
-            assert!(close(r.ranks[1].end_s, recv_end), "{size}: receiver ends {}", r.ranks[1].end_s);
+            assert!(
+                close(r.ranks[0].end_s, send_end),
+                "{size}: sender ends {}",
+                r.ranks[0].end_s
+            );
+            assert!(
+                close(r.ranks[1].end_s, recv_end),
+                "{size}: receiver ends {}",
+                r.ranks[1].end_s
+            );
         }
     }
 
     #[test]
     fn ranks_share_cores() {
         let p = p1();
-        let r = run(&p, vec![0, 0], vec![vec![Action::Compute { flops: 1e9 }], vec![Action::Compute { flops: 5e8 }]]);
-        assert!(close(r.ranks[0].end_s, 1.5) && close(r.ranks[1].end_s, 1.0), "{:?}", r.ranks);
+        let r = run(
+            &p,
+            vec![0, 0],
+            vec![
+                vec![Action::Compute { flops: 1e9 }],
+                vec![Action::Compute { flops: 5e8 }],
+            ],
+        );
+        assert!(
+            close(r.ranks[0].end_s, 1.5) && close(r.ranks[1].end_s, 1.0),
+            "{:?}",
+            r.ranks
+        );
     }
 
     #[test]
@@ -1116,7 +1357,11 @@ mod tests {
             t.insert((d, s), vec![i as LinkId]);
         }
         let hosts: Vec<Host> = (0..10).map(|i| host(&format!("h{i}"), 1)).collect();
-        let p = Platform::new(hosts, (0..3).map(|i| link(&format!("L{i}"), 1e-5)).collect(), Box::new(Table(t)));
+        let p = Platform::new(
+            hosts,
+            (0..3).map(|i| link(&format!("L{i}"), 1e-5)).collect(),
+            Box::new(Table(t)),
+        );
         let mut scripts = vec![vec![send(1, 1_000_000)], vec![recv(0, 1_000_000)]];
         for i in 0..3u32 {
             scripts.push(vec![send(2 * i + 3, 1_000_000)]);
@@ -1124,16 +1369,34 @@ mod tests {
         }
         let r = run(&p, vec![0, 3, 4, 5, 6, 7, 8, 9], scripts);
         // Measured: short flows end at 0.001403355733, the long one at 0.002110033600.
-        assert!((r.ranks[3].end_s - 0.001403355733).abs() < 1e-9, "{}", r.ranks[3].end_s);
-        assert!((r.ranks[1].end_s - 0.0021100336).abs() < 1e-9, "{}", r.ranks[1].end_s);
+        assert!(
+            (r.ranks[3].end_s - 0.001403355733).abs() < 1e-9,
+            "{}",
+            r.ranks[3].end_s
+        );
+        assert!(
+            (r.ranks[1].end_s - 0.0021100336).abs() < 1e-9,
+            "{}",
+            r.ranks[1].end_s
+        );
     }
 
     #[test]
     fn deadlock_is_reported() {
         let p = p1();
-        let w: Vec<Box<dyn RankWorkload>> = vec![Box::new(Script(vec![recv(1, 8)].into())), Box::new(Script(vec![recv(0, 8)].into()))];
-        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w).unwrap().run().unwrap_err().to_string();
-        assert!(e.contains("deadlock") && e.contains("rank 0") && e.contains("receive from 1"), "{e}");
+        let w: Vec<Box<dyn RankWorkload>> = vec![
+            Box::new(Script(vec![recv(1, 8)].into())),
+            Box::new(Script(vec![recv(0, 8)].into())),
+        ];
+        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w)
+            .unwrap()
+            .run()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("deadlock") && e.contains("rank 0") && e.contains("receive from 1"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -1143,7 +1406,15 @@ mod tests {
             &p,
             vec![0, 1, 0],
             vec![
-                vec![Action::Probe { src: ANY, tag: ANY, comm: 0 }, recv(ANY, 100), recv(ANY, 100)],
+                vec![
+                    Action::Probe {
+                        src: ANY,
+                        tag: ANY,
+                        comm: 0,
+                    },
+                    recv(ANY, 100),
+                    recv(ANY, 100),
+                ],
                 vec![send(0, 100)],
                 vec![Action::Compute { flops: 1e6 }, send(0, 100)],
             ],
@@ -1155,7 +1426,20 @@ mod tests {
     #[test]
     fn same_input_same_output() {
         let p = p1();
-        let mk = || run(&p, vec![0, 1], vec![vec![send(1, 12345), Action::Compute { flops: 777.0 }, recv(1, 10)], vec![recv(0, 12345), send(0, 10)]]);
+        let mk = || {
+            run(
+                &p,
+                vec![0, 1],
+                vec![
+                    vec![
+                        send(1, 12345),
+                        Action::Compute { flops: 777.0 },
+                        recv(1, 10),
+                    ],
+                    vec![recv(0, 12345), send(0, 10)],
+                ],
+            )
+        };
         let (a, b) = (mk(), mk());
         assert_eq!(a.makespan_s, b.makespan_s);
         assert_eq!(a.ranks, b.ranks);

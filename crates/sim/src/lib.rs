@@ -16,8 +16,8 @@ pub mod coll;
 pub mod cpu;
 pub mod engine;
 pub mod network;
-pub mod report;
 pub mod platform;
+pub mod report;
 pub mod time;
 pub mod workload;
 

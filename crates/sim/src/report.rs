@@ -81,7 +81,11 @@ impl Report {
             .enumerate()
             .map(|(i, r)| RankSummary {
                 rank: i as u32,
-                host: hosts.get(i).and_then(|&h| platform.hosts.get(h as usize)).map(|h| h.name.clone()).unwrap_or_default(),
+                host: hosts
+                    .get(i)
+                    .and_then(|&h| platform.hosts.get(h as usize))
+                    .map(|h| h.name.clone())
+                    .unwrap_or_default(),
                 end_s: r.end_s,
                 compute_s: r.compute_s,
                 comm_s: r.comm_s,
@@ -96,11 +100,19 @@ impl Report {
                 Some(LinkLoad {
                     link: link.name.clone(),
                     bytes: b,
-                    utilization: if makespan > 0.0 { b / (link.bandwidth * makespan) } else { 0.0 },
+                    utilization: if makespan > 0.0 {
+                        b / (link.bandwidth * makespan)
+                    } else {
+                        0.0
+                    },
                 })
             })
             .collect();
-        top_links.sort_by(|a, b| b.utilization.total_cmp(&a.utilization).then(a.link.cmp(&b.link)));
+        top_links.sort_by(|a, b| {
+            b.utilization
+                .total_cmp(&a.utilization)
+                .then(a.link.cmp(&b.link))
+        });
         top_links.truncate(20);
         let mut used: Vec<u32> = hosts.to_vec();
         used.sort_unstable();
@@ -113,9 +125,20 @@ impl Report {
                 Some(host.watts_idle * makespan + (host.watts_max - host.watts_idle) * busy)
             })
             .sum();
-        let mut callsites: Vec<CallsiteSummary> =
-            result.callsites.iter().map(|&(c, n, s)| CallsiteSummary { callsite: c, calls: n, seconds: s }).collect();
-        callsites.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.callsite.cmp(&b.callsite)));
+        let mut callsites: Vec<CallsiteSummary> = result
+            .callsites
+            .iter()
+            .map(|&(c, n, s)| CallsiteSummary {
+                callsite: c,
+                calls: n,
+                seconds: s,
+            })
+            .collect();
+        callsites.sort_by(|a, b| {
+            b.seconds
+                .total_cmp(&a.seconds)
+                .then(a.callsite.cmp(&b.callsite))
+        });
         Report {
             makespan_s: makespan,
             ranks: result.ranks.len() as u32,
@@ -133,7 +156,11 @@ impl Report {
     pub fn to_text(&self) -> String {
         use std::fmt::Write as _;
         let mut s = String::new();
-        let _ = writeln!(s, "makespan {:.9} s ({} ranks, {} actions, {} messages)", self.makespan_s, self.ranks, self.actions, self.messages);
+        let _ = writeln!(
+            s,
+            "makespan {:.9} s ({} ranks, {} actions, {} messages)",
+            self.makespan_s, self.ranks, self.actions, self.messages
+        );
         let _ = writeln!(
             s,
             "simulated in {:.3} s ({:.0} actions/s); energy {:.3} J",
@@ -142,18 +169,44 @@ impl Report {
             self.energy_j
         );
         let n = self.per_rank.len().max(1) as f64;
-        let (c, m, w) = self.per_rank.iter().fold((0.0, 0.0, 0.0), |a, r| (a.0 + r.compute_s, a.1 + r.comm_s, a.2 + r.wait_s));
-        let _ = writeln!(s, "mean per rank: compute {:.6} s, communication {:.6} s, waiting {:.6} s", c / n, m / n, w / n);
+        let (c, m, w) = self.per_rank.iter().fold((0.0, 0.0, 0.0), |a, r| {
+            (a.0 + r.compute_s, a.1 + r.comm_s, a.2 + r.wait_s)
+        });
+        let _ = writeln!(
+            s,
+            "mean per rank: compute {:.6} s, communication {:.6} s, waiting {:.6} s",
+            c / n,
+            m / n,
+            w / n
+        );
         if self.per_rank.len() <= 32 {
-            let _ = writeln!(s, "\n{:>6} {:<14} {:>12} {:>12} {:>12} {:>12}", "rank", "host", "end (s)", "compute", "comm", "wait");
+            let _ = writeln!(
+                s,
+                "\n{:>6} {:<14} {:>12} {:>12} {:>12} {:>12}",
+                "rank", "host", "end (s)", "compute", "comm", "wait"
+            );
             for r in &self.per_rank {
-                let _ = writeln!(s, "{:>6} {:<14} {:>12.6} {:>12.6} {:>12.6} {:>12.6}", r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s);
+                let _ = writeln!(
+                    s,
+                    "{:>6} {:<14} {:>12.6} {:>12.6} {:>12.6} {:>12.6}",
+                    r.rank, r.host, r.end_s, r.compute_s, r.comm_s, r.wait_s
+                );
             }
         }
         if !self.top_links.is_empty() {
-            let _ = writeln!(s, "\n{:<32} {:>14} {:>12}", "busiest links", "bytes", "utilization");
+            let _ = writeln!(
+                s,
+                "\n{:<32} {:>14} {:>12}",
+                "busiest links", "bytes", "utilization"
+            );
             for l in self.top_links.iter().take(10) {
-                let _ = writeln!(s, "{:<32} {:>14.0} {:>11.1}%", l.link, l.bytes, 100.0 * l.utilization);
+                let _ = writeln!(
+                    s,
+                    "{:<32} {:>14.0} {:>11.1}%",
+                    l.link,
+                    l.bytes,
+                    100.0 * l.utilization
+                );
             }
         }
         s

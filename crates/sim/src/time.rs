@@ -16,7 +16,7 @@ impl Time {
 
     /// From seconds, rounded to the nearest picosecond (saturating).
     pub fn from_secs(s: f64) -> Time {
-        if !(s > 0.0) {
+        if s.is_nan() || s <= 0.0 {
             return Time(0);
         }
         let ps = (s * 1e12).round();

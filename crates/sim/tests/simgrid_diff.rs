@@ -19,8 +19,16 @@ fn here() -> PathBuf {
 }
 
 fn need(tool: &str) {
-    let ok = Command::new("sh").arg("-c").arg(format!("command -v {tool}")).output().map(|o| o.status.success()).unwrap_or(false);
-    assert!(ok, "{tool} is not installed: install SimGrid (Debian: apt-get install simgrid libsimgrid-dev)");
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "{tool} is not installed: install SimGrid (Debian: apt-get install simgrid libsimgrid-dev)"
+    );
 }
 
 /// Records the TI trace of `program` at `np` ranks on `platform`; returns the index file.
@@ -29,8 +37,19 @@ fn record(dir: &Path, program: &str, np: u32, platform: &Path, hostfile: &Path) 
     need("smpirun");
     let exe = dir.join(program);
     let src = here().join("programs").join(format!("{program}.c"));
-    let o = Command::new("smpicc").arg("-O1").arg("-o").arg(&exe).arg(&src).output().unwrap();
-    assert!(o.status.success(), "smpicc {}: {}", src.display(), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("smpicc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "smpicc {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
     let index = dir.join(format!("{program}-{np}.txt"));
     let o = Command::new("smpirun")
         .arg("-trace-ti")
@@ -46,14 +65,26 @@ fn record(dir: &Path, program: &str, np: u32, platform: &Path, hostfile: &Path) 
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(o.status.success(), "smpirun -trace-ti {program}: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "smpirun -trace-ti {program}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     index
 }
 
-/// SimGrid's replay time of `index`.
-fn simgrid_time(dir: &Path, index: &Path, np: u32, platform: &Path, hostfile: &Path) -> f64 {
-    let o = Command::new("smpirun")
-        .arg("-replay")
+/// SimGrid's replay time of `index`, with `--cfg=network/optim:MODE` when `optim` is set;
+/// `Err(output)` when SimGrid aborts.
+fn simgrid_time(
+    dir: &Path,
+    index: &Path,
+    np: u32,
+    platform: &Path,
+    hostfile: &Path,
+    optim: Option<&str>,
+) -> Result<f64, String> {
+    let mut cmd = Command::new("smpirun");
+    cmd.arg("-replay")
         .arg(index)
         .arg("-np")
         .arg(np.to_string())
@@ -63,64 +94,163 @@ fn simgrid_time(dir: &Path, index: &Path, np: u32, platform: &Path, hostfile: &P
         .arg(hostfile)
         .arg("--cfg=network/model:CM02")
         .arg("--cfg=smpi/coll-selector:ompi")
-        .arg("--log=smpi_replay.fmt:[%.12d]%e%m%n")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "smpirun -replay failed:\n{text}");
-    let line = text.lines().filter(|l| l.contains("Simulation time")).last().unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
+        .arg("--log=smpi_replay.fmt:[%.12d]%e%m%n");
+    if let Some(mode) = optim {
+        cmd.arg(format!("--cfg=network/optim:{mode}"));
+    }
+    let o = cmd.current_dir(dir).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() {
+        return Err(text);
+    }
+    let line = text
+        .lines()
+        .rfind(|l| l.contains("Simulation time"))
+        .unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
     let t = line.trim_start_matches('[').split(']').next().unwrap();
-    t.parse().unwrap()
+    Ok(t.parse().unwrap())
 }
 
 /// Our replay time of `index`.
 fn our_time(index: &Path, platform: &Path, hostfile: &Path) -> f64 {
     let p = platform::load(platform).unwrap();
-    let w = ti::load(index, ti::TiOptions { simgrid_test_delays: true }).unwrap();
-    let names: Vec<String> = std::fs::read_to_string(hostfile).unwrap().lines().map(|l| l.trim().to_owned()).filter(|l| !l.is_empty()).collect();
-    let hosts: Vec<HostId> = (0..w.len()).map(|i| p.host_id(&names[i % names.len()]).unwrap()).collect();
+    let w = ti::load(
+        index,
+        ti::TiOptions {
+            simgrid_test_delays: true,
+        },
+    )
+    .unwrap();
+    let names: Vec<String> = std::fs::read_to_string(hostfile)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let hosts: Vec<HostId> = (0..w.len())
+        .map(|i| p.host_id(&names[i % names.len()]).unwrap())
+        .collect();
     let sim = Simulation::new(&p, SimConfig::default(), hosts, w).unwrap();
     sim.run().unwrap().makespan_s
 }
 
-fn flat_cluster(dir: &Path, n: u32) -> (PathBuf, PathBuf) {
-    let xml = dir.join("cluster.xml");
+/// Test platforms, all with 16 hosts `n0..n15`, 1 GB/s links and 10 us latency.
+#[derive(Debug, Clone, Copy)]
+enum Topology {
+    /// Private links, no backbone.
+    Flat,
+    /// Two-level fat tree `2;4,4;1,2;1,2`: 4 leaf switches of 4 hosts, 2 top switches.
+    FatTree,
+    /// 4x4 torus.
+    Torus,
+}
+
+fn platform_files(dir: &Path, topo: Topology) -> (PathBuf, PathBuf) {
+    let topology = match topo {
+        Topology::Flat => String::new(),
+        Topology::FatTree => " topology=\"FAT_TREE\" topo_parameters=\"2;4,4;1,2;1,2\"".into(),
+        Topology::Torus => " topology=\"TORUS\" topo_parameters=\"4,4\"".into(),
+    };
+    let xml = dir.join("platform.xml");
     std::fs::write(
         &xml,
         format!(
-            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n<cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-{}\" speed=\"1Gf\" bw=\"1GBps\" lat=\"10us\"/>\n</zone>\n</platform>\n",
-            n - 1
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n<cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-15\" speed=\"1Gf\" bw=\"1GBps\" lat=\"10us\"{topology}/>\n</zone>\n</platform>\n"
         ),
     )
     .unwrap();
     let hf = dir.join("hosts");
-    std::fs::write(&hf, (0..n).map(|i| format!("n{i}\n")).collect::<String>()).unwrap();
+    std::fs::write(&hf, (0..16).map(|i| format!("n{i}\n")).collect::<String>()).unwrap();
     (xml, hf)
 }
 
-fn compare(program: &str, np: u32, tolerance: f64) {
+/// Replays `program`'s trace at `np` ranks on `topo` with SimGrid (default and `Full`
+/// sharing updates) and with ours. Ours must be within `tolerance` of SimGrid's default
+/// run (the acceptance criterion) and within 1e-6 of its `Full` run, which solves the same
+/// max-min systems as we do (see docs/notes/simgrid-3.32-selective-update.md). When
+/// SimGrid aborts on the trace, ours must still complete; the comparison is skipped with a
+/// message.
+fn compare(program: &str, np: u32, topo: Topology, tolerance: f64) {
     let tmp = tempfile::tempdir().unwrap();
-    let (xml, hf) = flat_cluster(tmp.path(), np.max(16));
+    let (xml, hf) = platform_files(tmp.path(), topo);
     let index = record(tmp.path(), program, np, &xml, &hf);
-    let theirs = simgrid_time(tmp.path(), &index, np, &xml, &hf);
     let ours = our_time(&index, &xml, &hf);
-    let err = (ours - theirs).abs() / theirs;
-    eprintln!("{program} np={np}: SimGrid {theirs:.9} s, ours {ours:.9} s, error {:.3}%", err * 100.0);
-    assert!(err <= tolerance, "{program} np={np}: SimGrid {theirs} s vs ours {ours} s ({:.3}% > {:.1}%)", err * 100.0, tolerance * 100.0);
+    let lazy = simgrid_time(tmp.path(), &index, np, &xml, &hf, None);
+    let full = simgrid_time(tmp.path(), &index, np, &xml, &hf, Some("Full"));
+    let (lazy, full) = match (lazy, full) {
+        (Ok(l), Ok(f)) => (l, f),
+        (l, f) => {
+            let out = l.err().or(f.err()).unwrap_or_default();
+            let last: Vec<&str> = out.lines().rev().take(3).collect();
+            eprintln!(
+                "{program} np={np} {topo:?}: SimGrid 3.32 aborts on this trace (skipped; ours: {ours:.9} s): {}",
+                last.join(" | ")
+            );
+            assert!(ours > 0.0);
+            return;
+        }
+    };
+    let err = (ours - lazy).abs() / lazy;
+    let err_full = (ours - full).abs() / full;
+    eprintln!(
+        "{program} np={np} {topo:?}: SimGrid {lazy:.9} s (Full: {full:.9} s), ours {ours:.9} s, error {:.4}% (vs Full {:.2e})",
+        err * 100.0,
+        err_full
+    );
+    assert!(
+        err <= tolerance,
+        "{program} np={np} {topo:?}: SimGrid {lazy} s vs ours {ours} s ({:.3}% > {:.1}%)",
+        err * 100.0,
+        tolerance * 100.0
+    );
+    assert!(
+        err_full <= 1e-6,
+        "{program} np={np} {topo:?}: SimGrid (network/optim:Full) {full} s vs ours {ours} s"
+    );
 }
 
 #[test]
 fn p2p_flat_cluster_8() {
-    compare("p2p_mix", 8, 0.01);
+    compare("p2p_mix", 8, Topology::Flat, 0.01);
 }
 
 #[test]
 fn p2p_flat_cluster_16() {
-    compare("p2p_mix", 16, 0.01);
+    compare("p2p_mix", 16, Topology::Flat, 0.01);
+}
+
+#[test]
+fn p2p_fat_tree_16() {
+    compare("p2p_mix", 16, Topology::FatTree, 0.01);
+}
+
+#[test]
+fn p2p_torus_16() {
+    compare("p2p_mix", 16, Topology::Torus, 0.01);
 }
 
 #[test]
 fn collectives_flat_cluster_4() {
-    compare("coll_mix", 4, 0.05);
+    compare("coll_mix", 4, Topology::Flat, 0.05);
+}
+
+#[test]
+fn collectives_flat_cluster_8() {
+    compare("coll_mix", 8, Topology::Flat, 0.05);
+}
+
+#[test]
+fn collectives_flat_cluster_16() {
+    compare("coll_mix", 16, Topology::Flat, 0.05);
+}
+
+#[test]
+fn collectives_fat_tree_8() {
+    compare("coll_mix", 8, Topology::FatTree, 0.05);
+}
+
+#[test]
+fn collectives_torus_8() {
+    compare("coll_mix", 8, Topology::Torus, 0.05);
 }

@@ -11,6 +11,39 @@
 //! message pattern: who sends what to whom, in which order, with which blocking. The
 //! [`Selector`]s pick an algorithm from the communicator size and message size with the
 //! libraries' decision rules; any algorithm can also be forced by name.
+//!
+//! * [`program`] builds the program of one rank, [`algorithm_name`] tells which algorithm a
+//!   selector picks, [`algorithms`] lists the algorithms of a collective (names as SimGrid's
+//!   `--cfg=smpi/<collective>:<name>` spells them; a few aliases are also accepted).
+//! * [`algorithms_used`] lists every algorithm a call runs (sub-collectives included: remainders
+//!   broadcast through the selector, reduce + bcast, …) and [`simgrid_abort`] tells whether
+//!   SimGrid 3.32 aborts on that call in replay (the programs are valid nonetheless).
+//! * One file per collective holds its algorithms; `select.rs` holds the decision rules of
+//!   both selectors; `ops.rs` the shared builders and Open MPI's trees.
+//!
+//! A communicator of one rank runs the empty program whatever the algorithm.
+
+mod allgather;
+mod allgatherv;
+mod allreduce;
+mod alltoall;
+mod alltoallv;
+mod barrier;
+mod bcast;
+mod gather;
+mod ops;
+mod reduce;
+mod reduce_scatter;
+mod scan;
+mod scatter;
+mod select;
+
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_patterns;
+#[cfg(test)]
+mod tests_timing;
 
 /// One point-to-point operation of a collective program. Peers are communicator ranks.
 ///
@@ -188,4 +221,306 @@ pub enum CollError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The collective tags SimGrid 3.32 uses (`src/smpi/include/private.hpp`). Matching never
+/// depends on them (collective messages have their own context), but keeping SimGrid's values
+/// keeps message order per (source, destination, tag) identical.
+pub(crate) mod tag {
+    /// `COLL_TAG_REDUCE`.
+    pub const REDUCE: i32 = -112;
+    /// `COLL_TAG_SCATTER`.
+    pub const SCATTER: i32 = -223;
+    /// `COLL_TAG_SCATTERV`.
+    pub const SCATTERV: i32 = -334;
+    /// `COLL_TAG_GATHER`.
+    pub const GATHER: i32 = -445;
+    /// `COLL_TAG_ALLGATHER`.
+    pub const ALLGATHER: i32 = -556;
+    /// `COLL_TAG_ALLGATHERV`.
+    pub const ALLGATHERV: i32 = -667;
+    /// `COLL_TAG_BARRIER`.
+    pub const BARRIER: i32 = -778;
+    /// `COLL_TAG_REDUCE_SCATTER`.
+    pub const REDUCE_SCATTER: i32 = -889;
+    /// `COLL_TAG_ALLTOALLV`.
+    pub const ALLTOALLV: i32 = -1000;
+    /// `COLL_TAG_ALLTOALL`.
+    pub const ALLTOALL: i32 = -1112;
+    /// `COLL_TAG_GATHERV`.
+    pub const GATHERV: i32 = -2223;
+    /// `COLL_TAG_BCAST`.
+    pub const BCAST: i32 = -3334;
+    /// `COLL_TAG_ALLREDUCE`.
+    pub const ALLREDUCE: i32 = -4445;
+    /// The fixed tag of SimGrid's scan and exscan.
+    pub const SCAN: i32 = -888;
+    /// The fixed tag of Open MPI's segmented ring allreduce.
+    pub const RING_SEGMENTED: i32 = 666;
+}
+
+/// Building context: the selector, the forced algorithm (it applies to every call of its
+/// collective, nested ones included, as `--cfg=smpi/<collective>:<name>` does in SimGrid) and
+/// what the build ran into.
+pub(crate) struct Cx<'f> {
+    selector: Selector,
+    forced: Option<(Collective, &'f str)>,
+    /// Every algorithm the call runs, outermost first.
+    used: Vec<&'static str>,
+    /// Why SimGrid 3.32 would abort on this call (empty if it would not).
+    aborts: Vec<&'static str>,
+}
+
+impl<'f> Cx<'f> {
+    fn new(selector: Selector, forced: Option<(Collective, &'f str)>) -> Cx<'f> {
+        Cx {
+            selector,
+            forced,
+            used: Vec::new(),
+            aborts: Vec::new(),
+        }
+    }
+
+    /// Records an algorithm an algorithm calls directly (not through the selector).
+    pub(crate) fn enter(&mut self, name: &'static str) {
+        self.used.push(name);
+    }
+
+    /// Records a path on which SimGrid 3.32 aborts in replay.
+    pub(crate) fn abort(&mut self, why: &'static str) {
+        if !self.aborts.contains(&why) {
+            self.aborts.push(why);
+        }
+    }
+
+    /// The algorithm this call runs.
+    fn choose(&self, args: &CollArgs) -> Result<&'static str, CollError> {
+        match self.forced {
+            Some((kind, name)) if kind == args.kind => {
+                resolve(kind, name).ok_or_else(|| CollError::UnknownAlgorithm {
+                    kind,
+                    name: name.to_string(),
+                    known: algorithms(kind).join(", "),
+                })
+            }
+            _ => Ok(select::choose(args, self.selector)),
+        }
+    }
+
+    /// The program of a (possibly nested) call.
+    pub(crate) fn build(&mut self, args: &CollArgs) -> Result<Box<dyn Program>, CollError> {
+        let name = self.choose(args)?;
+        self.used.push(name);
+        let forced_here = matches!(self.forced, Some((kind, _)) if kind == args.kind);
+        if args.size <= 1
+            || (!forced_here && self.selector == Selector::Mpich && select::mpich_noop(args))
+        {
+            return Ok(ops::empty());
+        }
+        match args.kind {
+            Collective::Barrier => barrier::build(name, args, self),
+            Collective::Bcast => bcast::build(name, args, self),
+            Collective::Reduce => reduce::build(name, args, self),
+            Collective::Allreduce => allreduce::build(name, args, self),
+            Collective::Alltoall => alltoall::build(name, args, self),
+            Collective::Alltoallv => alltoallv::build(name, args, self),
+            Collective::Gather | Collective::Gatherv => gather::build(name, args, self),
+            Collective::Scatter | Collective::Scatterv => scatter::build(name, args, self),
+            Collective::Allgather => allgather::build(name, args, self),
+            Collective::Allgatherv => allgatherv::build(name, args, self),
+            Collective::ReduceScatter => reduce_scatter::build(name, args, self),
+            Collective::Scan | Collective::Exscan => scan::build(name, args, self),
+        }
+    }
+}
+
+impl CollArgs {
+    /// Arguments of a nested call: same communicator and rank, another collective, count
+    /// and root (element sizes are kept; per-rank vectors are cleared).
+    pub(crate) fn nested(&self, kind: Collective, count: u64, root: u32) -> CollArgs {
+        CollArgs {
+            kind,
+            size: self.size,
+            rank: self.rank,
+            root,
+            count,
+            recv_count: count,
+            dtype_size: self.dtype_size,
+            recv_dtype_size: self.dtype_size,
+            send_counts: Vec::new(),
+            recv_counts: Vec::new(),
+        }
+    }
+
+    /// `count * dtype_size`: the buffer of bcast/reduce/allreduce/scan, or the block every
+    /// rank sends in alltoall/allgather/gather.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.count.saturating_mul(self.dtype_size)
+    }
+}
+
+/// The algorithms of `kind`, by the names [`program`]'s `forced` accepts.
+pub fn algorithms(kind: Collective) -> &'static [&'static str] {
+    match kind {
+        Collective::Barrier => barrier::NAMES,
+        Collective::Bcast => bcast::NAMES,
+        Collective::Reduce => reduce::NAMES,
+        Collective::Allreduce => allreduce::NAMES,
+        Collective::Alltoall => alltoall::NAMES,
+        Collective::Alltoallv => alltoallv::NAMES,
+        Collective::Gather => gather::GATHER_NAMES,
+        Collective::Gatherv => gather::GATHERV_NAMES,
+        Collective::Scatter => scatter::SCATTER_NAMES,
+        Collective::Scatterv => scatter::SCATTERV_NAMES,
+        Collective::Allgather => allgather::NAMES,
+        Collective::Allgatherv => allgatherv::NAMES,
+        Collective::ReduceScatter => reduce_scatter::NAMES,
+        Collective::Scan | Collective::Exscan => scan::NAMES,
+    }
+}
+
+/// Other names accepted for the algorithms of `kind` (alias, canonical name).
+fn aliases(kind: Collective) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        Collective::Barrier => barrier::ALIASES,
+        Collective::Bcast => bcast::ALIASES,
+        Collective::Reduce => reduce::ALIASES,
+        Collective::Allreduce => allreduce::ALIASES,
+        Collective::Alltoall => alltoall::ALIASES,
+        Collective::Alltoallv => alltoallv::ALIASES,
+        Collective::Gather => gather::GATHER_ALIASES,
+        Collective::Gatherv | Collective::Scatterv => &[("default", "linear")],
+        Collective::Scatter => scatter::SCATTER_ALIASES,
+        Collective::Allgather => allgather::ALIASES,
+        Collective::Allgatherv => allgatherv::ALIASES,
+        Collective::ReduceScatter => reduce_scatter::ALIASES,
+        Collective::Scan | Collective::Exscan => scan::ALIASES,
+    }
+}
+
+/// The canonical name of algorithm `name` of `kind` (exact, then case-insensitive, then
+/// aliases).
+fn resolve(kind: Collective, name: &str) -> Option<&'static str> {
+    let names = algorithms(kind);
+    names
+        .iter()
+        .find(|n| **n == name)
+        .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(name)))
+        .copied()
+        .or_else(|| {
+            aliases(kind)
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(name))
+                .map(|(_, c)| *c)
+        })
+}
+
+/// Checks that `args` can describe a call.
+fn validate(args: &CollArgs) -> Result<(), CollError> {
+    let bad = |message: String| {
+        Err(CollError::BadArgs {
+            kind: args.kind,
+            message,
+        })
+    };
+    if args.size == 0 {
+        return bad("empty communicator".into());
+    }
+    if args.rank >= args.size {
+        return bad(format!("rank {} not below size {}", args.rank, args.size));
+    }
+    let rooted = matches!(
+        args.kind,
+        Collective::Bcast
+            | Collective::Reduce
+            | Collective::Gather
+            | Collective::Gatherv
+            | Collective::Scatter
+            | Collective::Scatterv
+    );
+    if rooted && args.root >= args.size {
+        return bad(format!("root {} not below size {}", args.root, args.size));
+    }
+    let n = args.size as usize;
+    let at_root = args.rank == args.root;
+    let need_send = match args.kind {
+        Collective::Alltoallv => true,
+        Collective::Scatterv => at_root,
+        _ => false,
+    };
+    let need_recv = match args.kind {
+        Collective::Alltoallv | Collective::Allgatherv | Collective::ReduceScatter => true,
+        Collective::Gatherv => at_root,
+        _ => false,
+    };
+    if need_send && args.send_counts.len() != n {
+        return bad(format!(
+            "{} send counts for {} ranks",
+            args.send_counts.len(),
+            n
+        ));
+    }
+    if need_recv && args.recv_counts.len() != n {
+        return bad(format!(
+            "{} receive counts for {} ranks",
+            args.recv_counts.len(),
+            n
+        ));
+    }
+    Ok(())
+}
+
+/// The program of `args.rank` for this collective call, with the algorithm `selector`'s
+/// decision rules pick, or the algorithm named `forced` (see [`algorithms`]). A forced
+/// algorithm also applies to the nested calls of the same collective (remainders), as in
+/// SimGrid; nested calls of other collectives use the selector.
+pub fn program(
+    args: &CollArgs,
+    selector: Selector,
+    forced: Option<&str>,
+) -> Result<Box<dyn Program>, CollError> {
+    validate(args)?;
+    Cx::new(selector, forced.map(|f| (args.kind, f))).build(args)
+}
+
+/// The (outermost) algorithm [`program`] runs for these arguments.
+pub fn algorithm_name(
+    args: &CollArgs,
+    selector: Selector,
+    forced: Option<&str>,
+) -> Result<&'static str, CollError> {
+    validate(args)?;
+    Cx::new(selector, forced.map(|f| (args.kind, f))).choose(args)
+}
+
+/// Every algorithm [`program`] runs for these arguments, in the order they are entered
+/// (nested calls: remainders broadcast through the selector, reduce then bcast, …).
+pub fn algorithms_used(
+    args: &CollArgs,
+    selector: Selector,
+    forced: Option<&str>,
+) -> Result<Vec<&'static str>, CollError> {
+    validate(args)?;
+    let mut cx = Cx::new(selector, forced.map(|f| (args.kind, f)));
+    cx.build(args)?;
+    Ok(cx.used)
+}
+
+/// Why SimGrid 3.32 aborts on this call in replay (design note §8: the MVAPICH2 k-nomial
+/// bcast, reached directly or through a remainder, redbcast or GB; pair algorithms on a
+/// communicator whose size is not a power of two; the SMP bcast fallback of split_bintree),
+/// or `None` if it runs. [`program`] still returns a valid program in these cases.
+pub fn simgrid_abort(
+    args: &CollArgs,
+    selector: Selector,
+    forced: Option<&str>,
+) -> Result<Option<String>, CollError> {
+    validate(args)?;
+    let mut cx = Cx::new(selector, forced.map(|f| (args.kind, f)));
+    cx.build(args)?;
+    Ok(if cx.aborts.is_empty() {
+        None
+    } else {
+        Some(cx.aborts.join("; "))
+    })
 }

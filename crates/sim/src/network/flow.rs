@@ -45,6 +45,8 @@ struct Flow {
     uses: Vec<(ConsId, f64)>,
     var: Option<VarId>,
     generation: u32,
+    /// A completion entry for the current rate is in the heap.
+    scheduled: bool,
 }
 
 /// The flow model.
@@ -147,10 +149,15 @@ impl FlowModel {
             if self.flows[id as usize].var != Some(v) {
                 continue;
             }
+            let rate = self.system.value(v) * self.flows[id as usize].rate_factor;
+            if self.flows[id as usize].scheduled && rate == self.flows[id as usize].rate {
+                // Same rate: the scheduled completion stays right.
+                continue;
+            }
             self.catch_up(id, now);
             let f = &mut self.flows[id as usize];
-            let rate = self.system.value(v) * f.rate_factor;
             f.rate = rate;
+            f.scheduled = true;
             let at = if rate.is_infinite() {
                 now
             } else if rate > 0.0 {
@@ -177,7 +184,14 @@ impl FlowModel {
 }
 
 impl NetworkModel for FlowModel {
-    fn start(&mut self, platform: &Platform, now: Time, src: HostId, dst: HostId, bytes: u64) -> Result<TransferId, PlatformError> {
+    fn start(
+        &mut self,
+        platform: &Platform,
+        now: Time,
+        src: HostId,
+        dst: HostId,
+        bytes: u64,
+    ) -> Result<TransferId, PlatformError> {
         self.now = now;
         let latency = platform.route(src, dst, &mut self.route)?;
         let padded = bytes + self.config.envelope;
@@ -189,7 +203,11 @@ impl NetworkModel for FlowModel {
         }
         if self.config.crosstraffic > 0.0 {
             platform.route(dst, src, &mut self.back)?;
-            uses.extend(self.back.iter().map(|&l| (l as ConsId, self.config.crosstraffic)));
+            uses.extend(
+                self.back
+                    .iter()
+                    .map(|&l| (l as ConsId, self.config.crosstraffic)),
+            );
         }
         if latency > 0.0 && self.config.tcp_gamma > 0.0 {
             bound = bound.min(self.config.tcp_gamma / (2.0 * latency));
@@ -205,6 +223,7 @@ impl NetworkModel for FlowModel {
             uses,
             var: None,
             generation: 0,
+            scheduled: false,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -274,7 +293,15 @@ impl NetworkModel for FlowModel {
         self.resolve();
     }
 
+    fn solver_stats(&self) -> crate::network::maxmin::SolverStats {
+        self.system.stats()
+    }
+
     fn link_bytes(&self) -> Vec<(u32, f64)> {
-        self.carried.iter().enumerate().map(|(i, &b)| (i as u32, b)).collect()
+        self.carried
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (i as u32, b))
+            .collect()
     }
 }

@@ -28,7 +28,12 @@ pub struct LogGp {
 
 impl Default for LogGp {
     fn default() -> Self {
-        LogGp { l: None, o: 0.0, g: 0.0, big_g: None }
+        LogGp {
+            l: None,
+            o: 0.0,
+            g: 0.0,
+            big_g: None,
+        }
     }
 }
 
@@ -59,13 +64,24 @@ impl LogGpModel {
 }
 
 impl NetworkModel for LogGpModel {
-    fn start(&mut self, platform: &Platform, now: Time, src: HostId, dst: HostId, bytes: u64) -> Result<TransferId, PlatformError> {
+    fn start(
+        &mut self,
+        platform: &Platform,
+        now: Time,
+        src: HostId,
+        dst: HostId,
+        bytes: u64,
+    ) -> Result<TransferId, PlatformError> {
         let route_lat = platform.route(src, dst, &mut self.route)?;
         let l = self.params.l.unwrap_or(route_lat);
         let big_g = match self.params.big_g {
             Some(g) => g,
             None => {
-                let bw = self.route.iter().map(|&k| platform.links[k as usize].bandwidth).fold(f64::INFINITY, f64::min);
+                let bw = self
+                    .route
+                    .iter()
+                    .map(|&k| platform.links[k as usize].bandwidth)
+                    .fold(f64::INFINITY, f64::min);
                 if bw.is_finite() && bw > 0.0 {
                     1.0 / bw
                 } else {
@@ -102,6 +118,10 @@ impl NetworkModel for LogGpModel {
     }
 
     fn link_bytes(&self) -> Vec<(u32, f64)> {
-        self.carried.iter().enumerate().map(|(i, &b)| (i as u32, b)).collect()
+        self.carried
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| (i as u32, b))
+            .collect()
     }
 }

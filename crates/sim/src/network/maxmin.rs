@@ -19,6 +19,10 @@ pub type ConsId = u32;
 
 /// Relative tolerance of saturation tests.
 const EPS: f64 = 1e-9;
+/// A constraint with less than this fraction of its capacity left is saturated.
+const SATURATED: f64 = 1e-9;
+/// Levels this close (relatively) are equal when checking a local re-solve.
+const LEVEL_TOLERANCE: f64 = 1e-9;
 
 #[derive(Debug, Clone)]
 struct Cons {
@@ -31,6 +35,13 @@ struct Cons {
     usage: f64,
     mark: u64,
     dirty: bool,
+    version: u32,
+    live: bool,
+    /// Saturated in the last solution that covered it (shared constraints only).
+    saturated: bool,
+    /// Membership of the local solver's region (== `System::local_epoch`) or its
+    /// boundary (== `local_epoch + 1`).
+    local: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -42,7 +53,11 @@ struct Var {
     mark: u64,
     fixed: bool,
     live: bool,
+    /// The constraint whose saturation fixed the value, `NO_CONS` when the bound did.
+    fixed_by: ConsId,
 }
+
+const NO_CONS: ConsId = ConsId::MAX;
 
 /// The sharing system.
 #[derive(Debug, Default, Clone)]
@@ -58,6 +73,58 @@ pub struct System {
     comp_cons: Vec<ConsId>,
     comp_vars: Vec<VarId>,
     stack: Vec<ConsId>,
+    heap: std::collections::BinaryHeap<Level>,
+    stats: SolverStats,
+    /// Re-solve around the change first (see [`System::solve`]); off: whole components.
+    full_only: bool,
+    local_epoch: u64,
+    region: Vec<ConsId>,
+    boundary: Vec<ConsId>,
+}
+
+/// Work done by the solver so far (for benchmarks and profiling).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct SolverStats {
+    /// Components re-solved.
+    pub components: u64,
+    /// Sum of their variable counts.
+    pub variables: u64,
+    /// Sum of their constraint counts.
+    pub constraints: u64,
+    /// Solves settled by a local re-solve around the change.
+    pub local: u64,
+    /// Local re-solves abandoned for a whole-component solve.
+    pub local_fallbacks: u64,
+    /// Saturation rounds (levels) over all solves.
+    pub rounds: u64,
+    /// Heap entries popped over all solves.
+    pub pops: u64,
+}
+
+/// A constraint's saturation level in the solver's heap (smallest first).
+#[derive(Debug, Clone, Copy)]
+struct Level {
+    level: f64,
+    cons: ConsId,
+    version: u32,
+}
+
+impl PartialEq for Level {
+    fn eq(&self, o: &Level) -> bool {
+        self.cmp(o) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for Level {}
+impl PartialOrd for Level {
+    fn partial_cmp(&self, o: &Level) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Level {
+    fn cmp(&self, o: &Level) -> std::cmp::Ordering {
+        // Reversed: the heap pops the lowest level (then the lowest constraint id).
+        o.level.total_cmp(&self.level).then(o.cons.cmp(&self.cons))
+    }
 }
 
 impl System {
@@ -76,6 +143,10 @@ impl System {
             usage: 0.0,
             mark: 0,
             dirty: false,
+            version: 0,
+            live: false,
+            saturated: false,
+            local: 0,
         });
         (self.cons.len() - 1) as ConsId
     }
@@ -108,7 +179,16 @@ impl System {
                 None => cons.push((c, w)),
             }
         }
-        let v = Var { penalty: penalty.max(f64::MIN_POSITIVE), bound, cons, value: 0.0, mark: 0, fixed: false, live: true };
+        let v = Var {
+            penalty: penalty.max(f64::MIN_POSITIVE),
+            bound,
+            cons,
+            value: 0.0,
+            mark: 0,
+            fixed: false,
+            live: true,
+            fixed_by: NO_CONS,
+        };
         let id = match self.free_vars.pop() {
             Some(id) => {
                 self.vars[id as usize] = v;
@@ -147,13 +227,24 @@ impl System {
         self.free_vars.push(id);
     }
 
+    /// Work done so far.
+    pub fn stats(&self) -> SolverStats {
+        self.stats
+    }
+
     /// The current value of a variable.
     pub fn value(&self, id: VarId) -> f64 {
         self.vars[id as usize].value
     }
 
-    /// Re-solves the components touched since the last call; appends to `changed` every
+    /// Re-solves what the changes since the last call affect; appends to `changed` every
     /// variable whose value may have changed.
+    ///
+    /// First a *local* re-solve: the variables on the touched constraints are re-filled with
+    /// every other variable held at its value, and the result is accepted only when each
+    /// held variable keeps a bottleneck (see [`System::solve_local`]); otherwise the region
+    /// grows and, past a size, the whole connected components are re-solved. Either way the
+    /// result is the max-min fair solution (it is unique).
     pub fn solve(&mut self, changed: &mut Vec<VarId>) {
         for id in std::mem::take(&mut self.dirty_free) {
             let v = &mut self.vars[id as usize];
@@ -163,14 +254,35 @@ impl System {
             }
         }
         let dirty = std::mem::take(&mut self.dirty);
-        for c in dirty {
+        for &c in &dirty {
             self.cons[c as usize].dirty = false;
+        }
+        if !dirty.is_empty() && !self.full_only {
+            if self.solve_local(&dirty, changed) {
+                self.stats.local += 1;
+                self.epoch += 1;
+                self.dirty = dirty;
+                self.dirty.clear();
+                return;
+            }
+            self.stats.local_fallbacks += 1;
+            // Fresh marks: the attempt's marks must not read as "already solved".
+            self.epoch += 1;
+        }
+        for &c in &dirty {
             if self.cons[c as usize].mark == self.epoch + 1 {
                 continue; // already solved as part of an earlier component
             }
             self.solve_component(c, changed);
         }
         self.epoch += 1;
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+
+    /// Solves whole connected components only (for checking the local solver).
+    pub fn set_full_only(&mut self, full_only: bool) {
+        self.full_only = full_only;
     }
 
     fn solve_component(&mut self, start: ConsId, changed: &mut Vec<VarId>) {
@@ -199,41 +311,216 @@ impl System {
                 }
             }
         }
-        // Initial remaining capacities and usages.
+        self.fill(mark);
+        self.record_saturation();
+        changed.extend_from_slice(&self.comp_vars);
+    }
+
+    /// Local re-solve around the constraints `dirty`; `false` when it gave up (nothing is
+    /// final then: the caller re-solves the components).
+    ///
+    /// Region `R`: constraints whose variables are all re-filled; boundary `B`: the other
+    /// constraints those variables use, whose remaining variables ("held") keep their values
+    /// and capacity. Max-min fairness holds globally iff every variable has a bottleneck: its
+    /// bound, or a saturated constraint on which no variable has a larger level `p x`.
+    /// Re-filled variables get one inside `R ∪ B` by construction; held variables had one
+    /// before. A boundary constraint `j` is added to `R` (and the fill redone) when:
+    /// * `j` was saturated and no longer is (a held variable may have been bottlenecked
+    ///   there and could now grow);
+    /// * a re-filled variable was fixed by `j` below the largest held level on `j` (that
+    ///   held variable should give way);
+    /// * `j` was saturated and a re-filled variable now exceeds every held level on `j` (a
+    ///   held variable bottlenecked at `j` lost its bottleneck);
+    /// * `j` is a fat pipe with held variables (a saturating fat pipe fixes all of its
+    ///   variables at one level, as in SimGrid).
+    fn solve_local(&mut self, dirty: &[ConsId], changed: &mut Vec<VarId>) -> bool {
+        /// Give up past this many re-filled variables or rounds of growth.
+        const MAX_VARS: usize = 2048;
+        const MAX_ROUNDS: usize = 8;
+        self.region.clear();
+        self.local_epoch += 2;
+        let in_region = self.local_epoch;
+        for &c in dirty {
+            if self.cons[c as usize].local != in_region {
+                self.cons[c as usize].local = in_region;
+                self.region.push(c);
+            }
+        }
+        for _ in 0..MAX_ROUNDS {
+            // A fresh mark for this attempt's re-filled variables and constraints.
+            self.epoch += 1;
+            let mark = self.epoch + 1;
+            let in_boundary = in_region + 1;
+            self.comp_vars.clear();
+            self.comp_cons.clear();
+            self.boundary.clear();
+            for i in 0..self.region.len() {
+                let c = self.region[i];
+                self.comp_cons.push(c);
+                self.cons[c as usize].mark = mark;
+                for k in 0..self.cons[c as usize].vars.len() {
+                    let v = self.cons[c as usize].vars[k].0;
+                    if self.vars[v as usize].mark != mark {
+                        self.vars[v as usize].mark = mark;
+                        self.comp_vars.push(v);
+                    }
+                }
+            }
+            if self.comp_vars.len() > MAX_VARS {
+                return false;
+            }
+            for i in 0..self.comp_vars.len() {
+                let v = self.comp_vars[i];
+                for k in 0..self.vars[v as usize].cons.len() {
+                    let c = self.vars[v as usize].cons[k].0;
+                    let kc = &mut self.cons[c as usize];
+                    if kc.local != in_region && kc.local != in_boundary {
+                        kc.local = in_boundary;
+                        kc.mark = mark;
+                        self.boundary.push(c);
+                        self.comp_cons.push(c);
+                    }
+                }
+            }
+            self.fill(mark);
+            // Check the boundary.
+            let mut grew = false;
+            for i in 0..self.boundary.len() {
+                let j = self.boundary[i];
+                if self.boundary_breaks(j, mark) {
+                    self.cons[j as usize].local = in_region;
+                    self.region.push(j);
+                    grew = true;
+                }
+            }
+            if !grew {
+                self.record_saturation();
+                changed.extend_from_slice(&self.comp_vars);
+                return true;
+            }
+            // Boundary constraints not taken into the region go back to being outside.
+            for i in 0..self.boundary.len() {
+                let j = self.boundary[i];
+                if self.cons[j as usize].local == in_boundary {
+                    self.cons[j as usize].local = 0;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether boundary constraint `j` invalidates the local solution (see
+    /// [`System::solve_local`]); re-filled variables carry `mark`.
+    fn boundary_breaks(&self, j: ConsId, mark: u64) -> bool {
+        let k = &self.cons[j as usize];
+        let mut held_max = f64::NEG_INFINITY;
+        let mut refilled_max = f64::NEG_INFINITY;
+        let mut fixed_here_min = f64::INFINITY;
+        for &(v, _) in &k.vars {
+            let var = &self.vars[v as usize];
+            let level = var.penalty * var.value;
+            if var.mark == mark {
+                refilled_max = refilled_max.max(level);
+                if var.fixed_by == j {
+                    fixed_here_min = fixed_here_min.min(level);
+                }
+            } else {
+                held_max = held_max.max(level);
+            }
+        }
+        if held_max == f64::NEG_INFINITY {
+            return false; // only re-filled variables: settled by the fill
+        }
+        if k.fatpipe {
+            // A saturating fat pipe fixes all its variables at one level (SimGrid's rule),
+            // which couples them in ways the checks below do not follow.
+            return true;
+        }
+        let saturated_now = k.rem <= SATURATED * k.capacity;
+        let tol = LEVEL_TOLERANCE;
+        if k.saturated && !saturated_now {
+            return true;
+        }
+        if saturated_now && fixed_here_min < held_max * (1.0 - tol) {
+            return true;
+        }
+        k.saturated && refilled_max > held_max * (1.0 + tol)
+    }
+
+    /// Stores, for the constraints just solved, whether they are saturated.
+    fn record_saturation(&mut self) {
+        for i in 0..self.comp_cons.len() {
+            let k = &mut self.cons[self.comp_cons[i] as usize];
+            k.saturated = !k.fatpipe && !k.vars.is_empty() && k.rem <= SATURATED * k.capacity;
+        }
+    }
+
+    /// Progressive filling of the variables in `comp_vars` (all carrying `mark`) over the
+    /// constraints in `comp_cons`; other variables on those constraints keep their values
+    /// and the capacity they use.
+    fn fill(&mut self, mark: u64) {
+        self.stats.components += 1;
+        self.stats.variables += self.comp_vars.len() as u64;
+        self.stats.constraints += self.comp_cons.len() as u64;
         for &v in &self.comp_vars {
             let var = &mut self.vars[v as usize];
             var.fixed = false;
             var.value = 0.0;
+            var.fixed_by = NO_CONS;
         }
-        let mut active: Vec<ConsId> = Vec::with_capacity(self.comp_cons.len());
-        for &c in &self.comp_cons {
-            let usage = self.usage_of(c);
+        // Constraints by the level at which they saturate (a lazy heap: an entry is stale
+        // when the constraint's version moved on).
+        self.heap.clear();
+        for i in 0..self.comp_cons.len() {
+            let c = self.comp_cons[i];
+            let (usage, held) = self.usage_and_held(c);
             let k = &mut self.cons[c as usize];
-            k.rem = k.capacity;
+            k.rem = if k.fatpipe {
+                k.capacity
+            } else {
+                (k.capacity - held).max(0.0)
+            };
             k.usage = usage;
-            if usage > 0.0 {
-                active.push(c);
+            k.version = k.version.wrapping_add(1);
+            k.live = usage > 0.0;
+            if k.live {
+                self.heap.push(Level {
+                    level: k.rem / k.usage,
+                    cons: c,
+                    version: k.version,
+                });
             }
         }
         let mut candidates: Vec<VarId> = Vec::new();
-        while !active.is_empty() {
-            // The level at which the next constraint saturates.
-            let mut level = f64::INFINITY;
-            for &c in &active {
-                let k = &self.cons[c as usize];
-                level = level.min(k.rem / k.usage);
+        let mut saturated: Vec<ConsId> = Vec::new();
+        while let Some(top) = self.heap.pop() {
+            self.stats.pops += 1;
+            if !self.is_current(&top) {
+                continue;
             }
-            // Variables of the saturated constraints.
+            let level = top.level;
+            self.stats.rounds += 1;
+            // Every constraint saturating at this level (ties within the tolerance).
+            saturated.clear();
+            saturated.push(top.cons);
+            while let Some(next) = self.heap.peek() {
+                if next.level > level * (1.0 + EPS) {
+                    break;
+                }
+                let next = self.heap.pop().expect("peeked");
+                if self.is_current(&next) {
+                    saturated.push(next.cons);
+                }
+            }
+            // Their unfixed variables.
             candidates.clear();
-            for &c in &active {
-                let k = &self.cons[c as usize];
-                if k.rem / k.usage <= level * (1.0 + EPS) {
-                    for &(v, _) in &k.vars {
-                        let var = &mut self.vars[v as usize];
-                        if !var.fixed && var.mark == mark {
-                            var.mark = mark + 1; // deduplicate
-                            candidates.push(v);
-                        }
+            for &c in &saturated {
+                for &(v, _) in &self.cons[c as usize].vars {
+                    let var = &mut self.vars[v as usize];
+                    if !var.fixed && var.mark == mark {
+                        var.mark = mark + 1; // deduplicate
+                        var.fixed_by = c;
+                        candidates.push(v);
                     }
                 }
             }
@@ -257,6 +544,7 @@ impl System {
                 });
                 for &v in &candidates {
                     let b = self.vars[v as usize].bound;
+                    self.vars[v as usize].fixed_by = NO_CONS;
                     self.fix(v, b);
                 }
             } else {
@@ -264,24 +552,61 @@ impl System {
                     let x = level / self.vars[v as usize].penalty;
                     self.fix(v, x);
                 }
+                // Saturated constraints are done.
+                for &c in &saturated {
+                    self.cons[c as usize].live = false;
+                }
             }
-            // Drop constraints with nothing left to share.
-            active.retain(|&c| {
-                let k = &self.cons[c as usize];
-                k.usage > 1e-12 && k.rem > EPS * k.capacity
-            });
+            // New levels of the constraints whose variables were fixed.
+            for &v in &candidates {
+                for j in 0..self.vars[v as usize].cons.len() {
+                    let c = self.vars[v as usize].cons[j].0;
+                    let k = &mut self.cons[c as usize];
+                    if !k.live {
+                        continue;
+                    }
+                    k.version = k.version.wrapping_add(1);
+                    if k.usage > 1e-12 && k.rem > EPS * k.capacity {
+                        self.heap.push(Level {
+                            level: k.rem / k.usage,
+                            cons: c,
+                            version: k.version,
+                        });
+                    } else {
+                        k.live = false;
+                    }
+                }
+            }
+            // Constraints left saturated by bounded variables go back in.
+            if min_bp.is_finite() {
+                for &c in &saturated {
+                    let k = &mut self.cons[c as usize];
+                    if k.live && k.usage > 1e-12 && k.rem > EPS * k.capacity {
+                        k.version = k.version.wrapping_add(1);
+                        self.heap.push(Level {
+                            level: k.rem / k.usage,
+                            cons: c,
+                            version: k.version,
+                        });
+                    }
+                }
+            }
             if candidates.is_empty() {
-                break;
+                // Nothing could be fixed (cannot happen with positive usages); avoid spinning.
+                for &c in &saturated {
+                    self.cons[c as usize].live = false;
+                }
             }
         }
         // Variables never fixed (their constraints all dropped out) take what they have.
         for &v in &self.comp_vars {
-            let var = &mut self.vars[v as usize];
-            if !var.fixed {
-                var.fixed = true;
-            }
-            changed.push(v);
+            self.vars[v as usize].fixed = true;
         }
+    }
+
+    fn is_current(&self, l: &Level) -> bool {
+        let k = &self.cons[l.cons as usize];
+        k.live && k.version == l.version
     }
 
     fn usage_of(&self, c: ConsId) -> f64 {
@@ -300,6 +625,28 @@ impl System {
             }
         }
         u
+    }
+
+    /// The usage of `c`'s unfixed variables (as [`System::usage_of`]) and the capacity its
+    /// fixed (held) variables take.
+    fn usage_and_held(&self, c: ConsId) -> (f64, f64) {
+        let k = &self.cons[c as usize];
+        let mut u = 0.0f64;
+        let mut held = 0.0f64;
+        for &(v, w) in &k.vars {
+            let var = &self.vars[v as usize];
+            if var.fixed {
+                held += w * var.value;
+                continue;
+            }
+            let x = w / var.penalty;
+            if k.fatpipe {
+                u = u.max(x);
+            } else {
+                u += x;
+            }
+        }
+        (u, held)
     }
 
     fn fix(&mut self, v: VarId, x: f64) {
@@ -377,8 +724,15 @@ mod tests {
         // usage = 1.05/30e-6 + 1.05/10e-6, long rate = level/30e-6.
         let mut s = System::new();
         let ls: Vec<ConsId> = (0..3).map(|_| s.add_constraint(1e9, false)).collect();
-        let long = s.add_var(30e-6, f64::INFINITY, &[(ls[0], 1.05), (ls[1], 1.05), (ls[2], 1.05)]);
-        let shorts: Vec<VarId> = ls.iter().map(|&l| s.add_var(10e-6, f64::INFINITY, &[(l, 1.05)])).collect();
+        let long = s.add_var(
+            30e-6,
+            f64::INFINITY,
+            &[(ls[0], 1.05), (ls[1], 1.05), (ls[2], 1.05)],
+        );
+        let shorts: Vec<VarId> = ls
+            .iter()
+            .map(|&l| s.add_var(10e-6, f64::INFINITY, &[(l, 1.05)]))
+            .collect();
         solve(&mut s);
         let level = 1e9 / (1.05 / 30e-6 + 1.05 / 10e-6);
         assert!(close(s.value(long), level / 30e-6), "{}", s.value(long));
@@ -394,8 +748,15 @@ mod tests {
         // With equal penalties: the long flow gets 1/2 of each link.
         let mut s = System::new();
         let ls: Vec<ConsId> = (0..3).map(|_| s.add_constraint(1e9, false)).collect();
-        let long = s.add_var(1.0, f64::INFINITY, &ls.iter().map(|&l| (l, 1.0)).collect::<Vec<_>>());
-        let shorts: Vec<VarId> = ls.iter().map(|&l| s.add_var(1.0, f64::INFINITY, &[(l, 1.0)])).collect();
+        let long = s.add_var(
+            1.0,
+            f64::INFINITY,
+            &ls.iter().map(|&l| (l, 1.0)).collect::<Vec<_>>(),
+        );
+        let shorts: Vec<VarId> = ls
+            .iter()
+            .map(|&l| s.add_var(1.0, f64::INFINITY, &[(l, 1.0)]))
+            .collect();
         solve(&mut s);
         assert!(close(s.value(long), 5e8));
         assert!(shorts.iter().all(|&v| close(s.value(v), 5e8)));
@@ -488,6 +849,43 @@ mod tests {
                     }
                 }
                 prop_assert!(ok, "variable {v} (x = {x}) is not bottlenecked");
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        /// The local re-solve gives the whole-component solution after any sequence of
+        /// additions and removals.
+        #[test]
+        fn local_matches_full(
+            caps in prop::collection::vec(prop_oneof![Just(1.0f64), Just(10.0f64), 1.0f64..100.0], 2..10),
+            fat in prop::collection::vec(any::<bool>(), 10),
+            ops in prop::collection::vec((any::<bool>(), prop::collection::vec((0usize..10, prop_oneof![Just(1.0f64), Just(0.05f64), 0.05f64..1.0]), 1..4), prop_oneof![Just(1.0f64), 0.1f64..10.0], prop_oneof![4 => Just(f64::INFINITY), 1 => 0.5f64..50.0], any::<prop::sample::Index>()), 1..40),
+        ) {
+            let mut local = System::new();
+            let mut full = System::new();
+            full.set_full_only(true);
+            let cs: Vec<ConsId> = caps.iter().enumerate().map(|(i, &c)| {
+                full.add_constraint(c, fat[i] && i % 3 == 0);
+                local.add_constraint(c, fat[i] && i % 3 == 0)
+            }).collect();
+            let mut live: Vec<(VarId, VarId)> = Vec::new();
+            for (add, uses, p, b, pick) in &ops {
+                if *add || live.is_empty() {
+                    let u: Vec<(ConsId, f64)> = uses.iter().map(|&(c, w)| (cs[c % cs.len()], w)).collect();
+                    live.push((local.add_var(*p, *b, &u), full.add_var(*p, *b, &u)));
+                } else {
+                    let (a, f) = live.swap_remove(pick.index(live.len()));
+                    local.remove_var(a);
+                    full.remove_var(f);
+                }
+                solve(&mut local);
+                solve(&mut full);
+                for &(a, f) in &live {
+                    let (x, y) = (local.value(a), full.value(f));
+                    prop_assert!((x - y).abs() <= 1e-7 * y.abs().max(1e-9), "local {x} full {y}");
+                }
             }
         }
     }

@@ -23,7 +23,14 @@ pub type TransferId = u64;
 pub trait NetworkModel {
     /// Starts moving `bytes` from `src` to `dst` at `now`; the engine learns of its end
     /// from [`NetworkModel::next_completion`].
-    fn start(&mut self, platform: &Platform, now: Time, src: HostId, dst: HostId, bytes: u64) -> Result<TransferId, PlatformError>;
+    fn start(
+        &mut self,
+        platform: &Platform,
+        now: Time,
+        src: HostId,
+        dst: HostId,
+        bytes: u64,
+    ) -> Result<TransferId, PlatformError>;
 
     /// The earliest date at which something happens inside the model (a transfer ends, or a
     /// latency phase ends), if any.
@@ -35,6 +42,11 @@ pub trait NetworkModel {
 
     /// Per-link utilization so far: `(link, bytes carried)`, for reports.
     fn link_bytes(&self) -> Vec<(u32, f64)>;
+
+    /// Work done by a sharing solver, if the model has one.
+    fn solver_stats(&self) -> maxmin::SolverStats {
+        maxmin::SolverStats::default()
+    }
 }
 
 /// Parameters of the flow model, with SimGrid 3.32's CM02 defaults.

@@ -25,32 +25,32 @@ use crate::coll::{CollArgs, Collective};
 /// Bytes of SimGrid's datatype ids (smpi_datatype.cpp order).
 fn dtype_size(id: i64) -> Option<u64> {
     Some(match id {
-        0 => 8,  // MPI_DOUBLE
-        1 => 4,  // MPI_INT
-        2 => 1,  // MPI_CHAR
-        3 => 2,  // MPI_SHORT
-        4 => 8,  // MPI_LONG
-        5 => 4,  // MPI_FLOAT
-        6 => 1,  // MPI_BYTE
-        7 => 8,  // MPI_LONG_LONG
-        8 => 1,  // MPI_SIGNED_CHAR
-        9 => 1,  // MPI_UNSIGNED_CHAR
-        10 => 2, // MPI_UNSIGNED_SHORT
-        11 => 4, // MPI_UNSIGNED
-        12 => 8, // MPI_UNSIGNED_LONG
-        13 => 8, // MPI_UNSIGNED_LONG_LONG
+        0 => 8,   // MPI_DOUBLE
+        1 => 4,   // MPI_INT
+        2 => 1,   // MPI_CHAR
+        3 => 2,   // MPI_SHORT
+        4 => 8,   // MPI_LONG
+        5 => 4,   // MPI_FLOAT
+        6 => 1,   // MPI_BYTE
+        7 => 8,   // MPI_LONG_LONG
+        8 => 1,   // MPI_SIGNED_CHAR
+        9 => 1,   // MPI_UNSIGNED_CHAR
+        10 => 2,  // MPI_UNSIGNED_SHORT
+        11 => 4,  // MPI_UNSIGNED
+        12 => 8,  // MPI_UNSIGNED_LONG
+        13 => 8,  // MPI_UNSIGNED_LONG_LONG
         14 => 16, // MPI_LONG_DOUBLE
-        15 => 2, // MPI_WCHAR
-        16 => 1, // MPI_C_BOOL
-        17 => 1, // MPI_INT8_T
-        18 => 2, // MPI_INT16_T
-        19 => 4, // MPI_INT32_T
-        20 => 8, // MPI_INT64_T
-        21 => 1, // MPI_UINT8_T
-        22 => 2, // MPI_UINT16_T
-        23 => 4, // MPI_UINT32_T
-        24 => 8, // MPI_UINT64_T
-        25 => 8, // MPI_C_FLOAT_COMPLEX
+        15 => 2,  // MPI_WCHAR
+        16 => 1,  // MPI_C_BOOL
+        17 => 1,  // MPI_INT8_T
+        18 => 2,  // MPI_INT16_T
+        19 => 4,  // MPI_INT32_T
+        20 => 8,  // MPI_INT64_T
+        21 => 1,  // MPI_UINT8_T
+        22 => 2,  // MPI_UINT16_T
+        23 => 4,  // MPI_UINT32_T
+        24 => 8,  // MPI_UINT64_T
+        25 => 8,  // MPI_C_FLOAT_COMPLEX
         26 => 16, // MPI_C_DOUBLE_COMPLEX
         _ => return None,
     })
@@ -68,7 +68,11 @@ pub struct TiOptions {
 #[derive(Debug)]
 enum Source {
     /// A file of this rank alone, read in chunks from `offset`.
-    File { path: PathBuf, offset: u64, eof: bool },
+    File {
+        path: PathBuf,
+        offset: u64,
+        eof: bool,
+    },
     /// Lines already split out of a shared file.
     Lines,
 }
@@ -102,13 +106,20 @@ fn chunk_for(ranks: usize) -> usize {
 }
 
 fn syntax(path: &str, line: u64, message: impl Into<String>) -> WorkloadError {
-    WorkloadError::Syntax { path: path.to_owned(), line, message: message.into() }
+    WorkloadError::Syntax {
+        path: path.to_owned(),
+        line,
+        message: message.into(),
+    }
 }
 
 /// Reads a TI trace: one workload per rank.
 pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
     let ipath = index.display().to_string();
-    let text = std::fs::read_to_string(index).map_err(|e| WorkloadError::Io { path: ipath.clone(), message: e.to_string() })?;
+    let text = std::fs::read_to_string(index).map_err(|e| WorkloadError::Io {
+        path: ipath.clone(),
+        message: e.to_string(),
+    })?;
     let base = index.parent().unwrap_or(Path::new("."));
     let entries: Vec<(u64, &str)> = text
         .lines()
@@ -132,8 +143,10 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
     if entries.len() == 1 {
         // One shared file: split its lines by rank.
         let path = resolve(entries[0].1);
-        let shared = std::fs::read_to_string(&path)
-            .map_err(|e| WorkloadError::Io { path: path.display().to_string(), message: e.to_string() })?;
+        let shared = std::fs::read_to_string(&path).map_err(|e| WorkloadError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
         let mut per: Vec<VecDeque<(u64, String)>> = Vec::new();
         for (i, line) in shared.lines().enumerate() {
             let t = line.trim();
@@ -142,10 +155,18 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
             }
             let first = t.split_whitespace().next().unwrap_or("");
             let r: usize = first.parse().map_err(|_| {
-                syntax(&path.display().to_string(), i as u64 + 1, format!("`{first}` is not a rank"))
+                syntax(
+                    &path.display().to_string(),
+                    i as u64 + 1,
+                    format!("`{first}` is not a rank"),
+                )
             })?;
             if r > 1 << 24 {
-                return Err(syntax(&path.display().to_string(), i as u64 + 1, "rank out of range"));
+                return Err(syntax(
+                    &path.display().to_string(),
+                    i as u64 + 1,
+                    "rank out of range",
+                ));
             }
             if per.len() <= r {
                 per.resize_with(r + 1, VecDeque::new);
@@ -154,7 +175,15 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
         }
         let n = per.len() as u32;
         for (r, lines) in per.into_iter().enumerate() {
-            out.push(Box::new(TiRank::new(r as u32, n, Source::Lines, lines, path.display().to_string(), counter.clone(), options.clone())));
+            out.push(Box::new(TiRank::new(
+                r as u32,
+                n,
+                Source::Lines,
+                lines,
+                path.display().to_string(),
+                counter.clone(),
+                options.clone(),
+            )));
         }
     } else {
         let n = entries.len() as u32;
@@ -170,7 +199,11 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
             out.push(Box::new(TiRank::new(
                 r as u32,
                 n,
-                Source::File { path, offset: 0, eof: false },
+                Source::File {
+                    path,
+                    offset: 0,
+                    eof: false,
+                },
                 VecDeque::new(),
                 name,
                 counter.clone(),
@@ -213,11 +246,16 @@ impl TiRank {
 
     /// Reads the next chunk of this rank's file.
     fn refill(&mut self) -> Result<(), WorkloadError> {
-        let Source::File { path, offset, eof } = &mut self.source else { return Ok(()) };
+        let Source::File { path, offset, eof } = &mut self.source else {
+            return Ok(());
+        };
         if *eof {
             return Ok(());
         }
-        let io = |e: std::io::Error| WorkloadError::Io { path: path.display().to_string(), message: e.to_string() };
+        let io = |e: std::io::Error| WorkloadError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        };
         let mut f = std::fs::File::open(&*path).map_err(io)?;
         f.seek(SeekFrom::Start(*offset)).map_err(io)?;
         // Read at least one whole line: grow the buffer for very long lines (alltoallv at
@@ -244,7 +282,11 @@ impl TiRank {
                 break p + 1;
             }
             if chunk >= 1 << 30 {
-                return Err(syntax(&path.display().to_string(), self.line_no + 1, "line longer than 1 GiB"));
+                return Err(syntax(
+                    &path.display().to_string(),
+                    self.line_no + 1,
+                    "line longer than 1 GiB",
+                ));
             }
             chunk *= 2;
         };
@@ -302,17 +344,28 @@ impl TiRank {
         }
         let a = &tok[2..];
         let num = |i: usize, what: &str| -> Result<f64, WorkloadError> {
-            let s = a.get(i).ok_or_else(|| err(format!("{}: missing {what}", tok[1])))?;
-            s.parse::<f64>().ok().filter(|v| v.is_finite()).ok_or_else(|| err(format!("{}: {what} `{s}` is not a number", tok[1])))
+            let s = a
+                .get(i)
+                .ok_or_else(|| err(format!("{}: missing {what}", tok[1])))?;
+            s.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| err(format!("{}: {what} `{s}` is not a number", tok[1])))
         };
         let int = |i: usize, what: &str| -> Result<i64, WorkloadError> {
-            let s = a.get(i).ok_or_else(|| err(format!("{}: missing {what}", tok[1])))?;
-            s.parse::<i64>().map_err(|_| err(format!("{}: {what} `{s}` is not an integer", tok[1])))
+            let s = a
+                .get(i)
+                .ok_or_else(|| err(format!("{}: missing {what}", tok[1])))?;
+            s.parse::<i64>()
+                .map_err(|_| err(format!("{}: {what} `{s}` is not an integer", tok[1])))
         };
         let peer = |i: usize, what: &str, n: u32| -> Result<u32, WorkloadError> {
             let v = int(i, what)?;
             if v < 0 || v >= i64::from(n) {
-                return Err(err(format!("{}: {what} {v} is not a rank of the {n} ranks", tok[1])));
+                return Err(err(format!(
+                    "{}: {what} {v} is not a rank of the {n} ranks",
+                    tok[1]
+                )));
             }
             Ok(v as u32)
         };
@@ -320,8 +373,11 @@ impl TiRank {
             match a.get(i) {
                 None => Ok(default),
                 Some(s) => {
-                    let id: i64 = s.parse().map_err(|_| err(format!("{}: datatype `{s}` is not an id", tok[1])))?;
-                    dtype_size(id).ok_or_else(|| err(format!("{}: unknown datatype id {id}", tok[1])))
+                    let id: i64 = s
+                        .parse()
+                        .map_err(|_| err(format!("{}: datatype `{s}` is not an id", tok[1])))?;
+                    dtype_size(id)
+                        .ok_or_else(|| err(format!("{}: unknown datatype id {id}", tok[1])))
                 }
             }
         };
@@ -336,7 +392,14 @@ impl TiRank {
                 })
                 .collect()
         };
-        let coll = |kind: Collective, root: u32, count: u64, recv_count: u64, ds: u64, dr: u64, sc: Vec<u64>, rc: Vec<u64>| {
+        let coll = |kind: Collective,
+                    root: u32,
+                    count: u64,
+                    recv_count: u64,
+                    ds: u64,
+                    dr: u64,
+                    sc: Vec<u64>,
+                    rc: Vec<u64>| {
             CollArgs {
                 kind,
                 size: n,
@@ -351,7 +414,12 @@ impl TiRank {
             }
         };
         let push_coll = |q: &mut VecDeque<Action>, args: CollArgs, comp: f64| {
-            q.push_back(Action::Collective { args, comm: 0, comp_flops: comp, req: None });
+            q.push_back(Action::Collective {
+                args,
+                comm: 0,
+                comp_flops: comp,
+                req: None,
+            });
         };
         match tok[1] {
             "init" => self.dtype = if a.is_empty() { 1 } else { 8 },
@@ -360,8 +428,12 @@ impl TiRank {
                 self.finished = true;
             }
             "comm_size" | "comm_split" | "comm_dup" | "location" => {}
-            "compute" => self.queue.push_back(Action::Compute { flops: num(0, "flops")? }),
-            "sleep" => self.queue.push_back(Action::Sleep { secs: num(0, "seconds")? }),
+            "compute" => self.queue.push_back(Action::Compute {
+                flops: num(0, "flops")?,
+            }),
+            "sleep" => self.queue.push_back(Action::Sleep {
+                secs: num(0, "seconds")?,
+            }),
             "send" | "isend" => {
                 let dst = peer(0, "destination", n)?;
                 let tag = int(1, "tag")?;
@@ -373,7 +445,14 @@ impl TiRank {
                 } else {
                     None
                 };
-                self.queue.push_back(Action::Send { dst, tag, bytes, comm: 0, req, sync: false });
+                self.queue.push_back(Action::Send {
+                    dst,
+                    tag,
+                    bytes,
+                    comm: 0,
+                    req,
+                    sync: false,
+                });
             }
             "recv" | "irecv" => {
                 let src = peer(0, "source", n)?;
@@ -381,7 +460,11 @@ impl TiRank {
                 let size = num(2, "size")?;
                 let bytes = size.max(0.0) as u64 * dt(3, d)?;
                 if size < 0.0 {
-                    self.queue.push_back(Action::Probe { src: i64::from(src), tag, comm: 0 });
+                    self.queue.push_back(Action::Probe {
+                        src: i64::from(src),
+                        tag,
+                        comm: 0,
+                    });
                 }
                 let req = if tok[1] == "irecv" {
                     let h = self.handle();
@@ -390,11 +473,19 @@ impl TiRank {
                 } else {
                     None
                 };
-                self.queue.push_back(Action::Recv { src: i64::from(src), tag, bytes, comm: 0, req });
+                self.queue.push_back(Action::Recv {
+                    src: i64::from(src),
+                    tag,
+                    bytes,
+                    comm: 0,
+                    req,
+                });
             }
             "wait" => {
                 let key = (int(0, "source")?, int(1, "destination")?, int(2, "tag")?);
-                let h = self.take(key).ok_or_else(|| err("wait: not preceded by a matching isend or irecv".into()))?;
+                let h = self
+                    .take(key)
+                    .ok_or_else(|| err("wait: not preceded by a matching isend or irecv".into()))?;
                 self.queue.push_back(Action::Wait { reqs: vec![h] });
             }
             "test" => {
@@ -403,7 +494,9 @@ impl TiRank {
                 if let Some(h) = front {
                     if self.options.simgrid_test_delays {
                         let c = *self.test_counter.lock().unwrap_or_else(|p| p.into_inner());
-                        self.queue.push_back(Action::Sleep { secs: c as f64 * 1e-4 });
+                        self.queue.push_back(Action::Sleep {
+                            secs: c as f64 * 1e-4,
+                        });
                     }
                     self.testing = Some((key, h));
                     self.queue.push_back(Action::Test { req: h });
@@ -416,30 +509,58 @@ impl TiRank {
             }
             "sendRecv" => {
                 if a.len() < 6 {
-                    return Err(err(format!("sendRecv: {} items given, 6 expected", a.len())));
+                    return Err(err(format!(
+                        "sendRecv: {} items given, 6 expected",
+                        a.len()
+                    )));
                 }
                 let sbytes = num(0, "send count")?.max(0.0) as u64 * dt(4, d)?;
                 let dst = peer(1, "destination", n)?;
                 let rbytes = num(2, "receive count")?.max(0.0) as u64 * dt(5, d)?;
                 let src = peer(3, "source", n)?;
                 let (hs, hr) = (self.handle(), self.handle());
-                self.queue.push_back(Action::Send { dst, tag: 0, bytes: sbytes, comm: 0, req: Some(hs), sync: false });
-                self.queue.push_back(Action::Recv { src: i64::from(src), tag: 0, bytes: rbytes, comm: 0, req: Some(hr) });
+                self.queue.push_back(Action::Send {
+                    dst,
+                    tag: 0,
+                    bytes: sbytes,
+                    comm: 0,
+                    req: Some(hs),
+                    sync: false,
+                });
+                self.queue.push_back(Action::Recv {
+                    src: i64::from(src),
+                    tag: 0,
+                    bytes: rbytes,
+                    comm: 0,
+                    req: Some(hr),
+                });
                 self.queue.push_back(Action::Wait { reqs: vec![hs, hr] });
             }
-            "barrier" => push_coll(&mut self.queue, coll(Collective::Barrier, 0, 0, 0, 1, 1, vec![], vec![]), 0.0),
+            "barrier" => push_coll(
+                &mut self.queue,
+                coll(Collective::Barrier, 0, 0, 0, 1, 1, vec![], vec![]),
+                0.0,
+            ),
             "bcast" => {
                 let c = num(0, "size")? as u64;
                 let root = if a.len() > 1 { peer(1, "root", n)? } else { 0 };
                 let s = dt(2, d)?;
-                push_coll(&mut self.queue, coll(Collective::Bcast, root, c, c, s, s, vec![], vec![]), 0.0);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Bcast, root, c, c, s, s, vec![], vec![]),
+                    0.0,
+                );
             }
             "reduce" => {
                 let c = num(0, "count")? as u64;
                 let comp = num(1, "comp")?;
                 let root = if a.len() > 2 { peer(2, "root", n)? } else { 0 };
                 let s = dt(3, d)?;
-                push_coll(&mut self.queue, coll(Collective::Reduce, root, c, c, s, s, vec![], vec![]), comp);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Reduce, root, c, c, s, s, vec![], vec![]),
+                    comp,
+                );
             }
             "allreduce" | "scan" | "exscan" => {
                 let c = num(0, "count")? as u64;
@@ -450,45 +571,85 @@ impl TiRank {
                     "scan" => Collective::Scan,
                     _ => Collective::Exscan,
                 };
-                push_coll(&mut self.queue, coll(kind, 0, c, c, s, s, vec![], vec![]), comp);
+                push_coll(
+                    &mut self.queue,
+                    coll(kind, 0, c, c, s, s, vec![], vec![]),
+                    comp,
+                );
             }
             "alltoall" | "allgather" => {
                 let sc = num(0, "send count")? as u64;
                 let rc = num(1, "receive count")? as u64;
                 let (ds, dr) = (dt(2, d)?, dt(3, d)?);
-                let kind = if tok[1] == "alltoall" { Collective::Alltoall } else { Collective::Allgather };
-                push_coll(&mut self.queue, coll(kind, 0, sc, rc, ds, dr, vec![], vec![]), 0.0);
+                let kind = if tok[1] == "alltoall" {
+                    Collective::Alltoall
+                } else {
+                    Collective::Allgather
+                };
+                push_coll(
+                    &mut self.queue,
+                    coll(kind, 0, sc, rc, ds, dr, vec![], vec![]),
+                    0.0,
+                );
             }
             "gather" | "scatter" => {
                 let sc = num(0, "send count")? as u64;
                 let rc = num(1, "receive count")? as u64;
                 let root = if a.len() > 2 { peer(2, "root", n)? } else { 0 };
                 let (ds, dr) = (dt(3, d)?, dt(4, d)?);
-                let kind = if tok[1] == "gather" { Collective::Gather } else { Collective::Scatter };
-                push_coll(&mut self.queue, coll(kind, root, sc, rc, ds, dr, vec![], vec![]), 0.0);
+                let kind = if tok[1] == "gather" {
+                    Collective::Gather
+                } else {
+                    Collective::Scatter
+                };
+                push_coll(
+                    &mut self.queue,
+                    coll(kind, root, sc, rc, ds, dr, vec![], vec![]),
+                    0.0,
+                );
             }
             "alltoallv" => {
                 let sc = counts(1, "send counts")?;
                 let rc = counts(2 + n as usize, "receive counts")?;
                 let base = 2 + 2 * n as usize;
                 let (ds, dr) = (dt(base, d)?, dt(base + 1, d)?);
-                push_coll(&mut self.queue, coll(Collective::Alltoallv, 0, 0, 0, ds, dr, sc, rc), 0.0);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Alltoallv, 0, 0, 0, ds, dr, sc, rc),
+                    0.0,
+                );
             }
             "gatherv" => {
                 let sc = num(0, "send count")? as u64;
                 let rc = counts(1, "receive counts")?;
                 let base = 1 + n as usize;
-                let root = if a.len() > base { peer(base, "root", n)? } else { 0 };
+                let root = if a.len() > base {
+                    peer(base, "root", n)?
+                } else {
+                    0
+                };
                 let (ds, dr) = (dt(base + 1, d)?, dt(base + 2, d)?);
-                push_coll(&mut self.queue, coll(Collective::Gatherv, root, sc, 0, ds, dr, vec![], rc), 0.0);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Gatherv, root, sc, 0, ds, dr, vec![], rc),
+                    0.0,
+                );
             }
             "scatterv" => {
                 let sc = counts(0, "send counts")?;
                 let base = n as usize;
                 let rc = num(base, "receive count")? as u64;
-                let root = if a.len() > base + 1 { peer(base + 1, "root", n)? } else { 0 };
+                let root = if a.len() > base + 1 {
+                    peer(base + 1, "root", n)?
+                } else {
+                    0
+                };
                 let (ds, dr) = (dt(base + 2, d)?, dt(base + 3, d)?);
-                push_coll(&mut self.queue, coll(Collective::Scatterv, root, 0, rc, ds, dr, sc, vec![]), 0.0);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Scatterv, root, 0, rc, ds, dr, sc, vec![]),
+                    0.0,
+                );
             }
             "allgatherv" => {
                 let sc = num(0, "send count")? as u64;
@@ -503,13 +664,21 @@ impl TiRank {
                 } else {
                     (dt(1 + nn, d)?, dt(2 + nn, d)?)
                 };
-                push_coll(&mut self.queue, coll(Collective::Allgatherv, 0, sc, 0, ds, dr, vec![], rc), 0.0);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::Allgatherv, 0, sc, 0, ds, dr, vec![], rc),
+                    0.0,
+                );
             }
             "reducescatter" => {
                 let rc = counts(0, "receive counts")?;
                 let comp = num(n as usize, "comp")?;
                 let s = dt(n as usize + 1, d)?;
-                push_coll(&mut self.queue, coll(Collective::ReduceScatter, 0, 0, 0, s, s, vec![], rc), comp);
+                push_coll(
+                    &mut self.queue,
+                    coll(Collective::ReduceScatter, 0, 0, 0, s, s, vec![], rc),
+                    comp,
+                );
             }
             other => return Err(err(format!("unknown action `{other}`"))),
         }
@@ -563,9 +732,21 @@ mod tests {
     use super::*;
 
     fn actions(text: &str, rank: u32, n: u32) -> Vec<Action> {
-        let lines: VecDeque<(u64, String)> =
-            text.lines().enumerate().map(|(i, l)| (i as u64 + 1, l.trim().to_owned())).filter(|(_, l)| !l.is_empty()).collect();
-        let mut w = TiRank::new(rank, n, Source::Lines, lines, "t".into(), Arc::new(Mutex::new(1)), TiOptions::default());
+        let lines: VecDeque<(u64, String)> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.trim().to_owned()))
+            .filter(|(_, l)| !l.is_empty())
+            .collect();
+        let mut w = TiRank::new(
+            rank,
+            n,
+            Source::Lines,
+            lines,
+            "t".into(),
+            Arc::new(Mutex::new(1)),
+            TiOptions::default(),
+        );
         let mut out = Vec::new();
         while let Some(a) = w.next(Outcome::None) {
             out.push(a.unwrap());
@@ -575,9 +756,32 @@ mod tests {
 
     #[test]
     fn point_to_point_and_requests() {
-        let a = actions("0 init\n0 isend 1 5 100\n0 irecv 1 6 10 1\n0 wait 1 0 6\n0 wait 0 1 5\n0 finalize\n", 0, 2);
-        assert_eq!(a[0], Action::Send { dst: 1, tag: 5, bytes: 100, comm: 0, req: Some(1), sync: false });
-        assert_eq!(a[1], Action::Recv { src: 1, tag: 6, bytes: 40, comm: 0, req: Some(2) });
+        let a = actions(
+            "0 init\n0 isend 1 5 100\n0 irecv 1 6 10 1\n0 wait 1 0 6\n0 wait 0 1 5\n0 finalize\n",
+            0,
+            2,
+        );
+        assert_eq!(
+            a[0],
+            Action::Send {
+                dst: 1,
+                tag: 5,
+                bytes: 100,
+                comm: 0,
+                req: Some(1),
+                sync: false
+            }
+        );
+        assert_eq!(
+            a[1],
+            Action::Recv {
+                src: 1,
+                tag: 6,
+                bytes: 40,
+                comm: 0,
+                req: Some(2)
+            }
+        );
         assert_eq!(a[2], Action::Wait { reqs: vec![2] });
         assert_eq!(a[3], Action::Wait { reqs: vec![1] });
         assert_eq!(a[4], Action::Finalize);
@@ -586,16 +790,32 @@ mod tests {
     #[test]
     fn datatypes_follow_init() {
         let a = actions("1 init 1\n1 send 0 0 3\n1 bcast 10 0 1\n", 1, 2);
-        assert_eq!(a[0], Action::Send { dst: 0, tag: 0, bytes: 24, comm: 0, req: None, sync: false });
+        assert_eq!(
+            a[0],
+            Action::Send {
+                dst: 0,
+                tag: 0,
+                bytes: 24,
+                comm: 0,
+                req: None,
+                sync: false
+            }
+        );
         match &a[1] {
-            Action::Collective { args, .. } => assert_eq!((args.count, args.dtype_size, args.root), (10, 4, 0)),
+            Action::Collective { args, .. } => {
+                assert_eq!((args.count, args.dtype_size, args.root), (10, 4, 0))
+            }
             other => panic!("{other:?}"),
         }
     }
 
     #[test]
     fn vector_collectives() {
-        let a = actions("0 init\n0 alltoallv 6 1 2 3 9 2 3 4\n0 reducescatter 1 2 3 100\n", 0, 3);
+        let a = actions(
+            "0 init\n0 alltoallv 6 1 2 3 9 2 3 4\n0 reducescatter 1 2 3 100\n",
+            0,
+            3,
+        );
         match &a[0] {
             Action::Collective { args, .. } => {
                 assert_eq!(args.send_counts, vec![1, 2, 3]);
@@ -604,7 +824,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match &a[1] {
-            Action::Collective { args, comp_flops, .. } => {
+            Action::Collective {
+                args, comp_flops, ..
+            } => {
                 assert_eq!(args.recv_counts, vec![1, 2, 3]);
                 assert_eq!(*comp_flops, 100.0);
             }
@@ -614,13 +836,35 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_line() {
-        let lines: VecDeque<(u64, String)> = vec![(1, "0 init".to_string()), (2, "0 send x 1 2".to_string())].into();
-        let mut w = TiRank::new(0, 2, Source::Lines, lines, "trace.txt".into(), Arc::new(Mutex::new(1)), TiOptions::default());
+        let lines: VecDeque<(u64, String)> =
+            vec![(1, "0 init".to_string()), (2, "0 send x 1 2".to_string())].into();
+        let mut w = TiRank::new(
+            0,
+            2,
+            Source::Lines,
+            lines,
+            "trace.txt".into(),
+            Arc::new(Mutex::new(1)),
+            TiOptions::default(),
+        );
         let e = w.next(Outcome::None).unwrap().unwrap_err().to_string();
         assert!(e.contains("trace.txt:2"), "{e}");
         assert!(e.contains("destination"), "{e}");
         let lines: VecDeque<(u64, String)> = vec![(7, "0 frobnicate".to_string())].into();
-        let mut w = TiRank::new(0, 2, Source::Lines, lines, "t".into(), Arc::new(Mutex::new(1)), TiOptions::default());
-        assert!(w.next(Outcome::None).unwrap().unwrap_err().to_string().contains("t:7: unknown action"));
+        let mut w = TiRank::new(
+            0,
+            2,
+            Source::Lines,
+            lines,
+            "t".into(),
+            Arc::new(Mutex::new(1)),
+            TiOptions::default(),
+        );
+        assert!(w
+            .next(Outcome::None)
+            .unwrap()
+            .unwrap_err()
+            .to_string()
+            .contains("t:7: unknown action"));
     }
 }

@@ -12,7 +12,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use mpiscope_trace::{CommKind, Event, ListKind, RankReader, RunDir, Slot, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY};
+use mpiscope_trace::{
+    CommKind, Event, ListKind, RankReader, RunDir, Slot, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY,
+};
 
 use super::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
 use crate::coll::{CollArgs, Collective};
@@ -33,13 +35,25 @@ struct CommRegistry {
 }
 
 /// Reads a run directory: one workload per rank.
-pub fn load(run: &RunDir, options: TraceOptions, host_speeds: &[f64]) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
+pub fn load(
+    run: &RunDir,
+    options: TraceOptions,
+    host_speeds: &[f64],
+) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
     let n = run.ranks();
-    let registry = Arc::new(Mutex::new(CommRegistry { by_key: HashMap::new(), next: 1 }));
+    let registry = Arc::new(Mutex::new(CommRegistry {
+        by_key: HashMap::new(),
+        next: 1,
+    }));
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::with_capacity(n as usize);
     for r in 0..n {
-        let reader = run.open_rank(r).map_err(|e| WorkloadError::Io { path: run.path.display().to_string(), message: e.to_string() })?;
-        let speed = options.traced_speed.unwrap_or_else(|| host_speeds.get(r as usize).copied().unwrap_or(1e9));
+        let reader = run.open_rank(r).map_err(|e| WorkloadError::Io {
+            path: run.path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let speed = options
+            .traced_speed
+            .unwrap_or_else(|| host_speeds.get(r as usize).copied().unwrap_or(1e9));
         out.push(Box::new(TraceRank {
             rank: r,
             reader,
@@ -99,7 +113,11 @@ struct TraceRank {
 
 impl TraceRank {
     fn err(&self, message: String) -> WorkloadError {
-        WorkloadError::Syntax { path: self.reader.path().display().to_string(), line: self.events, message }
+        WorkloadError::Syntax {
+            path: self.reader.path().display().to_string(),
+            line: self.events,
+            message,
+        }
     }
 
     /// The simulation communicator of trace communicator `local`, defining it on first use.
@@ -116,7 +134,12 @@ impl TraceRank {
             .cloned()
             .ok_or_else(|| self.err(format!("communicator {local} is used but not defined")))?;
         let lc = if def.kind == CommKind::World {
-            LocalComm { id: 0, rank_of: HashMap::new(), size: def.size, inter: false }
+            LocalComm {
+                id: 0,
+                rank_of: HashMap::new(),
+                size: def.size,
+                inter: false,
+            }
         } else {
             let id = {
                 let mut reg = self.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -127,11 +150,22 @@ impl TraceRank {
                 }
                 id
             };
-            let members: Vec<u32> = if def.kind == CommKind::Inter { def.remote.clone() } else { def.ranks.clone() };
-            self.queue.push_back(Action::DefineComm { comm: id, members: def.ranks.clone() });
+            let members: Vec<u32> = if def.kind == CommKind::Inter {
+                def.remote.clone()
+            } else {
+                def.ranks.clone()
+            };
+            self.queue.push_back(Action::DefineComm {
+                comm: id,
+                members: def.ranks.clone(),
+            });
             LocalComm {
                 id,
-                rank_of: members.iter().enumerate().map(|(i, &w)| (w, i as u32)).collect(),
+                rank_of: members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &w)| (w, i as u32))
+                    .collect(),
                 size: members.len() as u32,
                 inter: def.kind == CommKind::Inter,
             }
@@ -159,7 +193,9 @@ impl TraceRank {
         let nb = mpiscope_mpispec::is_nonblocking(name);
         let req = a.get(Slot::Request);
         let bytes = |s: Slot| a.get(s).unwrap_or(0).max(0) as u64;
-        let comm_of = |me: &mut Self| -> Result<LocalComm, WorkloadError> { me.comm(a.get(Slot::Comm).unwrap_or(0)) };
+        let comm_of = |me: &mut Self| -> Result<LocalComm, WorkloadError> {
+            me.comm(a.get(Slot::Comm).unwrap_or(0))
+        };
         if ev.callsite != 0 {
             self.queue.push_back(Action::Callsite(ev.callsite));
         }
@@ -167,7 +203,16 @@ impl TraceRank {
             let c = comm_of(self)?;
             if let Some(id) = req {
                 let send = !matches!(fam.as_str(), "recv" | "precv");
-                self.persistent.insert(id, Persistent { send, peer: a.get(Slot::Peer).unwrap_or(PEER_NULL), tag: a.get(Slot::Tag).unwrap_or(0), bytes: bytes(Slot::Bytes), comm: c.id });
+                self.persistent.insert(
+                    id,
+                    Persistent {
+                        send,
+                        peer: a.get(Slot::Peer).unwrap_or(PEER_NULL),
+                        tag: a.get(Slot::Tag).unwrap_or(0),
+                        bytes: bytes(Slot::Bytes),
+                        comm: c.id,
+                    },
+                );
             }
             return Ok(());
         }
@@ -178,50 +223,112 @@ impl TraceRank {
                     return Ok(());
                 }
                 let c = comm_of(self)?;
-                let dst = self.comm_rank(&c, peer).ok_or_else(|| self.err(format!("{name}: peer {peer} is not in communicator {}", c.id)))?;
+                let dst = self.comm_rank(&c, peer).ok_or_else(|| {
+                    self.err(format!(
+                        "{name}: peer {peer} is not in communicator {}",
+                        c.id
+                    ))
+                })?;
                 self.queue.push_back(Action::Send {
                     dst,
                     tag: a.get(Slot::Tag).unwrap_or(0),
                     bytes: bytes(Slot::Bytes),
                     comm: c.id,
-                    req: if nb { req.map(|r| r as ReqHandle) } else { None },
+                    req: if nb {
+                        req.map(|r| r as ReqHandle)
+                    } else {
+                        None
+                    },
                     sync: fam == "ssend",
                 });
             }
             "recv" | "mrecv" => {
                 let c = comm_of(self)?;
                 // The source and tag the traced run matched, when known.
-                let peer = a.get(Slot::StatusSource).or(a.get(Slot::Peer)).unwrap_or(PEER_ANY);
+                let peer = a
+                    .get(Slot::StatusSource)
+                    .or(a.get(Slot::Peer))
+                    .unwrap_or(PEER_ANY);
                 if peer == PEER_NULL {
                     return Ok(());
                 }
-                let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(TAG_ANY);
-                let src = if peer == PEER_ANY { ANY } else { i64::from(self.comm_rank(&c, peer).ok_or_else(|| self.err(format!("{name}: peer {peer} is not in the communicator")))?) };
+                let tag = a
+                    .get(Slot::StatusTag)
+                    .or(a.get(Slot::Tag))
+                    .unwrap_or(TAG_ANY);
+                let src = if peer == PEER_ANY {
+                    ANY
+                } else {
+                    i64::from(self.comm_rank(&c, peer).ok_or_else(|| {
+                        self.err(format!("{name}: peer {peer} is not in the communicator"))
+                    })?)
+                };
                 self.queue.push_back(Action::Recv {
                     src,
                     tag: if tag == TAG_ANY { ANY } else { tag },
-                    bytes: a.get(Slot::StatusBytes).map(|b| b.max(0) as u64).unwrap_or(bytes(Slot::Bytes)),
+                    bytes: a
+                        .get(Slot::StatusBytes)
+                        .map(|b| b.max(0) as u64)
+                        .unwrap_or(bytes(Slot::Bytes)),
                     comm: c.id,
-                    req: if nb { req.map(|r| r as ReqHandle) } else { None },
+                    req: if nb {
+                        req.map(|r| r as ReqHandle)
+                    } else {
+                        None
+                    },
                 });
             }
             "sendrecv" | "sendrecv_replace" => {
                 let c = comm_of(self)?;
                 let dst = a.get(Slot::Peer).unwrap_or(PEER_NULL);
-                let src = a.get(Slot::StatusSource).or(a.get(Slot::RecvPeer)).unwrap_or(PEER_NULL);
+                let src = a
+                    .get(Slot::StatusSource)
+                    .or(a.get(Slot::RecvPeer))
+                    .unwrap_or(PEER_NULL);
                 let mut waits = Vec::new();
                 if dst != PEER_NULL {
-                    let d = self.comm_rank(&c, dst).ok_or_else(|| self.err(format!("{name}: peer {dst} is not in the communicator")))?;
+                    let d = self.comm_rank(&c, dst).ok_or_else(|| {
+                        self.err(format!("{name}: peer {dst} is not in the communicator"))
+                    })?;
                     let h = self.synthetic();
-                    self.queue.push_back(Action::Send { dst: d, tag: a.get(Slot::Tag).unwrap_or(0), bytes: bytes(Slot::Bytes), comm: c.id, req: Some(h), sync: false });
+                    self.queue.push_back(Action::Send {
+                        dst: d,
+                        tag: a.get(Slot::Tag).unwrap_or(0),
+                        bytes: bytes(Slot::Bytes),
+                        comm: c.id,
+                        req: Some(h),
+                        sync: false,
+                    });
                     waits.push(h);
                 }
                 if src != PEER_NULL {
-                    let s = if src == PEER_ANY { ANY } else { i64::from(self.comm_rank(&c, src).ok_or_else(|| self.err(format!("{name}: peer {src} is not in the communicator")))?) };
+                    let s = if src == PEER_ANY {
+                        ANY
+                    } else {
+                        i64::from(self.comm_rank(&c, src).ok_or_else(|| {
+                            self.err(format!("{name}: peer {src} is not in the communicator"))
+                        })?)
+                    };
                     let h = self.synthetic();
-                    let tag = a.get(Slot::StatusTag).or(a.get(Slot::RecvTag)).unwrap_or(TAG_ANY);
-                    let rb = if fam == "sendrecv" { bytes(Slot::RecvBytes) } else { bytes(Slot::Bytes) };
-                    self.queue.push_back(Action::Recv { src: s, tag: if tag == TAG_ANY { ANY } else { tag }, bytes: a.get(Slot::StatusBytes).map(|b| b.max(0) as u64).unwrap_or(rb), comm: c.id, req: Some(h) });
+                    let tag = a
+                        .get(Slot::StatusTag)
+                        .or(a.get(Slot::RecvTag))
+                        .unwrap_or(TAG_ANY);
+                    let rb = if fam == "sendrecv" {
+                        bytes(Slot::RecvBytes)
+                    } else {
+                        bytes(Slot::Bytes)
+                    };
+                    self.queue.push_back(Action::Recv {
+                        src: s,
+                        tag: if tag == TAG_ANY { ANY } else { tag },
+                        bytes: a
+                            .get(Slot::StatusBytes)
+                            .map(|b| b.max(0) as u64)
+                            .unwrap_or(rb),
+                        comm: c.id,
+                        req: Some(h),
+                    });
                     waits.push(h);
                 }
                 if !waits.is_empty() {
@@ -234,26 +341,61 @@ impl TraceRank {
                     None => a.get(Slot::Request).into_iter().collect(),
                 };
                 for id in ids {
-                    let Some(p) = self.persistent.get(&id).cloned() else { continue };
+                    let Some(p) = self.persistent.get(&id).cloned() else {
+                        continue;
+                    };
                     if p.peer == PEER_NULL {
                         continue;
                     }
-                    let c = self.comms.values().find(|c| c.id == p.comm).cloned().unwrap_or(LocalComm { id: 0, rank_of: HashMap::new(), size: 0, inter: false });
+                    let c = self
+                        .comms
+                        .values()
+                        .find(|c| c.id == p.comm)
+                        .cloned()
+                        .unwrap_or(LocalComm {
+                            id: 0,
+                            rank_of: HashMap::new(),
+                            size: 0,
+                            inter: false,
+                        });
                     let h = self.synthetic();
                     self.active.insert(id, h);
-                    let r = if p.peer == PEER_ANY { ANY } else { i64::from(self.comm_rank(&c, p.peer).unwrap_or(0)) };
-                    if p.send {
-                        self.queue.push_back(Action::Send { dst: r as u32, tag: p.tag, bytes: p.bytes, comm: p.comm, req: Some(h), sync: false });
+                    let r = if p.peer == PEER_ANY {
+                        ANY
                     } else {
-                        self.queue.push_back(Action::Recv { src: r, tag: if p.tag == TAG_ANY { ANY } else { p.tag }, bytes: p.bytes, comm: p.comm, req: Some(h) });
+                        i64::from(self.comm_rank(&c, p.peer).unwrap_or(0))
+                    };
+                    if p.send {
+                        self.queue.push_back(Action::Send {
+                            dst: r as u32,
+                            tag: p.tag,
+                            bytes: p.bytes,
+                            comm: p.comm,
+                            req: Some(h),
+                            sync: false,
+                        });
+                    } else {
+                        self.queue.push_back(Action::Recv {
+                            src: r,
+                            tag: if p.tag == TAG_ANY { ANY } else { p.tag },
+                            bytes: p.bytes,
+                            comm: p.comm,
+                            req: Some(h),
+                        });
                     }
                 }
             }
-            "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany" | "testsome" => {
+            "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
+            | "testsome" => {
                 let reqs: Vec<ReqHandle> = ev
                     .completions()
                     .into_iter()
-                    .map(|c| self.active.get(&c.request).copied().unwrap_or(c.request as ReqHandle))
+                    .map(|c| {
+                        self.active
+                            .get(&c.request)
+                            .copied()
+                            .unwrap_or(c.request as ReqHandle)
+                    })
                     .collect();
                 let failed_test = fam.starts_with("test") && a.get(Slot::Flag) == Some(0);
                 if !failed_test && !reqs.is_empty() {
@@ -265,19 +407,47 @@ impl TraceRank {
                     return Ok(());
                 }
                 let c = comm_of(self)?;
-                let peer = a.get(Slot::StatusSource).or(a.get(Slot::Peer)).unwrap_or(PEER_ANY);
-                let src = if peer == PEER_ANY { ANY } else { self.comm_rank(&c, peer).map(i64::from).unwrap_or(ANY) };
-                let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(TAG_ANY);
-                self.queue.push_back(Action::Probe { src, tag: if tag == TAG_ANY { ANY } else { tag }, comm: c.id });
+                let peer = a
+                    .get(Slot::StatusSource)
+                    .or(a.get(Slot::Peer))
+                    .unwrap_or(PEER_ANY);
+                let src = if peer == PEER_ANY {
+                    ANY
+                } else {
+                    self.comm_rank(&c, peer).map(i64::from).unwrap_or(ANY)
+                };
+                let tag = a
+                    .get(Slot::StatusTag)
+                    .or(a.get(Slot::Tag))
+                    .unwrap_or(TAG_ANY);
+                self.queue.push_back(Action::Probe {
+                    src,
+                    tag: if tag == TAG_ANY { ANY } else { tag },
+                    comm: c.id,
+                });
             }
             "iprobe" => {
                 // Failed polls are skipped; a successful one waits for the message.
                 if a.get(Slot::Flag) == Some(1) {
                     let c = comm_of(self)?;
-                    let peer = a.get(Slot::StatusSource).or(a.get(Slot::Peer)).unwrap_or(PEER_ANY);
-                    let src = if peer == PEER_ANY { ANY } else { self.comm_rank(&c, peer).map(i64::from).unwrap_or(ANY) };
-                    let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(TAG_ANY);
-                    self.queue.push_back(Action::Probe { src, tag: if tag == TAG_ANY { ANY } else { tag }, comm: c.id });
+                    let peer = a
+                        .get(Slot::StatusSource)
+                        .or(a.get(Slot::Peer))
+                        .unwrap_or(PEER_ANY);
+                    let src = if peer == PEER_ANY {
+                        ANY
+                    } else {
+                        self.comm_rank(&c, peer).map(i64::from).unwrap_or(ANY)
+                    };
+                    let tag = a
+                        .get(Slot::StatusTag)
+                        .or(a.get(Slot::Tag))
+                        .unwrap_or(TAG_ANY);
+                    self.queue.push_back(Action::Probe {
+                        src,
+                        tag: if tag == TAG_ANY { ANY } else { tag },
+                        comm: c.id,
+                    });
                 }
             }
             _ if mpiscope_mpispec::is_collective(name) && !fam.starts_with("neighbor") => {
@@ -287,7 +457,9 @@ impl TraceRank {
                     self.local_ns += ev.duration();
                     return Ok(());
                 }
-                let me = self.comm_rank(&c, i64::from(self.rank)).ok_or_else(|| self.err(format!("{name}: rank is not in its communicator")))?;
+                let me = self
+                    .comm_rank(&c, i64::from(self.rank))
+                    .ok_or_else(|| self.err(format!("{name}: rank is not in its communicator")))?;
                 let kind = match fam.as_str() {
                     "barrier" => Collective::Barrier,
                     "bcast" => Collective::Bcast,
@@ -306,20 +478,39 @@ impl TraceRank {
                     _ => Collective::Exscan,
                 };
                 let root_world = a.get(Slot::Root).unwrap_or(0);
-                let root = if root_world == PEER_ROOT { me } else { self.comm_rank(&c, root_world).unwrap_or(0) };
+                let root = if root_world == PEER_ROOT {
+                    me
+                } else {
+                    self.comm_rank(&c, root_world).unwrap_or(0)
+                };
                 let ds = a.get(Slot::DtypeSize).unwrap_or(1).max(1) as u64;
                 let dr = a.get(Slot::RecvDtypeSize).unwrap_or(ds as i64).max(1) as u64;
                 let count = a.get(Slot::Count).unwrap_or(0).max(0) as u64;
-                let recv_count = a.get(Slot::RecvCount).map(|v| v.max(0) as u64).unwrap_or(count);
-                let list = |k: ListKind| ev.list(k).map(|l| l.iter().map(|&v| v.max(0) as u64).collect::<Vec<u64>>()).unwrap_or_default();
+                let recv_count = a
+                    .get(Slot::RecvCount)
+                    .map(|v| v.max(0) as u64)
+                    .unwrap_or(count);
+                let list = |k: ListKind| {
+                    ev.list(k)
+                        .map(|l| l.iter().map(|&v| v.max(0) as u64).collect::<Vec<u64>>())
+                        .unwrap_or_default()
+                };
                 let mut send_counts = list(ListKind::SendCounts);
                 let mut recv_counts = list(ListKind::RecvCounts);
                 if kind == Collective::Alltoallv && fam == "alltoallw" {
                     // Per-peer datatypes: counted in bytes.
                     let st = list(ListKind::SendTypeSizes);
                     let rt = list(ListKind::RecvTypeSizes);
-                    send_counts = send_counts.iter().zip(st.iter().chain(std::iter::repeat(&1))).map(|(c, s)| c * s).collect();
-                    recv_counts = recv_counts.iter().zip(rt.iter().chain(std::iter::repeat(&1))).map(|(c, s)| c * s).collect();
+                    send_counts = send_counts
+                        .iter()
+                        .zip(st.iter().chain(std::iter::repeat(&1)))
+                        .map(|(c, s)| c * s)
+                        .collect();
+                    recv_counts = recv_counts
+                        .iter()
+                        .zip(rt.iter().chain(std::iter::repeat(&1)))
+                        .map(|(c, s)| c * s)
+                        .collect();
                 }
                 let (ds, dr) = if fam == "alltoallw" { (1, 1) } else { (ds, dr) };
                 let (count, recv_count) = match kind {
@@ -344,7 +535,11 @@ impl TraceRank {
                         recv_counts = vec![0; n];
                     }
                 }
-                if matches!(kind, Collective::Gatherv | Collective::Allgatherv | Collective::ReduceScatter) && recv_counts.is_empty() {
+                if matches!(
+                    kind,
+                    Collective::Gatherv | Collective::Allgatherv | Collective::ReduceScatter
+                ) && recv_counts.is_empty()
+                {
                     recv_counts = vec![recv_count; n];
                 }
                 if kind == Collective::Scatterv && send_counts.is_empty() {
@@ -362,7 +557,16 @@ impl TraceRank {
                     send_counts,
                     recv_counts,
                 };
-                self.queue.push_back(Action::Collective { args, comm: c.id, comp_flops: 0.0, req: if nb { req.map(|r| r as ReqHandle) } else { None } });
+                self.queue.push_back(Action::Collective {
+                    args,
+                    comm: c.id,
+                    comp_flops: 0.0,
+                    req: if nb {
+                        req.map(|r| r as ReqHandle)
+                    } else {
+                        None
+                    },
+                });
             }
             "init" | "init_thread" => {}
             "finalize" => {
@@ -390,7 +594,10 @@ impl RankWorkload for TraceRank {
             let Some(ev) = self.reader.next_event() else {
                 if let Some(e) = self.reader.stopped() {
                     if !e.is_truncation() {
-                        return Some(Err(WorkloadError::Io { path: self.reader.path().display().to_string(), message: e.to_string() }));
+                        return Some(Err(WorkloadError::Io {
+                            path: self.reader.path().display().to_string(),
+                            message: e.to_string(),
+                        }));
                     }
                 }
                 self.ended = true;
@@ -405,7 +612,9 @@ impl RankWorkload for TraceRank {
             if let Some(prev) = self.prev_exit {
                 let gap = ev.t_enter.saturating_sub(prev) + std::mem::take(&mut self.local_ns);
                 if gap > 0 {
-                    self.queue.push_back(Action::Compute { flops: gap as f64 * 1e-9 * self.speed });
+                    self.queue.push_back(Action::Compute {
+                        flops: gap as f64 * 1e-9 * self.speed,
+                    });
                 }
             }
             self.prev_exit = Some(ev.t_exit);

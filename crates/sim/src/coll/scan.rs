@@ -1,0 +1,58 @@
+//! MPI_Scan and MPI_Exscan algorithms (SimGrid 3.32 `smpi_coll.cpp`, MPICH 3.3; design
+//! note §7.11). Every message is `count × dtype_size` bytes.
+//!
+//! * `linear` (SimGrid's only algorithm, whatever the selector): every rank irecvs from
+//!   each lower rank and isends to each higher rank, all started at once, then waits for
+//!   them in posting order (SimGrid takes the non-commutative path with `MPI_OP_NULL`).
+//! * `rdb`: MPICH's recursive doubling (sendrecv with `rank xor mask`), for scan and exscan.
+
+use super::ops::{Lazy, Ops};
+use super::{tag, CollArgs, CollError, Cx, Program};
+
+/// Scan / exscan algorithm names.
+pub(crate) const NAMES: &[&str] = &["linear", "rdb"];
+
+/// Scan / exscan aliases.
+pub(crate) const ALIASES: &[(&str, &str)] = &[
+    ("default", "linear"),
+    ("recursive_doubling", "rdb"),
+    ("mpich", "rdb"),
+];
+
+/// The program of algorithm `name`.
+pub(crate) fn build(
+    name: &'static str,
+    a: &CollArgs,
+    _cx: &mut Cx,
+) -> Result<Box<dyn Program>, CollError> {
+    let (p, rank) = (a.size, a.rank);
+    let b = a.bytes();
+    Ok(match name {
+        "linear" => {
+            let n = p as u64 - 1;
+            let r = rank as u64;
+            Lazy::steps(2 * n, move |i, o| {
+                if i < r {
+                    o.irecv(i as u32, b, tag::SCAN);
+                } else if i < n {
+                    o.isend(i as u32 + 1, b, tag::SCAN);
+                } else {
+                    o.wait((i - n) as u32);
+                }
+            })
+        }
+        "rdb" => {
+            let mut o = Ops::new();
+            let mut mask = 1u64;
+            while mask < p as u64 {
+                let dst = rank as u64 ^ mask;
+                if dst < p as u64 {
+                    o.sendrecv(rank, dst as u32, b, tag::SCAN, dst as u32, b, tag::SCAN);
+                }
+                mask <<= 1;
+            }
+            o.into_program()
+        }
+        _ => unreachable!("scan algorithm {name}"),
+    })
+}
