@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job end to end on the bundled example: build mpiscope, trace a 4-rank MPI program
-# under Open MPI, report on it, and show its first events.
+# under Open MPI, report on it, show its first events, and replay it on modeled platforms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -19,3 +19,10 @@ target/release/mpiscope report target/demo/trace
 echo
 echo "== mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols"
 target/release/mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols
+echo
+echo "== mpiscope replay target/demo/trace --platform examples/platforms/cluster-16.xml"
+target/release/mpiscope replay target/demo/trace --platform examples/platforms/cluster-16.xml --quiet
+echo
+echo "== the same run on a 64-host fat tree, ranks spread at random over the hosts"
+target/release/mpiscope replay target/demo/trace --platform examples/platforms/fat-tree-64.xml \
+  --mapping random:1 --quiet --json | grep makespan_s

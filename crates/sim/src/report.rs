@@ -161,12 +161,16 @@ impl Report {
             "makespan {:.9} s ({} ranks, {} actions, {} messages)",
             self.makespan_s, self.ranks, self.actions, self.messages
         );
+        let energy = if self.energy_j > 0.0 {
+            format!("{:.3} J", self.energy_j)
+        } else {
+            "n/a (no host power in the platform)".to_owned()
+        };
         let _ = writeln!(
             s,
-            "simulated in {:.3} s ({:.0} actions/s); energy {:.3} J",
+            "simulated in {:.3} s ({:.0} actions/s); energy {energy}",
             self.wall_s,
             self.actions as f64 / self.wall_s.max(1e-9),
-            self.energy_j
         );
         let n = self.per_rank.len().max(1) as f64;
         let (c, m, w) = self.per_rank.iter().fold((0.0, 0.0, 0.0), |a, r| {

@@ -67,7 +67,8 @@ pub struct TiOptions {
 /// Where a rank's lines come from.
 #[derive(Debug)]
 enum Source {
-    /// A file of this rank alone, read in chunks from `offset`.
+    /// A file of this rank alone, read in chunks from `offset`; the current chunk is kept
+    /// as one string and split into lines on demand.
     File {
         path: PathBuf,
         offset: u64,
@@ -83,6 +84,9 @@ pub struct TiRank {
     size: u32,
     source: Source,
     lines: VecDeque<(u64, String)>,
+    /// The last chunk read from a per-rank file, and how far it has been consumed.
+    chunk_text: String,
+    chunk_pos: usize,
     line_no: u64,
     name: String,
     dtype: u64,
@@ -99,10 +103,10 @@ pub struct TiRank {
     finished: bool,
 }
 
-/// Bytes read per refill: large for few ranks, small for many (memory stays below about
-/// 256 MiB of buffered lines whatever the rank count).
+/// Bytes read per refill: large for few ranks, small for many (buffered text stays below
+/// about 64 MiB whatever the rank count, and 4 KiB per rank beyond 16,384 ranks).
 fn chunk_for(ranks: usize) -> usize {
-    ((256usize << 20) / ranks.max(1)).clamp(4 << 10, 256 << 10)
+    ((64usize << 20) / ranks.max(1)).clamp(4 << 10, 256 << 10)
 }
 
 fn syntax(path: &str, line: u64, message: impl Into<String>) -> WorkloadError {
@@ -229,6 +233,8 @@ impl TiRank {
             size,
             source,
             lines,
+            chunk_text: String::new(),
+            chunk_pos: 0,
             line_no: 0,
             name,
             dtype: 1,
@@ -291,22 +297,40 @@ impl TiRank {
             chunk *= 2;
         };
         *offset += complete as u64;
-        let text = String::from_utf8_lossy(&buf[..complete]);
-        for line in text.lines() {
-            self.line_no += 1;
-            let t = line.trim();
-            if !t.is_empty() && !t.starts_with('#') {
-                self.lines.push_back((self.line_no, t.to_owned()));
-            }
-        }
+        buf.truncate(complete);
+        self.chunk_text = match String::from_utf8(buf) {
+            Ok(t) => t,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        self.chunk_pos = 0;
         Ok(())
     }
 
+    /// The next non-empty, non-comment line and its number.
     fn next_line(&mut self) -> Result<Option<(u64, String)>, WorkloadError> {
-        if self.lines.is_empty() {
-            self.refill()?;
+        if let Some(l) = self.lines.pop_front() {
+            return Ok(Some(l));
         }
-        Ok(self.lines.pop_front())
+        loop {
+            if self.chunk_pos >= self.chunk_text.len() {
+                let more = matches!(self.source, Source::File { eof: false, .. });
+                if !more {
+                    return Ok(None);
+                }
+                self.refill()?;
+                if self.chunk_text.is_empty() {
+                    return Ok(None);
+                }
+            }
+            let rest = &self.chunk_text[self.chunk_pos..];
+            let end = rest.find('\n').unwrap_or(rest.len());
+            self.chunk_pos += (end + 1).min(rest.len());
+            self.line_no += 1;
+            let t = rest[..end].trim();
+            if !t.is_empty() && !t.starts_with('#') {
+                return Ok(Some((self.line_no, t.to_owned())));
+            }
+        }
     }
 
     fn handle(&mut self) -> ReqHandle {
@@ -752,6 +776,43 @@ mod tests {
             out.push(a.unwrap());
         }
         out
+    }
+
+    #[test]
+    fn chunked_reading_keeps_every_line_and_its_number() {
+        // Lines longer than the chunk, blank lines, comments, CRLF, no final newline.
+        let long = format!("0 compute {}", "9".repeat(40));
+        let text = format!("0 init\r\n\n# note\n{long}\n  0 send 1 0 8  \n\n0 finalize");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r0.txt");
+        std::fs::write(&path, &text).unwrap();
+        let expected: Vec<(u64, String)> = text
+            .split('\n')
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.trim().to_owned()))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        for chunk in [1, 3, 7, 16, 1 << 12] {
+            let mut w = TiRank::new(
+                0,
+                1,
+                Source::File {
+                    path: path.clone(),
+                    offset: 0,
+                    eof: false,
+                },
+                VecDeque::new(),
+                "r0.txt".into(),
+                Arc::new(Mutex::new(1)),
+                TiOptions::default(),
+            );
+            w.chunk = chunk;
+            let mut got = Vec::new();
+            while let Some(l) = w.next_line().unwrap() {
+                got.push(l);
+            }
+            assert_eq!(got, expected, "chunk {chunk}");
+        }
     }
 
     #[test]
