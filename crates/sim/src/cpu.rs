@@ -106,7 +106,10 @@ impl CpuModel {
         };
         let id = match self.free.pop() {
             Some(id) => {
-                self.execs[id as usize] = e;
+                // Keep counting generations: entries of the previous computation with this
+                // id may still be in the heap and must not match the new one.
+                let generation = self.execs[id as usize].generation;
+                self.execs[id as usize] = Exec { generation, ..e };
                 id
             }
             None => {
@@ -165,5 +168,60 @@ impl CpuModel {
             self.account(h as HostId, now);
         }
         self.hosts.iter().map(|h| h.busy).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::{Host, LinkId, PlatformError, Routing};
+
+    #[derive(Debug)]
+    struct NoRoutes;
+
+    impl Routing for NoRoutes {
+        fn route(&self, _: HostId, _: HostId, _: &mut Vec<LinkId>) -> Result<(), PlatformError> {
+            Ok(())
+        }
+    }
+
+    /// Runs until `id` ends; returns the date.
+    fn end_of(cpu: &mut CpuModel, id: ExecId) -> Time {
+        let mut done = Vec::new();
+        while let Some(at) = cpu.next_event() {
+            done.clear();
+            cpu.advance(at, &mut done);
+            if done.contains(&id) {
+                return at;
+            }
+        }
+        panic!("computation {id} never ends");
+    }
+
+    #[test]
+    fn reused_ids_ignore_stale_completions() {
+        let host = Host {
+            name: "h".into(),
+            speed: 1e9,
+            cores: 1,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        };
+        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let mut cpu = CpuModel::new(&p);
+        // `a` is first due at 1 ms, then at ~2 ms when `b` shares the core, then earlier
+        // again when `b` ends: the ~2 ms entry stays in the heap after `a` ends.
+        let a = cpu.start(Time::ZERO, 0, 1e6);
+        let b = cpu.start(Time::ZERO, 0, 1e3);
+        assert_eq!(end_of(&mut cpu, b), Time::from_secs(2e-6));
+        let t = end_of(&mut cpu, a);
+        assert_eq!(t, Time::from_secs(1.001e-3));
+        // `c` takes `a`'s id and is rescheduled once by `d` (sharing the core until 4 ms
+        // later): it must not end at `a`'s stale ~2 ms date but 7 ms after `t`.
+        let c = cpu.start(t, 0, 5e6);
+        assert_eq!(c, a);
+        let d = cpu.start(t, 0, 2e6);
+        assert_eq!(end_of(&mut cpu, d), t.plus(Time::from_secs(4e-3)));
+        assert_eq!(end_of(&mut cpu, c), t.plus(Time::from_secs(7e-3)));
     }
 }

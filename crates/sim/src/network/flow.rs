@@ -227,7 +227,10 @@ impl NetworkModel for FlowModel {
         };
         let id = match self.free.pop() {
             Some(id) => {
-                self.flows[id as usize] = flow;
+                // Keep counting generations: entries of the previous flow with this id may
+                // still be in the heap and must not match the new one.
+                let generation = self.flows[id as usize].generation;
+                self.flows[id as usize] = Flow { generation, ..flow };
                 id
             }
             None => {
@@ -303,5 +306,80 @@ impl NetworkModel for FlowModel {
             .enumerate()
             .map(|(i, &b)| (i as u32, b))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::{Host, Link, Routing};
+
+    /// Hosts 0 and 1 joined by link 0 (both ways).
+    #[derive(Debug)]
+    struct OneLink;
+
+    impl Routing for OneLink {
+        fn route(
+            &self,
+            src: HostId,
+            dst: HostId,
+            out: &mut Vec<LinkId>,
+        ) -> Result<(), PlatformError> {
+            if src != dst {
+                out.push(0);
+            }
+            Ok(())
+        }
+    }
+
+    fn platform() -> Platform {
+        let host = |name: &str| Host {
+            name: name.into(),
+            speed: 1e9,
+            cores: 1,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        };
+        let link = Link {
+            name: "l".into(),
+            bandwidth: 1e9,
+            latency: 1e-5,
+            sharing: Sharing::Shared,
+        };
+        Platform::new(vec![host("h0"), host("h1")], vec![link], Box::new(OneLink))
+    }
+
+    /// Runs until `id` ends; returns the date.
+    fn end_of(m: &mut FlowModel, id: TransferId) -> Time {
+        let mut done = Vec::new();
+        while let Some(at) = m.next_event() {
+            done.clear();
+            m.advance(at, &mut done);
+            if done.contains(&id) {
+                return at;
+            }
+        }
+        panic!("transfer {id} never ends");
+    }
+
+    #[test]
+    fn reused_ids_ignore_stale_completions() {
+        let p = platform();
+        // Reference: a lone 2 MB transfer.
+        let mut alone = FlowModel::new(&p, FlowConfig::default());
+        let c = alone.start(&p, Time::ZERO, 0, 1, 2_000_000).unwrap();
+        let lone = end_of(&mut alone, c);
+
+        let mut m = FlowModel::new(&p, FlowConfig::default());
+        // `a` shares the link with `b`, then speeds up when `b` ends: its first completion
+        // entry (later) stays in the heap after `a` ends.
+        let a = m.start(&p, Time::ZERO, 0, 1, 1_000_000).unwrap();
+        let b = m.start(&p, Time::ZERO, 0, 1, 10_000).unwrap();
+        end_of(&mut m, b);
+        let t = end_of(&mut m, a);
+        // `c` takes `a`'s id: it must end as if alone, not at `a`'s stale date.
+        let c = m.start(&p, t, 0, 1, 2_000_000).unwrap();
+        assert_eq!(c, a);
+        assert_eq!(end_of(&mut m, c), t.plus(lone));
     }
 }
