@@ -97,8 +97,9 @@ pub enum Action {
         comm: CommId,
         /// Flops computed after the collective (reductions' work, as SimGrid's `comp`).
         comp_flops: f64,
-        /// Non-blocking collective: the handle to wait on (the collective runs to completion
-        /// before the rank goes on, an approximation).
+        /// Non-blocking collective: the handle to wait on. The collective then advances on
+        /// its own while the rank goes on (ideal asynchronous progress, as with a progress
+        /// thread), and the handle completes when its last step does.
         req: Option<ReqHandle>,
     },
     /// Defines a communicator (every member must define it the same way before using it).
