@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use mpiscope_sim::coll::{Collective, Selector};
 use mpiscope_sim::network::loggp::LogGp;
-use mpiscope_sim::network::FlowConfig;
+use mpiscope_sim::network::{parse_factors, FlowConfig};
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
 use mpiscope_sim::workload::{ti, trace, RankWorkload};
@@ -34,9 +34,21 @@ pub struct ReplayArgs {
     /// (hosts in a seeded random order, K ranks each).
     #[arg(long, default_value = "sequential")]
     mapping: String,
-    /// Network model: `flow` (max-min sharing, SimGrid CM02) or `loggp`.
+    /// Network model: `flow` (max-min sharing, SimGrid's CM02), `smpi` (the same with
+    /// SMPI's piecewise factors by message size and weight-S, smpirun's default model) or
+    /// `loggp`.
     #[arg(long, default_value = "flow")]
     network: String,
+    /// Latency factors by message size, in SimGrid's `smpi/lat-factor` syntax
+    /// (`65472:11.6;15424:3.5;0:2.0`: a message larger than a threshold takes its factor).
+    #[arg(long, value_name = "SPEC")]
+    lat_factor: Option<String>,
+    /// Bandwidth factors by message size (SimGrid's `smpi/bw-factor` syntax).
+    #[arg(long, value_name = "SPEC")]
+    bw_factor: Option<String>,
+    /// SimGrid's `network/weight-S` (penalty per link of `weight-S / bandwidth`).
+    #[arg(long, value_name = "BYTES")]
+    weight_s: Option<f64>,
     /// LogGP parameters `o,g` in seconds (with `--network loggp`; L and G come from the
     /// platform's routes).
     #[arg(long, value_name = "O,G")]
@@ -144,8 +156,24 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         "mpich" => Selector::Mpich,
         other => bail!("--collectives {other}: expected ompi or mpich"),
     };
+    let mut flow = match a.network.as_str() {
+        "smpi" => FlowConfig::smpi(),
+        _ => FlowConfig::default(),
+    };
+    if let Some(spec) = &a.lat_factor {
+        flow.lat_factors = parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
+    }
+    if let Some(spec) = &a.bw_factor {
+        flow.bw_factors = parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
+    }
+    if let Some(w) = a.weight_s {
+        if !(w.is_finite() && w >= 0.0) {
+            bail!("--weight-s {w}: expected a non-negative number");
+        }
+        flow.weight_s = w;
+    }
     config.network = match a.network.as_str() {
-        "flow" => NetworkKind::Flow(FlowConfig::default()),
+        "flow" | "smpi" => NetworkKind::Flow(flow),
         "loggp" => {
             let mut p = LogGp::default();
             if let Some(s) = &a.loggp {
@@ -162,7 +190,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             }
             NetworkKind::LogGp(p)
         }
-        other => bail!("--network {other}: expected flow or loggp"),
+        other => bail!("--network {other}: expected flow, smpi or loggp"),
     };
     let mut forced = HashMap::new();
     for f in &a.algorithms {

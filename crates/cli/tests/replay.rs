@@ -167,6 +167,31 @@ fn replay_of_ti_traces_matches_the_model() {
     let j = replay_json(&[index.to_str().unwrap(), "--platform", p]);
     let t = j["makespan_s"].as_f64().unwrap();
     assert!(close(t, 20e-6 + 1_000_016e-9, 1e-9), "single transfer: {t}");
+    // SimGrid's SMPI model (smpirun's default): above 65,472 bytes the latency is multiplied
+    // by 11.6436 and the bandwidth by 0.940694 (SimGrid 3.32 gives 0.001295933952 s).
+    let j = replay_json(&[
+        index.to_str().unwrap(),
+        "--platform",
+        p,
+        "--network",
+        "smpi",
+    ]);
+    let t = j["makespan_s"].as_f64().unwrap();
+    assert!(
+        close(t, 20e-6 * 11.6436 + 1_000_016.0 / 0.940694e9, 1e-9),
+        "SMPI model: {t}"
+    );
+    let j = replay_json(&[
+        index.to_str().unwrap(),
+        "--platform",
+        p,
+        "--bw-factor",
+        "0:0.5",
+        "--lat-factor",
+        "1000:2",
+    ]);
+    let t = j["makespan_s"].as_f64().unwrap();
+    assert!(close(t, 40e-6 + 2_000_032e-9, 1e-9), "custom factors: {t}");
 
     // 1e9 flops on a 1 Gf host take one second.
     let d2 = tmp.path().join("compute");
@@ -238,6 +263,8 @@ fn replay_reports_bad_input() {
         ("--network", "pigeon"),
         ("--collectives", "lam"),
         ("--algorithm", "bcast=nosuch"),
+        ("--bw-factor", "1000:x"),
+        ("--lat-factor", "0.5"),
     ] {
         assert_clean_error(&replay(&[i, "--platform", p, opt, val]), &[opt]);
     }

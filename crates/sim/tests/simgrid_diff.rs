@@ -91,6 +91,7 @@ fn simgrid_time(
     platform: &Path,
     hostfile: &Path,
     optim: Option<&str>,
+    model: &str,
 ) -> Result<f64, String> {
     let mut cmd = Command::new("smpirun");
     cmd.arg("-replay")
@@ -101,7 +102,7 @@ fn simgrid_time(
         .arg(platform)
         .arg("-hostfile")
         .arg(hostfile)
-        .arg("--cfg=network/model:CM02")
+        .arg(format!("--cfg=network/model:{model}"))
         .arg("--cfg=smpi/coll-selector:ompi")
         .arg("--log=smpi_replay.fmt:[%.12d]%e%m%n");
     if let Some(mode) = optim {
@@ -122,7 +123,7 @@ fn simgrid_time(
 }
 
 /// Our replay time of `index`.
-fn our_time(index: &Path, platform: &Path, hostfile: &Path) -> f64 {
+fn our_time(index: &Path, platform: &Path, hostfile: &Path, config: SimConfig) -> f64 {
     let p = platform::load(platform).unwrap();
     let w = ti::load(
         index,
@@ -140,7 +141,7 @@ fn our_time(index: &Path, platform: &Path, hostfile: &Path) -> f64 {
     let hosts: Vec<HostId> = (0..w.len())
         .map(|i| p.host_id(&names[i % names.len()]).unwrap())
         .collect();
-    let sim = Simulation::new(&p, SimConfig::default(), hosts, w).unwrap();
+    let sim = Simulation::new(&p, config, hosts, w).unwrap();
     sim.run().unwrap().makespan_s
 }
 
@@ -193,10 +194,10 @@ fn compare_with(program: &str, args: &[&str], np: u32, topo: Topology, tolerance
     let tmp = tempfile::tempdir().unwrap();
     let (xml, hf) = platform_files(tmp.path(), topo);
     let index = record(tmp.path(), program, args, np, &xml, &hf);
-    let ours = our_time(&index, &xml, &hf);
+    let ours = our_time(&index, &xml, &hf, SimConfig::default());
     let what = format!("{program} {} np={np} {topo:?}", args.join(" "));
-    let lazy = simgrid_time(tmp.path(), &index, np, &xml, &hf, None);
-    let full = simgrid_time(tmp.path(), &index, np, &xml, &hf, Some("Full"));
+    let lazy = simgrid_time(tmp.path(), &index, np, &xml, &hf, None, "CM02");
+    let full = simgrid_time(tmp.path(), &index, np, &xml, &hf, Some("Full"), "CM02");
     let (lazy, full) = match (lazy, full) {
         (Ok(l), Ok(f)) => (l, f),
         (l, f) => {
@@ -337,4 +338,39 @@ fn each_collective_fat_tree() {
 #[test]
 fn each_collective_torus() {
     each_collective(Topology::Torus, 25);
+}
+
+/// SimGrid's `SMPI` network model (smpirun's default: CM02 with piecewise latency and
+/// bandwidth factors by message size and `weight-S` 8775) against ours with the same
+/// parameters.
+fn smpi_model(topo: Topology) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (xml, hf) = platform_files(tmp.path(), topo);
+    let index = record(tmp.path(), "p2p_mix", &[], 16, &xml, &hf);
+    let config = SimConfig {
+        network: mpiscope_sim::NetworkKind::Flow(mpiscope_sim::network::FlowConfig::smpi()),
+        ..SimConfig::default()
+    };
+    let ours = our_time(&index, &xml, &hf, config);
+    let full = simgrid_time(tmp.path(), &index, 16, &xml, &hf, Some("Full"), "SMPI").unwrap();
+    let cm02 = our_time(&index, &xml, &hf, SimConfig::default());
+    eprintln!("p2p_mix np=16 {topo:?} SMPI model: SimGrid (Full) {full:.9} s, ours {ours:.9} s (ours with CM02: {cm02:.9} s)");
+    assert!(
+        (ours - full).abs() <= 1e-6 * full,
+        "SMPI model {topo:?}: SimGrid {full} s vs ours {ours} s"
+    );
+    assert!(
+        (cm02 - full).abs() > 1e-3 * full,
+        "the factors change nothing?"
+    );
+}
+
+#[test]
+fn smpi_model_flat_cluster() {
+    smpi_model(Topology::Flat);
+}
+
+#[test]
+fn smpi_model_torus() {
+    smpi_model(Topology::Torus);
 }

@@ -217,7 +217,16 @@ impl NetworkModel for FlowModel {
             remaining: padded as f64,
             rate: 0.0,
             updated: now,
-            penalty: if latency > 0.0 { latency } else { 1.0 },
+            penalty: if latency > 0.0 {
+                latency
+                    + self
+                        .route
+                        .iter()
+                        .map(|&l| self.config.weight_s / platform.links[l as usize].bandwidth)
+                        .sum::<f64>()
+            } else {
+                1.0
+            },
             bound,
             rate_factor: bw_f,
             uses,

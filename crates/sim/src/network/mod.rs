@@ -62,9 +62,16 @@ pub struct FlowConfig {
     pub latency_factor: f64,
     /// Multiplies the rate a flow gets.
     pub bandwidth_factor: f64,
-    /// Piecewise factors by message size (SMPI style): `(min size, latency factor,
-    /// bandwidth factor)`, sorted by size; empty for none.
-    pub size_factors: Vec<(u64, f64, f64)>,
+    /// Piecewise latency factors by message size (SMPI's `smpi/lat-factor`): `(threshold,
+    /// factor)` sorted by threshold; a message larger than a threshold takes its factor.
+    /// Empty for none.
+    pub lat_factors: Vec<(u64, f64)>,
+    /// Piecewise bandwidth factors by message size (SMPI's `smpi/bw-factor`), as
+    /// `lat_factors`.
+    pub bw_factors: Vec<(u64, f64)>,
+    /// SimGrid's `network/weight-S`: a flow's sharing penalty grows by `weight_s / bandwidth`
+    /// for each link of its route (0 for CM02, 8775 for SMPI's model).
+    pub weight_s: f64,
 }
 
 impl Default for FlowConfig {
@@ -75,23 +82,108 @@ impl Default for FlowConfig {
             crosstraffic: 0.05,
             latency_factor: 1.0,
             bandwidth_factor: 1.0,
-            size_factors: Vec::new(),
+            lat_factors: Vec::new(),
+            bw_factors: Vec::new(),
+            weight_s: 0.0,
         }
     }
 }
 
+/// SimGrid 3.32's default `smpi/bw-factor` (the `SMPI` network model).
+pub const SMPI_BW_FACTORS: &str = "65472:0.940694;15424:0.697866;9376:0.58729;5776:1.08739;3484:0.77493;1426:0.608902;732:0.341987;257:0.338112;0:0.812084";
+/// SimGrid 3.32's default `smpi/lat-factor` (the `SMPI` network model).
+pub const SMPI_LAT_FACTORS: &str = "65472:11.6436;15424:3.48845;9376:2.59299;5776:2.18796;3484:1.88101;1426:1.61075;732:1.9503;257:1.95341;0:2.01467";
+
 impl FlowConfig {
-    /// Latency and bandwidth factors for a message of `bytes` (padded) bytes: the last
-    /// section whose threshold is strictly below the size, else 1.
-    pub fn factors(&self, bytes: u64) -> (f64, f64) {
-        let mut f = (self.latency_factor, self.bandwidth_factor);
-        for &(min, lat, bw) in &self.size_factors {
-            if bytes > min {
-                f = (self.latency_factor * lat, self.bandwidth_factor * bw);
-            } else {
-                break;
-            }
+    /// SimGrid's `SMPI` network model (what `smpirun` uses unless told otherwise): CM02
+    /// with SMPI's piecewise factors and `weight-S` 8775.
+    pub fn smpi() -> FlowConfig {
+        FlowConfig {
+            lat_factors: parse_factors(SMPI_LAT_FACTORS).expect("built-in factors"),
+            bw_factors: parse_factors(SMPI_BW_FACTORS).expect("built-in factors"),
+            weight_s: 8775.0,
+            ..FlowConfig::default()
         }
-        f
+    }
+
+    /// Latency and bandwidth factors for a message of `bytes` (padded) bytes.
+    pub fn factors(&self, bytes: u64) -> (f64, f64) {
+        (
+            self.latency_factor * piecewise(&self.lat_factors, bytes),
+            self.bandwidth_factor * piecewise(&self.bw_factors, bytes),
+        )
+    }
+}
+
+/// The factor of the last threshold strictly below `bytes` (SimGrid's rule), else 1.
+fn piecewise(factors: &[(u64, f64)], bytes: u64) -> f64 {
+    let mut f = 1.0;
+    for &(threshold, factor) in factors {
+        if bytes > threshold {
+            f = factor;
+        } else {
+            break;
+        }
+    }
+    f
+}
+
+/// Parses factors in SimGrid's syntax, `threshold:factor;threshold:factor;...` (any order;
+/// thresholds in bytes), sorted by threshold.
+pub fn parse_factors(spec: &str) -> Result<Vec<(u64, f64)>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+        let (t, f) = part
+            .split_once(':')
+            .ok_or_else(|| format!("`{part}`: expected THRESHOLD:FACTOR"))?;
+        let t: u64 = t
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{part}`: threshold `{t}` is not a byte count"))?;
+        let f: f64 = f
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{part}`: factor `{f}` is not a number"))?;
+        if !(f.is_finite() && f > 0.0) {
+            return Err(format!("`{part}`: factor must be positive"));
+        }
+        out.push((t, f));
+    }
+    if out.is_empty() {
+        return Err("no THRESHOLD:FACTOR pair".into());
+    }
+    out.sort_by_key(|&(t, _)| t);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factors_apply_strictly_above_their_threshold() {
+        let c = FlowConfig {
+            lat_factors: parse_factors("1000:3;0:2").unwrap(),
+            bw_factors: parse_factors("0:0.5;1000:0.25").unwrap(),
+            ..FlowConfig::default()
+        };
+        assert_eq!(c.lat_factors, vec![(0, 2.0), (1000, 3.0)]);
+        assert_eq!(c.factors(0), (1.0, 1.0));
+        assert_eq!(c.factors(1), (2.0, 0.5));
+        assert_eq!(c.factors(1000), (2.0, 0.5));
+        assert_eq!(c.factors(1001), (3.0, 0.25));
+        assert_eq!(FlowConfig::default().factors(1 << 40), (1.0, 1.0));
+        let smpi = FlowConfig::smpi();
+        assert_eq!(smpi.factors(65473), (11.6436, 0.940694));
+        assert_eq!(smpi.factors(100), (2.01467, 0.812084));
+    }
+
+    #[test]
+    fn bad_factors_are_named() {
+        assert!(parse_factors("").unwrap_err().contains("no THRESHOLD"));
+        assert!(parse_factors("12").unwrap_err().contains("`12`"));
+        assert!(parse_factors("a:1").unwrap_err().contains("threshold `a`"));
+        assert!(parse_factors("1:b").unwrap_err().contains("factor `b`"));
+        assert!(parse_factors("1:-2").unwrap_err().contains("positive"));
     }
 }
