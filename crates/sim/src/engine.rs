@@ -1120,9 +1120,6 @@ impl<'p> Simulation<'p> {
         }
         b.release = false;
         b.exec = None;
-        let comm = b.run.comm;
-        let ctx = comm * 2 + COLL_CTX;
-        let name = b.run.name;
         loop {
             if b.program_done {
                 let pending: Vec<ReqIdx> = b
@@ -1159,82 +1156,95 @@ impl<'p> Simulation<'p> {
                 self.touched.push(r);
                 return Ok(true);
             }
-            let to_world = |s: &Self, peer: u32| {
-                s.world_rank(comm, peer).ok_or_else(|| SimError::Invalid {
-                    rank: r,
-                    message: format!("{name}: peer {peer} outside communicator {comm}"),
-                })
-            };
-            match b.run.program.next_op() {
-                None => b.program_done = true,
-                Some(POp::Send { peer, bytes, tag }) => {
-                    let w = to_world(self, peer)?;
-                    let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
-                    if self.reqs[q as usize].complete {
-                        self.release(q);
-                    } else {
-                        b.waiting = vec![q];
-                        b.release = true;
-                        return Ok(false);
-                    }
+            let op = b.run.program.next_op();
+            match self.collective_op(r, &mut b.run, op)? {
+                CollStep::Continue => {}
+                CollStep::Wait(reqs, release) => {
+                    b.waiting = reqs;
+                    b.release = release;
+                    return Ok(false);
                 }
-                Some(POp::Recv { peer, bytes, tag }) => {
-                    let w = to_world(self, peer)?;
-                    let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
-                    if self.reqs[q as usize].complete {
-                        self.release(q);
-                    } else {
-                        b.waiting = vec![q];
-                        b.release = true;
-                        return Ok(false);
-                    }
+                CollStep::Compute(flops) => {
+                    let host = self.ranks[r as usize].host;
+                    let e = self.cpu.start(self.now, host, flops);
+                    self.background_execs.insert(e, r);
+                    b.exec = Some(e);
+                    return Ok(false);
                 }
-                Some(POp::Isend { peer, bytes, tag }) => {
-                    let w = to_world(self, peer)?;
-                    let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
-                    b.run.reqs.push(q);
-                }
-                Some(POp::Irecv { peer, bytes, tag }) => {
-                    let w = to_world(self, peer)?;
-                    let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
-                    b.run.reqs.push(q);
-                }
-                Some(POp::Wait(n)) => {
-                    let q = *b
-                        .run
-                        .reqs
-                        .get(n as usize)
-                        .ok_or_else(|| SimError::Invalid {
-                            rank: r,
-                            message: format!(
-                                "{name}: wait for request {n} of {} posted",
-                                b.run.reqs.len()
-                            ),
-                        })?;
-                    if !self.reqs[q as usize].complete {
-                        b.waiting = vec![q];
-                        return Ok(false);
-                    }
-                }
-                Some(POp::WaitAll) => {
-                    let pending: Vec<ReqIdx> = b.run.reqs[b.run.waited..].to_vec();
-                    b.run.waited = b.run.reqs.len();
-                    if pending.iter().any(|&q| !self.reqs[q as usize].complete) {
-                        b.waiting = pending;
-                        return Ok(false);
-                    }
-                }
-                Some(POp::Compute(flops)) => {
-                    if flops > 0.0 {
-                        let host = self.ranks[r as usize].host;
-                        let e = self.cpu.start(self.now, host, flops);
-                        self.background_execs.insert(e, r);
-                        b.exec = Some(e);
-                        return Ok(false);
-                    }
-                }
+                CollStep::Done => b.program_done = true,
             }
         }
+    }
+
+    /// Performs one step `op` of collective `run` of rank `r` (`None`: the program is over)
+    /// and says what must happen before the next one.
+    fn collective_op(
+        &mut self,
+        r: u32,
+        run: &mut CollRun,
+        op: Option<POp>,
+    ) -> Result<CollStep, SimError> {
+        let comm = run.comm;
+        let ctx = comm * 2 + COLL_CTX;
+        let name = run.name;
+        let to_world = |s: &Self, peer: u32| {
+            s.world_rank(comm, peer).ok_or_else(|| SimError::Invalid {
+                rank: r,
+                message: format!("{name}: peer {peer} outside communicator {comm}"),
+            })
+        };
+        Ok(match op {
+            None => CollStep::Done,
+            Some(POp::Send { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
+                if self.reqs[q as usize].complete {
+                    self.release(q);
+                    CollStep::Continue
+                } else {
+                    CollStep::Wait(vec![q], true)
+                }
+            }
+            Some(POp::Recv { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
+                CollStep::Wait(vec![q], true)
+            }
+            Some(POp::Isend { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
+                run.reqs.push(q);
+                CollStep::Continue
+            }
+            Some(POp::Irecv { peer, bytes, tag }) => {
+                let w = to_world(self, peer)?;
+                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
+                run.reqs.push(q);
+                CollStep::Continue
+            }
+            Some(POp::Wait(n)) => {
+                let q = *run.reqs.get(n as usize).ok_or_else(|| SimError::Invalid {
+                    rank: r,
+                    message: format!("{name}: wait for request {n} of {} posted", run.reqs.len()),
+                })?;
+                if self.reqs[q as usize].complete {
+                    CollStep::Continue
+                } else {
+                    CollStep::Wait(vec![q], false)
+                }
+            }
+            Some(POp::WaitAll) => {
+                let pending: Vec<ReqIdx> = run.reqs[run.waited..].to_vec();
+                run.waited = run.reqs.len();
+                if pending.iter().any(|&q| !self.reqs[q as usize].complete) {
+                    CollStep::Wait(pending, false)
+                } else {
+                    CollStep::Continue
+                }
+            }
+            Some(POp::Compute(flops)) if flops > 0.0 => CollStep::Compute(flops),
+            Some(POp::Compute(_)) => CollStep::Continue,
+        })
     }
 
     fn step_collective(&mut self, r: u32) -> Result<(), SimError> {
@@ -1242,17 +1252,9 @@ impl<'p> Simulation<'p> {
             return Ok(());
         };
         let op = run.program.next_op();
-        let comm = run.comm;
-        let ctx = comm * 2 + COLL_CTX;
         let name = run.name;
-        let to_world = |s: &Self, peer: u32| {
-            s.world_rank(comm, peer).ok_or_else(|| SimError::Invalid {
-                rank: r,
-                message: format!("collective peer {peer} outside communicator {comm}"),
-            })
-        };
-        match op {
-            None => {
+        match self.collective_op(r, &mut run, op)? {
+            CollStep::Done => {
                 // Done: outstanding requests are waited, then the reduction's computation.
                 let pending: Vec<ReqIdx> = run
                     .reqs
@@ -1276,60 +1278,30 @@ impl<'p> Simulation<'p> {
                 }
                 return Ok(());
             }
-            Some(POp::Send { peer, bytes, tag }) => {
-                let w = to_world(self, peer)?;
-                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
-                if self.reqs[q as usize].complete {
-                    self.release(q);
-                } else {
-                    self.block(r, Block::Reqs(vec![q], true), name);
-                }
-            }
-            Some(POp::Isend { peer, bytes, tag }) => {
-                let w = to_world(self, peer)?;
-                let q = self.post_send(r, w, i64::from(tag), ctx, bytes, false)?;
-                run.reqs.push(q);
-            }
-            Some(POp::Recv { peer, bytes, tag }) => {
-                let w = to_world(self, peer)?;
-                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
-                self.block(r, Block::Reqs(vec![q], true), name);
-            }
-            Some(POp::Irecv { peer, bytes, tag }) => {
-                let w = to_world(self, peer)?;
-                let q = self.post_recv(r, i64::from(w), i64::from(tag), ctx, bytes)?;
-                run.reqs.push(q);
-            }
-            Some(POp::Wait(n)) => {
-                let q = *run.reqs.get(n as usize).ok_or_else(|| SimError::Invalid {
-                    rank: r,
-                    message: format!("{name}: wait for request {n} of {} posted", run.reqs.len()),
-                })?;
-                if !self.reqs[q as usize].complete {
-                    self.block(r, Block::Reqs(vec![q], false), name);
-                }
-            }
-            Some(POp::WaitAll) => {
-                let pending: Vec<ReqIdx> = run.reqs[run.waited..].to_vec();
-                run.waited = run.reqs.len();
-                if pending.iter().any(|&q| !self.reqs[q as usize].complete) {
-                    self.block(r, Block::Reqs(pending, false), name);
-                }
-            }
-            Some(POp::Compute(flops)) => {
-                if flops > 0.0 {
-                    let host = self.ranks[r as usize].host;
-                    let e = self.cpu.start(self.now, host, flops);
-                    self.execs.insert(e, r);
-                    self.block(r, Block::Exec(e), "compute");
-                }
+            CollStep::Continue => {}
+            CollStep::Wait(reqs, release) => self.block(r, Block::Reqs(reqs, release), name),
+            CollStep::Compute(flops) => {
+                let host = self.ranks[r as usize].host;
+                let e = self.cpu.start(self.now, host, flops);
+                self.execs.insert(e, r);
+                self.block(r, Block::Exec(e), "compute");
             }
         }
-        if op.is_some() {
-            self.ranks[r as usize].coll = Some(run);
-        }
+        self.ranks[r as usize].coll = Some(run);
         Ok(())
     }
+}
+
+/// What a collective needs before its next step.
+enum CollStep {
+    /// Nothing: go on.
+    Continue,
+    /// These requests complete (released then when the flag is set).
+    Wait(Vec<ReqIdx>, bool),
+    /// This many flops computed.
+    Compute(f64),
+    /// The program is over.
+    Done,
 }
 
 fn coll_name(k: Collective) -> &'static str {
