@@ -216,6 +216,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let input = &a.input;
     let is_run = input.is_dir();
     let host_speeds: Vec<f64> = platform.hosts.iter().map(|h| h.speed).collect();
+    let mut callsites = None;
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
         let run = mpiscope_trace::RunDir::open(input)
             .with_context(|| format!("cannot open the trace {}", input.display()))?;
@@ -223,13 +224,14 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         // Hosts are placed first: compute bursts scale with the simulated host's speed.
         let hosts = place(&platform, n, &a)?;
         let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
-        let w = trace::load(
+        let (w, sites) = trace::load_with_callsites(
             &run,
             trace::TraceOptions {
                 traced_speed: a.traced_speed,
             },
             &speeds,
         )?;
+        callsites = Some(sites);
         (w, n)
     } else {
         let w = ti::load(
@@ -265,7 +267,19 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     }
     let result = result?;
     let wall = started.elapsed().as_secs_f64();
-    let report = Report::new(&platform, &result, &hosts, wall);
+    let mut report = Report::new(&platform, &result, &hosts, wall);
+    if let Some(sites) = &callsites {
+        // Name the callsites: file:line when the binary has debug information.
+        let mut symbolizer = mpiscope_analyze::symbols::Symbolizer::new();
+        for c in report.callsites.iter_mut().take(100) {
+            if let Some((path, offset)) = sites.innermost(c.callsite) {
+                c.location = Some(match symbolizer.resolve(&path, offset) {
+                    Some(l) => l.to_string(),
+                    None => format!("{path}+{offset:#x}"),
+                });
+            }
+        }
+    }
     if let Some(path) = &a.timeline {
         let f = std::fs::File::create(path)
             .with_context(|| format!("cannot create {}", path.display()))?;

@@ -113,7 +113,21 @@ fn replay_of_a_recorded_run() {
         );
     }
     assert!(j["messages"].as_u64().unwrap() > 0);
-    assert!(!j["callsites"].as_array().unwrap().is_empty());
+    // Callsites are numbered across ranks and named by file and line.
+    let sites = j["callsites"].as_array().unwrap();
+    assert!(!sites.is_empty());
+    assert!(
+        sites.iter().any(|c| c["location"]
+            .as_str()
+            .unwrap_or("")
+            .contains("collectives.c:")),
+        "{sites:?}"
+    );
+    let ids: std::collections::BTreeSet<u64> = sites
+        .iter()
+        .map(|c| c["callsite"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), sites.len(), "one entry per callsite");
 
     // Deterministic: the same input gives the same simulated numbers.
     let again = replay_json(&[d, "--platform", p]);

@@ -45,6 +45,9 @@ pub struct CallsiteSummary {
     pub calls: u64,
     /// Seconds spent blocked in them, summed over ranks.
     pub seconds: f64,
+    /// Where it is (`file:line`, or object file and offset), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
 }
 
 /// The summary of a simulation.
@@ -132,6 +135,7 @@ impl Report {
                 callsite: c,
                 calls: n,
                 seconds: s,
+                location: None,
             })
             .collect();
         callsites.sort_by(|a, b| {
@@ -210,6 +214,26 @@ impl Report {
                     l.link,
                     l.bytes,
                     100.0 * l.utilization
+                );
+            }
+        }
+        let sites: Vec<&CallsiteSummary> = self
+            .callsites
+            .iter()
+            .filter(|c| c.callsite != 0)
+            .take(10)
+            .collect();
+        if !sites.is_empty() {
+            let _ = writeln!(s, "\n{:>12} {:>14}  callsite", "calls", "MPI time (s)");
+            for c in sites {
+                let _ = writeln!(
+                    s,
+                    "{:>12} {:>14.6}  {}",
+                    c.calls,
+                    c.seconds,
+                    c.location
+                        .clone()
+                        .unwrap_or_else(|| format!("#{}", c.callsite))
                 );
             }
         }

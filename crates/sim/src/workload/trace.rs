@@ -28,6 +28,45 @@ pub struct TraceOptions {
 }
 
 /// Communicator keys to simulation ids, shared by all ranks.
+/// Callsites of all ranks under one numbering: ranks number their callsites in their own
+/// order, so the same source line has different ids in different rank files. Id 0 is
+/// unknown; global id `g` is `frames[g - 1]`.
+#[derive(Debug, Default, Clone)]
+pub struct Callsites {
+    inner: Arc<Mutex<CallsiteTable>>,
+}
+
+#[derive(Debug, Default)]
+struct CallsiteTable {
+    by_frames: HashMap<Vec<(String, u64)>, u32>,
+    /// Per global id: the frames as (module path, offset), innermost first.
+    frames: Vec<Vec<(String, u64)>>,
+}
+
+impl Callsites {
+    /// The innermost frame of global callsite `id`: (object file, file-relative address).
+    pub fn innermost(&self, id: u32) -> Option<(String, u64)> {
+        let t = self.inner.lock().ok()?;
+        t.frames
+            .get((id as usize).checked_sub(1)?)?
+            .first()
+            .cloned()
+    }
+
+    fn intern(&self, frames: Vec<(String, u64)>) -> u32 {
+        let Ok(mut t) = self.inner.lock() else {
+            return 0;
+        };
+        if let Some(&g) = t.by_frames.get(&frames) {
+            return g;
+        }
+        t.frames.push(frames.clone());
+        let g = t.frames.len() as u32;
+        t.by_frames.insert(frames, g);
+        g
+    }
+}
+
 #[derive(Debug, Default)]
 struct CommRegistry {
     by_key: HashMap<u64, CommId>,
@@ -40,6 +79,17 @@ pub fn load(
     options: TraceOptions,
     host_speeds: &[f64],
 ) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
+    load_with_callsites(run, options, host_speeds).map(|(w, _)| w)
+}
+
+/// As [`load`], plus the table that names the callsite ids the workloads report (filled as
+/// the replay reads the traces).
+pub fn load_with_callsites(
+    run: &RunDir,
+    options: TraceOptions,
+    host_speeds: &[f64],
+) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
+    let callsites = Callsites::default();
     let n = run.ranks();
     let registry = Arc::new(Mutex::new(CommRegistry {
         by_key: HashMap::new(),
@@ -59,6 +109,8 @@ pub fn load(
             reader,
             speed,
             registry: registry.clone(),
+            callsites: callsites.clone(),
+            global_callsite: HashMap::new(),
             comms: HashMap::new(),
             queue: VecDeque::new(),
             prev_exit: None,
@@ -70,7 +122,7 @@ pub fn load(
             ended: false,
         }));
     }
-    Ok(out)
+    Ok((out, callsites))
 }
 
 /// A communicator as seen by one rank.
@@ -98,6 +150,9 @@ struct TraceRank {
     reader: RankReader<std::io::BufReader<std::fs::File>>,
     speed: f64,
     registry: Arc<Mutex<CommRegistry>>,
+    callsites: Callsites,
+    /// This rank's callsite ids to global ones.
+    global_callsite: HashMap<u32, u32>,
     comms: HashMap<u32, LocalComm>,
     queue: VecDeque<Action>,
     prev_exit: Option<u64>,
@@ -121,6 +176,31 @@ impl TraceRank {
     }
 
     /// The simulation communicator of trace communicator `local`, defining it on first use.
+    fn global_callsite(&mut self, local: u32) -> u32 {
+        if let Some(&g) = self.global_callsite.get(&local) {
+            return g;
+        }
+        let t = self.reader.tables();
+        let frames: Vec<(String, u64)> = match t.callsites.get(&local) {
+            Some(cs) => cs
+                .frames
+                .iter()
+                .map(|f| {
+                    let path = t
+                        .modules
+                        .get(&f.module)
+                        .map(|m| m.path.clone())
+                        .unwrap_or_default();
+                    (path, f.offset)
+                })
+                .collect(),
+            None => vec![(String::new(), u64::from(local))],
+        };
+        let g = self.callsites.intern(frames);
+        self.global_callsite.insert(local, g);
+        g
+    }
+
     fn comm(&mut self, local: i64) -> Result<LocalComm, WorkloadError> {
         let local = local as u32;
         if let Some(c) = self.comms.get(&local) {
@@ -197,7 +277,8 @@ impl TraceRank {
             me.comm(a.get(Slot::Comm).unwrap_or(0))
         };
         if ev.callsite != 0 {
-            self.queue.push_back(Action::Callsite(ev.callsite));
+            let g = self.global_callsite(ev.callsite);
+            self.queue.push_back(Action::Callsite(g));
         }
         if mpiscope_mpispec::is_persistent(name) {
             let c = comm_of(self)?;
