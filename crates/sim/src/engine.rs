@@ -660,6 +660,12 @@ impl<'p> Simulation<'p> {
         bytes: u64,
         sync: bool,
     ) -> Result<ReqIdx, SimError> {
+        if bytes > coll::MAX_COLLECTIVE_BYTES {
+            return Err(SimError::Invalid {
+                rank: me,
+                message: format!("a message of {bytes} bytes (more than a pebibyte)"),
+            });
+        }
         let detached = !sync && bytes < self.config.eager_threshold;
         let q = self.new_req(Req {
             owner: me,

@@ -467,8 +467,36 @@ fn validate(args: &CollArgs) -> Result<(), CollError> {
             n
         ));
     }
+    // Sizes the algorithms can multiply and add without overflow.
+    let size = u64::from(args.size);
+    let total = |count: u64, dtype: u64| {
+        count
+            .checked_mul(dtype)
+            .and_then(|b| b.checked_mul(size))
+            .filter(|&b| b <= MAX_COLLECTIVE_BYTES)
+    };
+    let sum = |counts: &[u64], dtype: u64| {
+        counts
+            .iter()
+            .try_fold(0u64, |acc, &c| acc.checked_add(c.checked_mul(dtype)?))
+            .filter(|&b| b <= MAX_COLLECTIVE_BYTES)
+    };
+    if total(args.count, args.dtype_size).is_none()
+        || total(args.recv_count, args.recv_dtype_size).is_none()
+        || sum(&args.send_counts, args.dtype_size).is_none()
+        || sum(&args.recv_counts, args.recv_dtype_size).is_none()
+    {
+        return bad(format!(
+            "more than {MAX_COLLECTIVE_BYTES} bytes moved (count {}, datatype {} bytes, {} ranks)",
+            args.count, args.dtype_size, args.size
+        ));
+    }
     Ok(())
 }
+
+/// The most bytes one collective call may move in total (2^50, a pebibyte): beyond, sizes are not
+/// credible and the algorithms' arithmetic could overflow.
+pub const MAX_COLLECTIVE_BYTES: u64 = 1 << 50;
 
 /// The program of `args.rank` for this collective call, with the algorithm `selector`'s
 /// decision rules pick, or the algorithm named `forced` (see [`algorithms`]). A forced

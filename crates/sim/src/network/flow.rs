@@ -194,7 +194,7 @@ impl NetworkModel for FlowModel {
     ) -> Result<TransferId, PlatformError> {
         self.now = now;
         let latency = platform.route(src, dst, &mut self.route)?;
-        let padded = bytes + self.config.envelope;
+        let padded = bytes.saturating_add(self.config.envelope);
         let (lat_f, bw_f) = self.config.factors(padded);
         let mut uses: Vec<(ConsId, f64)> = self.route.iter().map(|&l| (l as ConsId, 1.0)).collect();
         let mut bound = f64::INFINITY;

@@ -14,7 +14,7 @@
 //! Files are read in chunks and closed in between, so any number of ranks can be replayed
 //! without holding a file open per rank.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -151,44 +151,7 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        let mut per: Vec<VecDeque<(u64, String)>> = Vec::new();
-        for (i, line) in shared.lines().enumerate() {
-            let t = line.trim();
-            if t.is_empty() || t.starts_with('#') {
-                continue;
-            }
-            let first = t.split_whitespace().next().unwrap_or("");
-            let r: usize = first.parse().map_err(|_| {
-                syntax(
-                    &path.display().to_string(),
-                    i as u64 + 1,
-                    format!("`{first}` is not a rank"),
-                )
-            })?;
-            if r > 1 << 24 {
-                return Err(syntax(
-                    &path.display().to_string(),
-                    i as u64 + 1,
-                    "rank out of range",
-                ));
-            }
-            if per.len() <= r {
-                per.resize_with(r + 1, VecDeque::new);
-            }
-            per[r].push_back((i as u64 + 1, t.to_owned()));
-        }
-        let n = per.len() as u32;
-        for (r, lines) in per.into_iter().enumerate() {
-            out.push(Box::new(TiRank::new(
-                r as u32,
-                n,
-                Source::Lines,
-                lines,
-                path.display().to_string(),
-                counter.clone(),
-                options.clone(),
-            )));
-        }
+        out = split_shared(&shared, &path.display().to_string(), counter, &options)?;
     } else {
         let n = entries.len() as u32;
         for (r, (_, p)) in entries.iter().enumerate() {
@@ -214,6 +177,63 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
                 options.clone(),
             )));
         }
+    }
+    Ok(out)
+}
+
+/// Reads a TI trace held in memory, in the shared-file form (every line starts with its
+/// rank); `name` is used in error messages.
+pub fn from_str(
+    text: &str,
+    name: &str,
+    options: TiOptions,
+) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
+    split_shared(text, name, Arc::new(Mutex::new(1)), &options)
+}
+
+/// One workload per rank from the lines of a shared file.
+fn split_shared(
+    shared: &str,
+    name: &str,
+    counter: Arc<Mutex<u64>>,
+    options: &TiOptions,
+) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
+    let mut out: Vec<Box<dyn RankWorkload>> = Vec::new();
+    let mut per: BTreeMap<usize, VecDeque<(u64, String)>> = BTreeMap::new();
+    for (i, line) in shared.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let first = t.split_whitespace().next().unwrap_or("");
+        let r: usize = first
+            .parse()
+            .map_err(|_| syntax(name, i as u64 + 1, format!("`{first}` is not a rank")))?;
+        per.entry(r)
+            .or_default()
+            .push_back((i as u64 + 1, t.to_owned()));
+    }
+    // Ranks are 0..n-1, each with lines (a typo must not make millions of empty ranks).
+    if let Some((k, _)) = per.keys().enumerate().find(|&(k, &r)| k != r) {
+        let (&r, lines) = per.range(k..).next().expect("a rank past the gap");
+        return Err(syntax(
+            name,
+            lines.front().map_or(0, |l| l.0),
+            format!("rank {r} appears but rank {k} has no line (ranks must be 0..N-1)"),
+        ));
+    }
+    let per: Vec<VecDeque<(u64, String)>> = per.into_values().collect();
+    let n = per.len() as u32;
+    for (r, lines) in per.into_iter().enumerate() {
+        out.push(Box::new(TiRank::new(
+            r as u32,
+            n,
+            Source::Lines,
+            lines,
+            name.to_owned(),
+            counter.clone(),
+            options.clone(),
+        )));
     }
     Ok(out)
 }
@@ -461,7 +481,7 @@ impl TiRank {
             "send" | "isend" => {
                 let dst = peer(0, "destination", n)?;
                 let tag = int(1, "tag")?;
-                let bytes = num(2, "size")?.max(0.0) as u64 * dt(3, d)?;
+                let bytes = (num(2, "size")?.max(0.0) as u64).saturating_mul(dt(3, d)?);
                 let req = if tok[1] == "isend" {
                     let h = self.handle();
                     self.store((i64::from(me), i64::from(dst), tag), h);
@@ -482,7 +502,7 @@ impl TiRank {
                 let src = peer(0, "source", n)?;
                 let tag = int(1, "tag")?;
                 let size = num(2, "size")?;
-                let bytes = size.max(0.0) as u64 * dt(3, d)?;
+                let bytes = (size.max(0.0) as u64).saturating_mul(dt(3, d)?);
                 if size < 0.0 {
                     self.queue.push_back(Action::Probe {
                         src: i64::from(src),
@@ -538,9 +558,9 @@ impl TiRank {
                         a.len()
                     )));
                 }
-                let sbytes = num(0, "send count")?.max(0.0) as u64 * dt(4, d)?;
+                let sbytes = (num(0, "send count")?.max(0.0) as u64).saturating_mul(dt(4, d)?);
                 let dst = peer(1, "destination", n)?;
-                let rbytes = num(2, "receive count")?.max(0.0) as u64 * dt(5, d)?;
+                let rbytes = (num(2, "receive count")?.max(0.0) as u64).saturating_mul(dt(5, d)?);
                 let src = peer(3, "source", n)?;
                 let (hs, hr) = (self.handle(), self.handle());
                 self.queue.push_back(Action::Send {
@@ -776,6 +796,30 @@ mod tests {
             out.push(a.unwrap());
         }
         out
+    }
+
+    #[test]
+    fn shared_file_ranks_must_be_dense() {
+        let w = from_str("0 init\n1 init\n0 finalize\n", "t", TiOptions::default()).unwrap();
+        assert_eq!(w.len(), 2);
+        let e = from_str(
+            "0 init\n# x\n10110000 init\n",
+            "t.txt",
+            TiOptions::default(),
+        )
+        .err()
+        .expect("a gap in ranks")
+        .to_string();
+        assert!(e.contains("t.txt") && e.contains(":3"), "{e}");
+        assert!(
+            e.contains("rank 10110000 appears but rank 1 has no line"),
+            "{e}"
+        );
+        let e = from_str("x init\n", "t.txt", TiOptions::default())
+            .err()
+            .expect("not a rank")
+            .to_string();
+        assert!(e.contains("`x` is not a rank"), "{e}");
     }
 
     #[test]
