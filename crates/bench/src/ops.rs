@@ -1,0 +1,248 @@
+//! The seed's operations, by their names in the seed, and how each is run with MPI.
+
+use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::point_to_point::{Destination, Source};
+use mpi::topology::{Communicator, SimpleCommunicator};
+
+/// One of the seed's tested constructs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// One timer read.
+    Timing,
+    /// Barrier synchronization of all processes.
+    Barrier,
+    /// Sum of N integers over all processes, result on all.
+    Allreduce,
+    /// Sum of N integers over all processes, result on one.
+    Reduce,
+    /// N integers from one process to all.
+    Broadcast,
+    /// N integers from every process to one.
+    Gather,
+    /// N integers from every process to every process.
+    Allgather,
+    /// N integers from every process to each process.
+    AllToAll,
+    /// Non-blocking send of N integers from one process to another, and its wait.
+    IsendWait,
+    /// Blocking send of N integers from one process to another.
+    BlockingSend,
+    /// Send and receive of N integers in one call.
+    Sendrecv,
+    /// Send, then receive, N integers (a round trip).
+    SendRecv,
+    /// A zero-length message and its answer (about twice the latency).
+    Signal,
+}
+
+/// All operations, in the seed's order.
+pub const ALL: [Op; 13] = [
+    Op::Timing,
+    Op::Barrier,
+    Op::Allreduce,
+    Op::Reduce,
+    Op::Broadcast,
+    Op::Gather,
+    Op::Allgather,
+    Op::AllToAll,
+    Op::IsendWait,
+    Op::BlockingSend,
+    Op::Sendrecv,
+    Op::SendRecv,
+    Op::Signal,
+];
+
+impl Op {
+    /// The seed's name (`ISEND & WAIT`).
+    pub fn seed_name(self) -> &'static str {
+        match self {
+            Op::Timing => "TIMING",
+            Op::Barrier => "BARRIER",
+            Op::Allreduce => "ALLREDUCE",
+            Op::Reduce => "REDUCE",
+            Op::Broadcast => "BROADCAST",
+            Op::Gather => "GATHER",
+            Op::Allgather => "ALLGATHER",
+            Op::AllToAll => "ALL-TO-ALL",
+            Op::IsendWait => "ISEND & WAIT",
+            Op::BlockingSend => "BLOCKING SEND",
+            Op::Sendrecv => "SENDRECV",
+            Op::SendRecv => "SEND & RECV",
+            Op::Signal => "SIGNAL SENDING",
+        }
+    }
+
+    /// A short name for `--only` (`isend_wait`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Op::Timing => "timing",
+            Op::Barrier => "barrier",
+            Op::Allreduce => "allreduce",
+            Op::Reduce => "reduce",
+            Op::Broadcast => "broadcast",
+            Op::Gather => "gather",
+            Op::Allgather => "allgather",
+            Op::AllToAll => "alltoall",
+            Op::IsendWait => "isend_wait",
+            Op::BlockingSend => "blocking_send",
+            Op::Sendrecv => "sendrecv",
+            Op::SendRecv => "send_recv",
+            Op::Signal => "signal",
+        }
+    }
+
+    /// The operation named `s` (short name or seed name, any case).
+    pub fn parse(s: &str) -> Option<Op> {
+        let t = s.trim().to_ascii_lowercase();
+        ALL.into_iter()
+            .find(|o| o.key() == t || o.seed_name().to_ascii_lowercase() == t)
+    }
+
+    /// Timed with the fast iteration count `t` and without a length.
+    pub fn fast(self) -> bool {
+        matches!(self, Op::Timing | Op::Barrier | Op::Signal)
+    }
+
+    /// Between two processes (ranks 0 and 1; the others only join the barriers).
+    pub fn pairwise(self) -> bool {
+        matches!(
+            self,
+            Op::IsendWait | Op::BlockingSend | Op::Sendrecv | Op::SendRecv | Op::Signal
+        )
+    }
+
+    /// Bytes one operation moves as the seed counts them, for bandwidth: what the root
+    /// gathers (`N (np - 1)`), what each process receives in the all-to-all patterns, `N`
+    /// for the rest, twice for a round trip.
+    pub fn bytes(self, n: u64, np: u64) -> u64 {
+        let b = 4 * n;
+        match self {
+            Op::Timing | Op::Barrier | Op::Signal => 0,
+            Op::Gather | Op::Allgather | Op::AllToAll => b * (np - 1),
+            Op::SendRecv => 2 * b,
+            _ => b,
+        }
+    }
+
+    /// Integers of transfer buffer one operation needs (send plus receive side).
+    pub fn ints_needed(self, n: u64, np: u64) -> u64 {
+        match self {
+            Op::Timing | Op::Barrier | Op::Signal => 0,
+            Op::Gather | Op::Allgather | Op::AllToAll => 2 * n * np,
+            _ => 2 * n,
+        }
+    }
+}
+
+/// Runs one instance of `op` on `n` integers; `send` and `recv` are large enough.
+pub fn run(op: Op, world: &SimpleCommunicator, n: usize, send: &[i32], recv: &mut [i32]) {
+    let np = world.size() as usize;
+    let me = world.rank();
+    let root = world.process_at_rank(0);
+    match op {
+        Op::Timing => {
+            mpi::time();
+        }
+        Op::Barrier => world.barrier(),
+        Op::Allreduce => {
+            world.all_reduce_into(&send[..n], &mut recv[..n], SystemOperation::sum());
+        }
+        Op::Reduce => {
+            if me == 0 {
+                root.reduce_into_root(&send[..n], &mut recv[..n], SystemOperation::sum());
+            } else {
+                root.reduce_into(&send[..n], SystemOperation::sum());
+            }
+        }
+        // The root broadcasts the receive buffer, so every rank touches the same memory.
+        Op::Broadcast => root.broadcast_into(&mut recv[..n]),
+        Op::Gather => {
+            if me == 0 {
+                root.gather_into_root(&send[..n], &mut recv[..n * np]);
+            } else {
+                root.gather_into(&send[..n]);
+            }
+        }
+        Op::Allgather => world.all_gather_into(&send[..n], &mut recv[..n * np]),
+        Op::AllToAll => world.all_to_all_into(&send[..n * np], &mut recv[..n * np]),
+        Op::IsendWait => {
+            if me == 0 {
+                mpi::request::scope(|scope| {
+                    world
+                        .process_at_rank(1)
+                        .immediate_send(scope, &send[..n])
+                        .wait();
+                });
+            } else if me == 1 {
+                world.process_at_rank(0).receive_into(&mut recv[..n]);
+            }
+        }
+        Op::BlockingSend => {
+            if me == 0 {
+                world.process_at_rank(1).send(&send[..n]);
+            } else if me == 1 {
+                world.process_at_rank(0).receive_into(&mut recv[..n]);
+            }
+        }
+        Op::Sendrecv => {
+            if me < 2 {
+                let other = world.process_at_rank(1 - me);
+                mpi::point_to_point::send_receive_into(&send[..n], &other, &mut recv[..n], &other);
+            }
+        }
+        Op::SendRecv | Op::Signal => {
+            let n = if op == Op::Signal { 0 } else { n };
+            if me == 0 {
+                let other = world.process_at_rank(1);
+                other.send(&send[..n]);
+                other.receive_into(&mut recv[..n]);
+            } else if me == 1 {
+                let other = world.process_at_rank(0);
+                other.receive_into(&mut recv[..n]);
+                other.send(&send[..n]);
+            }
+        }
+    }
+}
+
+/// Runs `op` once on known data and checks what arrived; an error says what is wrong.
+pub fn validate(
+    op: Op,
+    world: &SimpleCommunicator,
+    n: usize,
+    send: &mut [i32],
+    recv: &mut [i32],
+) -> Result<(), String> {
+    let np = world.size() as usize;
+    let me = world.rank() as usize;
+    // Element i of rank r's block for destination d: small, distinct, sums cannot overflow.
+    let value = |r: usize, d: usize, i: usize| ((r * 7 + d * 3 + i) % 1000) as i32;
+    let sized = n * if matches!(op, Op::AllToAll) { np } else { 1 };
+    for (i, v) in send[..sized].iter_mut().enumerate() {
+        *v = value(me, i / n.max(1), i % n.max(1));
+    }
+    recv[..n * np].fill(-1);
+    if op == Op::Broadcast && me == 0 {
+        recv[..n].copy_from_slice(&send[..n]);
+    }
+    run(op, world, n, send, recv);
+    let bad = |what: String| Err(format!("{}: rank {me}: {what}", op.seed_name()));
+    let check = |got: &[i32], want: &dyn Fn(usize) -> i32| -> Result<(), String> {
+        match (0..got.len()).find(|&i| got[i] != want(i)) {
+            None => Ok(()),
+            Some(i) => bad(format!("element {i} is {} instead of {}", got[i], want(i))),
+        }
+    };
+    let sum = |i: usize| (0..np).map(|r| value(r, 0, i)).sum::<i32>();
+    match op {
+        Op::Allreduce => check(&recv[..n], &sum),
+        Op::Reduce if me == 0 => check(&recv[..n], &sum),
+        Op::Broadcast => check(&recv[..n], &|i| value(0, 0, i)),
+        Op::Gather if me == 0 => check(&recv[..n * np], &|i| value(i / n, 0, i % n)),
+        Op::Allgather => check(&recv[..n * np], &|i| value(i / n, 0, i % n)),
+        Op::AllToAll => check(&recv[..n * np], &|i| value(i / n, me, i % n)),
+        Op::IsendWait | Op::BlockingSend if me == 1 => check(&recv[..n], &|i| value(0, 0, i)),
+        Op::Sendrecv | Op::SendRecv if me < 2 => check(&recv[..n], &|i| value(1 - me, 0, i)),
+        _ => Ok(()),
+    }
+}

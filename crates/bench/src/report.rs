@@ -1,0 +1,222 @@
+//! Results: one row per operation, length and repeat, written as the seed's table (text),
+//! JSON or CSV.
+
+use serde::Serialize;
+
+use crate::method::Overheads;
+use crate::params::Params;
+use crate::stats::Summary;
+
+/// One measured (or skipped) operation at one length.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Global repeat (1-based).
+    pub repeat: u32,
+    /// The seed's name of the operation.
+    pub operation: &'static str,
+    /// Short name (`--only`).
+    pub key: &'static str,
+    /// Array length in integers (none for TIMING, BARRIER, SIGNAL SENDING).
+    pub ints: Option<u64>,
+    /// Bytes the operation moves as the seed counts them (for bandwidth).
+    pub bytes: u64,
+    /// Timed iterations.
+    pub iterations: u32,
+    /// Corrected times (`t2 - t1 - DT - DB`), seconds: per iteration the slowest rank.
+    pub time: Summary,
+    /// Raw times (`t2 - t1`), seconds.
+    pub raw: Summary,
+    /// `bytes / median corrected time`, MB/s (10^6 bytes per second).
+    pub bandwidth_mb_s: Option<f64>,
+    /// The 95% interval of the median is wide: the measurement was disturbed.
+    pub unstable: bool,
+    /// Why it was not measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Result of `--validate`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Results {
+    /// Processes.
+    pub np: u32,
+    /// The MPI library's version string.
+    pub mpi_library: String,
+    /// `MPI_Wtick`, seconds.
+    pub wtick: f64,
+    /// DT, DB and the measured timer resolution of the first repeat.
+    pub overheads: Overheads,
+    /// Parameters in the seed's terms.
+    pub params: ParamsOut,
+    /// Measurements.
+    pub results: Vec<Row>,
+}
+
+/// The parameters as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParamsOut {
+    /// m.
+    pub m: u64,
+    /// M.
+    pub max: u64,
+    /// K.
+    pub k: f64,
+    /// R.
+    pub r: u32,
+    /// T.
+    pub long_iters: u32,
+    /// t.
+    pub fast_iters: u32,
+    /// b.
+    pub buffer: u64,
+    /// m and M are bytes.
+    pub bytes: bool,
+    /// Untimed iterations before each measurement.
+    pub warmup: u32,
+}
+
+impl From<&Params> for ParamsOut {
+    fn from(p: &Params) -> Self {
+        ParamsOut {
+            m: p.min,
+            max: p.max,
+            k: p.factor,
+            r: p.repeats,
+            long_iters: p.long_iters,
+            fast_iters: p.fast_iters,
+            buffer: p.buffer,
+            bytes: p.bytes,
+            warmup: p.warmup,
+        }
+    }
+}
+
+fn us(s: f64) -> f64 {
+    s * 1e6
+}
+
+impl Results {
+    /// The seed-style table.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let p = &self.params;
+        let o = &self.overheads;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# MPITEST (mpiscope-bench): np={} m{} M{} K{} T{} t{} R{} b{}{}",
+            self.np,
+            p.m,
+            p.max,
+            p.k,
+            p.long_iters,
+            p.fast_iters,
+            p.r,
+            p.buffer,
+            if p.bytes { " (m, M in bytes)" } else { "" }
+        );
+        let _ = writeln!(s, "# MPI: {}", self.mpi_library.trim());
+        let _ = writeln!(
+            s,
+            "# timer: MPI_Wtick {:.3e} s, measured resolution {:.3e} s; DT = {:.3} us, DB = {:.3} us (medians)",
+            self.wtick,
+            o.resolution,
+            us(o.dt),
+            us(o.db)
+        );
+        let _ = writeln!(
+            s,
+            "# time per operation in microseconds: t = t2 - t1 - DT - DB, per iteration the slowest rank;"
+        );
+        let _ = writeln!(
+            s,
+            "# the correction is biased (the trailing barrier overlaps the operation's end): RAW is t2 - t1."
+        );
+        let _ = writeln!(
+            s,
+            "# {:<3} {:<15} {:>9} {:>11} {:>6} {:>11} {:>11} {:>11} {:>11} {:>23} {:>11} {:>10}",
+            "R",
+            "OPERATION",
+            "N(int)",
+            "BYTES",
+            "ITER",
+            "MEAN",
+            "MEDIAN",
+            "MIN",
+            "MAX",
+            "95% CI OF MEDIAN",
+            "RAW MEAN",
+            "MB/s"
+        );
+        for r in &self.results {
+            let n = r.ints.map_or("-".to_string(), |n| n.to_string());
+            if let Some(why) = &r.skipped {
+                let _ = writeln!(
+                    s,
+                    "  {:<3} {:<15} {:>9} {:>11} skipped: {why}",
+                    r.repeat, r.operation, n, r.bytes
+                );
+                continue;
+            }
+            let t = &r.time;
+            let _ = writeln!(
+                s,
+                "  {:<3} {:<15} {:>9} {:>11} {:>6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>11.3}-{:<11.3} {:>11.3} {:>10}{}{}",
+                r.repeat,
+                r.operation,
+                n,
+                r.bytes,
+                r.iterations,
+                us(t.mean),
+                us(t.median),
+                us(t.min),
+                us(t.max),
+                us(t.ci_low),
+                us(t.ci_high),
+                us(r.raw.mean),
+                r.bandwidth_mb_s
+                    .map_or("-".to_string(), |b| format!("{b:.1}")),
+                if r.unstable { "  unstable" } else { "" },
+                match r.valid {
+                    Some(false) => "  INVALID",
+                    _ => "",
+                }
+            );
+        }
+        s
+    }
+
+    /// CSV with a header line; times in seconds.
+    pub fn to_csv(&self) -> String {
+        let mut s = String::from(
+            "repeat,operation,ints,bytes,iterations,mean_s,median_s,min_s,max_s,ci_low_s,ci_high_s,raw_mean_s,raw_median_s,bandwidth_mb_s,unstable,skipped,valid\n",
+        );
+        for r in &self.results {
+            let t = &r.time;
+            s.push_str(&format!(
+                "{},\"{}\",{},{},{},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{},{},\"{}\",{}\n",
+                r.repeat,
+                r.operation,
+                r.ints.map_or(String::new(), |n| n.to_string()),
+                r.bytes,
+                r.iterations,
+                t.mean,
+                t.median,
+                t.min,
+                t.max,
+                t.ci_low,
+                t.ci_high,
+                r.raw.mean,
+                r.raw.median,
+                r.bandwidth_mb_s.map_or(String::new(), |b| format!("{b}")),
+                r.unstable,
+                r.skipped.clone().unwrap_or_default(),
+                r.valid.map_or(String::new(), |v| v.to_string()),
+            ));
+        }
+        s
+    }
+}
