@@ -1,5 +1,6 @@
 //! The `mpiscope` command line: a thin shell over the mpiscope libraries.
 
+mod bench;
 mod launch;
 mod replay;
 
@@ -59,6 +60,9 @@ enum Command {
     /// Simulate a trace on a modeled platform: `mpiscope replay RUN_DIR|INDEX --platform
     /// P.xml`.
     Replay(replay::ReplayArgs),
+    /// Benchmark the basic MPI operations (MPITEST): `mpiscope bench -np 4 m1 M100 K10
+    /// T100 t1000 R2 otransfer.dat` runs `mpirun -np 4 mpiscope-bench ...`.
+    Bench(bench::BenchArgs),
     /// Per-function counts, times and bytes; per-rank compute versus MPI time.
     Report {
         /// Run directory written by `mpiscope trace`.
@@ -103,6 +107,7 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Trace(args) => launch::trace(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Bench(args) => bench::bench(args),
         Command::Dump {
             dir,
             rank,
