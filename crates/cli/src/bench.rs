@@ -22,6 +22,7 @@ pub struct BenchArgs {
     args: Vec<String>,
 }
 
+#[derive(Debug)]
 struct Parsed {
     np: u32,
     mpirun: String,
