@@ -159,7 +159,7 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
                             corrected: s,
                         }
                     }
-                    _ => method::measure(&mut h, &o, params.warmup, iters, |_| {
+                    _ => method::measure(&mut h, &o, params.warmup, iters, params.reps, |_| {
                         ops::run(op, world, ints as usize, &send, &mut recv)
                     }),
                 };

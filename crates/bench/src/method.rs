@@ -87,14 +87,17 @@ pub struct Samples {
     pub corrected: Vec<f64>,
 }
 
-/// Runs `op` `warmup` times untimed, then `iters` timed samples by the seed's scheme.
+/// Runs `op` `warmup` times untimed, then `iters` timed samples by the seed's scheme, each
+/// timing `reps` back-to-back runs of `op` (1 in the seed) and divided by `reps`.
 pub fn measure<H: Harness>(
     h: &mut H,
     o: &Overheads,
     warmup: u32,
     iters: u32,
+    reps: u32,
     mut op: impl FnMut(&mut H),
 ) -> Samples {
+    let reps = reps.max(1);
     for _ in 0..warmup {
         h.barrier();
         op(h);
@@ -106,11 +109,14 @@ pub fn measure<H: Harness>(
     for _ in 0..iters {
         h.barrier();
         let t1 = h.now();
-        op(h);
+        for _ in 0..reps {
+            op(h);
+        }
         h.barrier();
         let t2 = h.now();
-        s.raw.push(t2 - t1);
-        s.corrected.push(t2 - t1 - o.dt - o.db);
+        let r = f64::from(reps);
+        s.raw.push((t2 - t1) / r);
+        s.corrected.push((t2 - t1 - o.dt - o.db) / r);
     }
     s
 }
@@ -172,7 +178,7 @@ mod tests {
         let mut f = fake();
         let o = overheads(&mut f, 10);
         let (reads, barriers) = (f.reads, f.barriers);
-        let s = measure(&mut f, &o, 3, 20, |h| h.t += 7e-5);
+        let s = measure(&mut f, &o, 3, 20, 1, |h| h.t += 7e-5);
         assert_eq!(s.corrected.len(), 20);
         for (raw, c) in s.raw.iter().zip(&s.corrected) {
             assert!(close(*c, 7e-5), "corrected {c}");
@@ -181,6 +187,17 @@ mod tests {
         // Warm-up: one barrier each, no reads; samples: two barriers and two reads each.
         assert_eq!(f.barriers - barriers, 3 + 40);
         assert_eq!(f.reads - reads, 40);
+    }
+
+    #[test]
+    fn repetitions_share_one_correction() {
+        let mut f = fake();
+        let o = overheads(&mut f, 10);
+        let s = measure(&mut f, &o, 0, 5, 10, |h| h.t += 1e-6);
+        for (raw, c) in s.raw.iter().zip(&s.corrected) {
+            assert!(close(*c, 1e-6), "corrected {c}");
+            assert!(close(*raw, 1e-6 + (2e-8 + 3e-6) / 10.0), "raw {raw}");
+        }
     }
 
     #[test]

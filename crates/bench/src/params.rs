@@ -43,6 +43,10 @@ pub struct Params {
     /// Untimed iterations before each measurement.
     #[arg(long, default_value_t = 2)]
     pub warmup: u32,
+    /// Back-to-back runs of the operation inside one timed sample (the seed times one; more
+    /// gives steady-state figures comparable with NetPIPE or OSU).
+    #[arg(long, default_value_t = 1)]
+    pub reps: u32,
     /// Only these operations (comma-separated names, e.g. `allreduce,signal`).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
@@ -126,8 +130,8 @@ impl Params {
         if !(self.factor.is_finite() && self.factor > 1.0) {
             return Err(format!("K (--factor) {} must be above 1", self.factor));
         }
-        if self.repeats == 0 || self.long_iters == 0 || self.fast_iters == 0 {
-            return Err("R, T and t must be at least 1".into());
+        if self.repeats == 0 || self.long_iters == 0 || self.fast_iters == 0 || self.reps == 0 {
+            return Err("R, T, t and --reps must be at least 1".into());
         }
         if self.buffer < 8 {
             return Err(format!("b (--buffer) {} is too small", self.buffer));

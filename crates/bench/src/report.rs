@@ -76,6 +76,8 @@ pub struct ParamsOut {
     pub bytes: bool,
     /// Untimed iterations before each measurement.
     pub warmup: u32,
+    /// Runs of the operation per timed sample.
+    pub reps: u32,
 }
 
 impl From<&Params> for ParamsOut {
@@ -90,6 +92,7 @@ impl From<&Params> for ParamsOut {
             buffer: p.buffer,
             bytes: p.bytes,
             warmup: p.warmup,
+            reps: p.reps,
         }
     }
 }
@@ -107,7 +110,7 @@ impl Results {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "# MPITEST (mpiscope-bench): np={} m{} M{} K{} T{} t{} R{} b{}{}",
+            "# MPITEST (mpiscope-bench): np={} m{} M{} K{} T{} t{} R{} b{}{}{}",
             self.np,
             p.m,
             p.max,
@@ -116,7 +119,12 @@ impl Results {
             p.fast_iters,
             p.r,
             p.buffer,
-            if p.bytes { " (m, M in bytes)" } else { "" }
+            if p.bytes { " (m, M in bytes)" } else { "" },
+            if p.reps > 1 {
+                format!(" ({} runs per timed sample)", p.reps)
+            } else {
+                String::new()
+            }
         );
         let _ = writeln!(s, "# MPI: {}", self.mpi_library.trim());
         let _ = writeln!(
