@@ -1451,40 +1451,16 @@ mod tests {
     #[test]
     fn non_blocking_collectives_overlap_computation() {
         let p = p1();
-        let work = Action::Compute { flops: 1e7 }; // 10 ms on a 1 Gf host
-        let blocking = run(
-            &p,
-            vec![0, 1],
-            (0..2)
-                .map(|r| {
-                    vec![
-                        coll(Collective::Bcast, 2, r, 10_000_000, None),
-                        work.clone(),
-                    ]
-                })
-                .collect(),
-        );
-        let alone = run(
-            &p,
-            vec![0, 1],
-            (0..2)
-                .map(|r| vec![coll(Collective::Bcast, 2, r, 10_000_000, None)])
-                .collect(),
-        );
-        let overlapped = run(
-            &p,
-            vec![0, 1],
-            (0..2)
-                .map(|r| {
-                    vec![
-                        coll(Collective::Bcast, 2, r, 10_000_000, Some(7)),
-                        work.clone(),
-                        Action::Wait { reqs: vec![7] },
-                    ]
-                })
-                .collect(),
-        );
-        let (b, a, o) = (blocking.makespan_s, alone.makespan_s, overlapped.makespan_s);
+        // Both ranks run the script `f(rank)`.
+        let both = |f: &dyn Fn(u32) -> Vec<Action>| run(&p, vec![0, 1], (0..2).map(f).collect());
+        let bcast = |r, req| coll(Collective::Bcast, 2, r, 10_000_000, req);
+        let work = || Action::Compute { flops: 1e7 }; // 10 ms on a 1 Gf host
+        let wait = |h| Action::Wait { reqs: vec![h] };
+        let blocking = both(&|r| vec![bcast(r, None), work()]).makespan_s;
+        let alone = both(&|r| vec![bcast(r, None)]).makespan_s;
+        let overlapped = both(&|r| vec![bcast(r, Some(7)), work(), wait(7)]).makespan_s;
+        let waited = both(&|r| vec![bcast(r, Some(1)), wait(1)]).makespan_s;
+        let (b, a, o) = (blocking, alone, overlapped);
         assert!(a > 0.009, "the broadcast alone takes {a}");
         assert!(
             close(b, a + 0.01) || b > a + 0.0099,
@@ -1494,19 +1470,7 @@ mod tests {
         assert!(o >= a.max(0.01) - 1e-12, "overlapped {o} < max({a}, 0.01)");
         assert!(o < a.max(0.01) + 1e-6, "overlapped {o}, broadcast {a}");
         // Waiting at once: the rank waits for the data.
-        let waited = run(
-            &p,
-            vec![0, 1],
-            (0..2)
-                .map(|r| {
-                    vec![
-                        coll(Collective::Bcast, 2, r, 10_000_000, Some(1)),
-                        Action::Wait { reqs: vec![1] },
-                    ]
-                })
-                .collect(),
-        );
-        assert!(close(waited.makespan_s, a), "{} vs {a}", waited.makespan_s);
+        assert!(close(waited, a), "{waited} vs {a}");
     }
 
     #[test]
