@@ -1,6 +1,7 @@
 //! The `mpiscope` command line: a thin shell over the mpiscope libraries.
 
 mod bench;
+mod calibrate;
 mod launch;
 mod replay;
 
@@ -63,6 +64,9 @@ enum Command {
     /// Benchmark the basic MPI operations (MPITEST): `mpiscope bench -np 4 m1 M100 K10
     /// T100 t1000 R2 otransfer.dat` runs `mpirun -np 4 mpiscope-bench ...`.
     Bench(bench::BenchArgs),
+    /// Fit the simulator's network model to `mpiscope-bench --json` results and write a
+    /// platform: `mpiscope calibrate results.json -o calibrated.toml`.
+    Calibrate(calibrate::CalibrateArgs),
     /// Per-function counts, times and bytes; per-rank compute versus MPI time.
     Report {
         /// Run directory written by `mpiscope trace`.
@@ -108,6 +112,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Trace(args) => launch::trace(args),
         Command::Replay(args) => replay::replay(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Dump {
             dir,
             rank,

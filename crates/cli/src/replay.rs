@@ -59,9 +59,10 @@ pub struct ReplayArgs {
     /// Force an algorithm: `bcast=binomial` (repeatable).
     #[arg(long = "algorithm", value_name = "COLL=NAME")]
     algorithms: Vec<String>,
-    /// Sends below this many bytes return at once (eager protocol).
-    #[arg(long, default_value_t = 65536)]
-    eager_threshold: u64,
+    /// Sends below this many bytes return at once (eager protocol; default: the platform
+    /// file's `smpi/send-is-detached-thresh`, else 65536 as in SMPI).
+    #[arg(long)]
+    eager_threshold: Option<u64>,
     /// Speed (flop/s) of the traced machine, to scale mpiscope traces' compute bursts
     /// (default: the simulated host's speed, bursts keep their durations).
     #[arg(long)]
@@ -146,8 +147,22 @@ fn collective_named(s: &str) -> Option<Collective> {
 pub fn replay(a: ReplayArgs) -> Result<i32> {
     let platform = platform::load(&a.platform)
         .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
+    // Options carried by the platform file (SimGrid's names), then ours on top.
+    let eager_threshold = match (
+        a.eager_threshold,
+        platform.config.get("smpi/send-is-detached-thresh"),
+    ) {
+        (Some(t), _) => t,
+        (None, Some(v)) => v.trim().parse().with_context(|| {
+            format!(
+                "{}: smpi/send-is-detached-thresh `{v}` is not a byte count",
+                a.platform.display()
+            )
+        })?,
+        (None, None) => 65536,
+    };
     let mut config = SimConfig {
-        eager_threshold: a.eager_threshold,
+        eager_threshold,
         timeline: a.timeline.is_some(),
         ..SimConfig::default()
     };
@@ -158,7 +173,8 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     };
     let mut flow = match a.network.as_str() {
         "smpi" => FlowConfig::smpi(),
-        _ => FlowConfig::default(),
+        _ => FlowConfig::from_options(&platform.config)
+            .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?,
     };
     if let Some(spec) = &a.lat_factor {
         flow.lat_factors = parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;

@@ -106,6 +106,52 @@ impl FlowConfig {
         }
     }
 
+    /// The flow model a platform file's options describe, by SimGrid's names:
+    /// `network/model` (`CM02` or `SMPI`), `smpi/lat-factor`, `smpi/bw-factor`,
+    /// `network/weight-S`, `network/crosstraffic`, `network/TCP-gamma`; other options are
+    /// ignored. Errors name the option.
+    pub fn from_options(
+        options: &std::collections::BTreeMap<String, String>,
+    ) -> Result<FlowConfig, String> {
+        let mut c = match options.get("network/model").map(String::as_str) {
+            None | Some("CM02") => FlowConfig::default(),
+            Some("SMPI") => FlowConfig::smpi(),
+            Some(other) => {
+                return Err(format!(
+                    "network/model `{other}`: the flow model is CM02 or SMPI"
+                ))
+            }
+        };
+        let number = |key: &str, v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| format!("{key} `{v}`: expected a non-negative number"))
+        };
+        for (key, v) in options {
+            match key.as_str() {
+                "smpi/lat-factor" => {
+                    c.lat_factors = parse_factors(v).map_err(|e| format!("{key}: {e}"))?
+                }
+                "smpi/bw-factor" => {
+                    c.bw_factors = parse_factors(v).map_err(|e| format!("{key}: {e}"))?
+                }
+                "network/weight-S" => c.weight_s = number(key, v)?,
+                "network/TCP-gamma" | "network/TCP_gamma" => c.tcp_gamma = number(key, v)?,
+                "network/crosstraffic" => {
+                    c.crosstraffic = match v.trim() {
+                        "yes" | "true" | "1" | "on" => 0.05,
+                        "no" | "false" | "0" | "off" => 0.0,
+                        _ => return Err(format!("{key} `{v}`: expected yes or no")),
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(c)
+    }
+
     /// Latency and bandwidth factors for a message of `bytes` (padded) bytes.
     pub fn factors(&self, bytes: u64) -> (f64, f64) {
         (
@@ -176,6 +222,38 @@ mod tests {
         let smpi = FlowConfig::smpi();
         assert_eq!(smpi.factors(65473), (11.6436, 0.940694));
         assert_eq!(smpi.factors(100), (2.01467, 0.812084));
+    }
+
+    #[test]
+    fn options_of_a_platform_file() {
+        let o = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        assert_eq!(
+            FlowConfig::from_options(&o(&[])).unwrap(),
+            FlowConfig::default()
+        );
+        assert_eq!(
+            FlowConfig::from_options(&o(&[("network/model", "SMPI")])).unwrap(),
+            FlowConfig::smpi()
+        );
+        let c = FlowConfig::from_options(&o(&[
+            ("smpi/bw-factor", "0:0.5"),
+            ("network/weight-S", "100"),
+            ("network/crosstraffic", "no"),
+            ("network/loopback-bw", "1e9"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (c.bw_factors.clone(), c.weight_s, c.crosstraffic),
+            (vec![(0, 0.5)], 100.0, 0.0)
+        );
+        let e = FlowConfig::from_options(&o(&[("smpi/lat-factor", "x")])).unwrap_err();
+        assert!(e.starts_with("smpi/lat-factor"), "{e}");
+        assert!(FlowConfig::from_options(&o(&[("network/model", "IB")])).is_err());
     }
 
     #[test]

@@ -235,6 +235,10 @@ pub struct Platform {
     links_by_name: HashMap<String, LinkId>,
     /// Per host `(epsilon watts, off watts)`; empty when no host has them.
     power_extra: Vec<(f64, f64)>,
+    /// Simulation options the platform file carries, by SimGrid's names
+    /// (`smpi/bw-factor`, `network/weight-S`, ...): XML `<config><prop id value>`, TOML
+    /// `[config]`. Applied by the replay unless its own options say otherwise.
+    pub config: std::collections::BTreeMap<String, String>,
 }
 
 impl Platform {
@@ -257,6 +261,7 @@ impl Platform {
             by_name,
             links_by_name,
             power_extra: Vec::new(),
+            config: Default::default(),
         }
     }
 

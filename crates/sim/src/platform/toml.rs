@@ -254,6 +254,9 @@ struct File {
     link: Vec<LinkEntry>,
     #[serde(default)]
     route: Vec<RouteSpecEntry>,
+    /// Simulation options by SimGrid's names (`"smpi/bw-factor" = "65472:0.94;0:0.81"`).
+    #[serde(default)]
+    config: std::collections::BTreeMap<String, ::toml::Value>,
 }
 
 /// Error builder with line numbers from byte offsets.
@@ -306,11 +309,27 @@ fn power(watts: Option<&str>, off: Option<f64>) -> Result<HostPower, String> {
 /// Reads our TOML platform format from a string; `name` names it in errors.
 pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> {
     let ctx = Ctx { text, path: name };
-    let file: File = ::toml::from_str(text).map_err(|e| PlatformError::Syntax {
+    let mut file: File = ::toml::from_str(text).map_err(|e| PlatformError::Syntax {
         path: name.to_string(),
         line: e.span().map(|s| ctx.line(s.start)).unwrap_or(0),
         message: e.message().trim().to_string(),
     })?;
+    let config = std::mem::take(&mut file.config)
+        .into_iter()
+        .map(|(k, v)| match v {
+            ::toml::Value::String(s) => (k, s),
+            ::toml::Value::Integer(i) => (k, i.to_string()),
+            ::toml::Value::Float(f) => (k, f.to_string()),
+            ::toml::Value::Boolean(b) => (k, b.to_string()),
+            other => (k, format!("{other:?}")),
+        })
+        .collect();
+    let mut platform = platform_of(&ctx, file)?;
+    platform.config = config;
+    Ok(platform)
+}
+
+fn platform_of(ctx: &Ctx, file: File) -> Result<Platform, PlatformError> {
     let sections = [
         ("cluster", &file.cluster),
         ("fat_tree", &file.fat_tree),
@@ -323,7 +342,7 @@ pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> 
         || !file.link.is_empty()
         || !file.route.is_empty();
     match given.as_slice() {
-        [] if explicit => explicit_platform(&ctx, file),
+        [] if explicit => explicit_platform(ctx, file),
         [] => Err(ctx.err(
             0..0,
             "no platform: give a [cluster], [fat_tree], [torus] or [dragonfly] section, or [[host]] lists",
@@ -335,7 +354,7 @@ pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> 
                     format!("[{kind}] cannot be combined with explicit hosts, links, routes or routing"),
                 ));
             }
-            generated(&ctx, kind, sec)
+            generated(ctx, kind, sec)
         }
         _ => Err(ctx.err(0..0, "give only one generator section")),
     }

@@ -90,9 +90,15 @@ pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, Platform
         loopback_bw: 1e10,
         loopback_lat: 0.0,
         loopback: None,
+        config: Default::default(),
     };
     r.platform(doc.root_element())?;
-    let Reader { parts, tree, .. } = r;
+    let Reader {
+        parts,
+        tree,
+        config,
+        ..
+    } = r;
     if parts.hosts.is_empty() {
         return Err(PlatformError::Syntax {
             path: name.to_string(),
@@ -100,13 +106,15 @@ pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, Platform
             message: "the platform has no hosts".into(),
         });
     }
-    parts
+    let mut platform = parts
         .finish(Box::new(tree))
         .map_err(|e| PlatformError::Syntax {
             path: name.to_string(),
             line: 0,
             message: e.to_string(),
-        })
+        })?;
+    platform.config = config;
+    Ok(platform)
 }
 
 /// Pending content of a `Cluster` zone, applied at its end (as SimGrid does).
@@ -126,6 +134,8 @@ struct Reader<'a, 'i> {
     /// Hosts, routers and zones by name (one namespace, as in SimGrid).
     names: HashMap<String, NetPoint>,
     loopback_bw: f64,
+    /// Every `<config>` prop, for the simulation's options.
+    config: std::collections::BTreeMap<String, String>,
     loopback_lat: f64,
     loopback: Option<LinkId>,
 }
@@ -238,6 +248,7 @@ impl<'a, 'i> Reader<'a, 'i> {
                 "network/loopback-lat" => self.loopback_lat = num()?,
                 _ => {}
             }
+            self.config.insert(id.to_string(), value.to_string());
         }
         Ok(())
     }

@@ -1,0 +1,149 @@
+//! `mpiscope calibrate`: benchmark results in, a platform out that makes `mpiscope replay`
+//! reproduce the measured point-to-point times (the loop of measure, calibrate, simulate).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{mpi_lock, mpiscope, tempdir};
+
+/// One-way time of the synthetic machine: eager below 4 KiB, rendezvous above.
+fn one_way(bytes: u64) -> f64 {
+    let x = bytes as f64 + 16.0;
+    if bytes <= 4096 {
+        0.4e-6 + x / 3e9
+    } else {
+        2.5e-6 + x / 9e9
+    }
+}
+
+/// `mpiscope-bench --json`-shaped results with SEND & RECV rows (round trips).
+fn bench_json(sizes: &[u64]) -> String {
+    let rows: Vec<serde_json::Value> = sizes
+        .iter()
+        .map(|&b| {
+            serde_json::json!({
+                "repeat": 1, "operation": "SEND & RECV", "key": "send_recv", "ints": b / 4,
+                "bytes": 2 * b, "iterations": 100,
+                "time": {"n": 100, "mean": 2.0 * one_way(b), "median": 2.0 * one_way(b)},
+            })
+        })
+        .collect();
+    serde_json::json!({"np": 2, "results": rows}).to_string()
+}
+
+/// Replays a 2-rank ping-pong of `bytes` on `platform`; the makespan (one round trip).
+fn replayed_round_trip(dir: &Path, platform: &Path, bytes: u64) -> f64 {
+    let d = dir.join(format!("pp{bytes}"));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("r0"),
+        format!("0 init\n0 send 1 0 {bytes}\n0 recv 1 1 {bytes}\n0 finalize\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("r1"),
+        format!("1 init\n1 recv 0 0 {bytes}\n1 send 0 1 {bytes}\n1 finalize\n"),
+    )
+    .unwrap();
+    std::fs::write(d.join("index.txt"), "r0\nr1\n").unwrap();
+    let o = Command::new(mpiscope())
+        .arg("replay")
+        .arg(d.join("index.txt"))
+        .arg("--platform")
+        .arg(platform)
+        .args(["--mapping", "sequential:2", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    j["makespan_s"].as_f64().unwrap()
+}
+
+#[test]
+fn calibrated_platform_reproduces_the_measurements() {
+    let tmp = tempdir();
+    let sizes: Vec<u64> = (0..18).map(|i| 8u64 << i).collect();
+    let results = tmp.path().join("results.json");
+    std::fs::write(&results, bench_json(&sizes)).unwrap();
+    let platform = tmp.path().join("calibrated.toml");
+    let o = Command::new(mpiscope())
+        .arg("calibrate")
+        .arg(&results)
+        .arg("-o")
+        .arg(&platform)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(fit["fit"]["pieces"].as_array().unwrap().len(), 2, "{fit}");
+    for &b in &sizes {
+        let t = replayed_round_trip(tmp.path(), &platform, b);
+        let want = 2.0 * one_way(b);
+        assert!(
+            (t - want).abs() <= 1e-3 * want,
+            "{b} bytes: replay {t} s, measured {want} s"
+        );
+    }
+}
+
+#[test]
+fn calibrate_a_real_benchmark_run() {
+    let _g = mpi_lock();
+    let tmp = tempdir();
+    let results = tmp.path().join("results.json");
+    let bench = mpiscope().with_file_name("mpiscope-bench");
+    assert!(
+        bench.is_file(),
+        "{} is missing: cargo build --release -p mpiscope-bench",
+        bench.display()
+    );
+    let o = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "2"])
+        .args(["--mca", "mpi_yield_when_idle", "1"])
+        .arg(&bench)
+        .args([
+            "--bytes",
+            "m8",
+            "M1048576",
+            "K8",
+            "--only",
+            "send_recv",
+            "--reps",
+            "10",
+        ])
+        .args(["T30", "--json", "--output"])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let platform = tmp.path().join("calibrated.toml");
+    let o = Command::new(mpiscope())
+        .arg("calibrate")
+        .arg(&results)
+        .arg("-o")
+        .arg(&platform)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report = String::from_utf8_lossy(&o.stdout);
+    assert!(report.contains("nominal latency"), "{report}");
+    // The platform loads and replays; each size lands within its piece's reported error.
+    let t = replayed_round_trip(tmp.path(), &platform, 8);
+    assert!(t > 0.0 && t < 1e-3, "{t}");
+
+    // Bad input is named.
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, "{\"np\": 2}").unwrap();
+    let o = Command::new(mpiscope())
+        .arg("calibrate")
+        .arg(&bad)
+        .arg("-o")
+        .arg(&platform)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("bad.json"));
+}
