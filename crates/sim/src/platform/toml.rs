@@ -38,6 +38,19 @@
 //! * `[dragonfly]`: `topology = "G,g;C,c;B,b;N"` or `groups`, `group_links`, `chassis`,
 //!   `chassis_links`, `routers`, `router_links`, `nodes`.
 //!
+//! # Simulation options
+//!
+//! Either kind of file may carry options for the simulation under SimGrid's names, as a
+//! SimGrid platform's `<config>` does; `mpiscope replay` applies them (its own flags win):
+//!
+//! ```toml
+//! [config]
+//! "network/model" = "SMPI"                 # or "CM02"
+//! "smpi/bw-factor" = "65472:0.94;0:0.81"   # piecewise factors by message size
+//! "smpi/lat-factor" = "65472:11.6;0:2.0"
+//! "smpi/send-is-detached-thresh" = 65536   # eager threshold, bytes
+//! ```
+//!
 //! # An explicit platform
 //!
 //! ```toml
@@ -317,13 +330,16 @@ pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> 
     let config = std::mem::take(&mut file.config)
         .into_iter()
         .map(|(k, v)| match v {
-            ::toml::Value::String(s) => (k, s),
-            ::toml::Value::Integer(i) => (k, i.to_string()),
-            ::toml::Value::Float(f) => (k, f.to_string()),
-            ::toml::Value::Boolean(b) => (k, b.to_string()),
-            other => (k, format!("{other:?}")),
+            ::toml::Value::String(s) => Ok((k, s)),
+            ::toml::Value::Integer(i) => Ok((k, i.to_string())),
+            ::toml::Value::Float(f) => Ok((k, f.to_string())),
+            ::toml::Value::Boolean(b) => Ok((k, b.to_string())),
+            _ => Err(ctx.err(
+                0..0,
+                format!("[config] `{k}`: expected a string, a number or a boolean"),
+            )),
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let mut platform = platform_of(&ctx, file)?;
     platform.config = config;
     Ok(platform)
@@ -730,6 +746,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn platform_toml_config_options() {
+        let text = "[cluster]\nhosts = 2\nbandwidth = \"1GBps\"\nlatency = \"1us\"\n\n[config]\n\"smpi/bw-factor\" = \"0:0.5\"\n\"smpi/send-is-detached-thresh\" = 1024\n\"network/crosstraffic\" = false\n";
+        let p = from_toml_str(text, "c.toml").unwrap();
+        assert_eq!(p.config["smpi/bw-factor"], "0:0.5");
+        assert_eq!(p.config["smpi/send-is-detached-thresh"], "1024");
+        assert_eq!(p.config["network/crosstraffic"], "false");
+        let bad = text.replace("= 1024", "= [1024]");
+        let e = from_toml_str(&bad, "c.toml").err().unwrap().to_string();
+        assert!(e.contains("smpi/send-is-detached-thresh"), "{e}");
+        // SimGrid XML: <config> props, kept by name.
+        let xml = "<?xml version='1.0'?><platform version=\"4.1\"><config><prop id=\"smpi/lat-factor\" value=\"0:2\"/></config><zone id=\"z\" routing=\"Full\"><host id=\"a\" speed=\"1Gf\"/></zone></platform>";
+        let p = crate::platform::xml::from_simgrid_xml_str(xml, "p.xml").unwrap();
+        assert_eq!(p.config["smpi/lat-factor"], "0:2");
+    }
+
+    #[test]
     fn platform_toml_generators() {
         let p = from_toml_str(
             r#"
@@ -873,11 +905,14 @@ links = ["rb"]
                 _ => {}
             }
         }
-        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks.len(), 3);
         let p = from_toml_str(&blocks[0], "doc1.toml").unwrap();
         assert_eq!(p.hosts.len(), 16);
         assert_eq!(p.hosts[0].cores, 4);
-        let p = from_toml_str(&blocks[1], "doc2.toml").unwrap();
+        // The options block, added to the first platform.
+        let p = from_toml_str(&(blocks[0].clone() + &blocks[1]), "doc1.toml").unwrap();
+        assert_eq!(p.config["network/model"], "SMPI");
+        let p = from_toml_str(&blocks[2], "doc2.toml").unwrap();
         assert_eq!(p.route_names(0, 1).unwrap(), ["ar_UP", "rb"]);
     }
 
