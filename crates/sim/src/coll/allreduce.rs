@@ -13,7 +13,9 @@
 //! * `mpich_rab`: the same with MPICH's block sizes (the remainder spread over the first
 //!   blocks), MPICH's long-message allreduce.
 
-use super::ops::{add_mod, floor_pow2, segcount, sub_mod, Lazy, Ops, Seq};
+use super::ops::{
+    add_mod, floor_pow2, rab_doubling_step, rab_halving_step, segcount, sub_mod, Lazy, Ops, Seq,
+};
 use super::{tag, CollArgs, CollError, Collective, Cx, Program};
 
 /// Allreduce algorithm names.
@@ -238,16 +240,9 @@ fn rab(a: &CollArgs, mpich: bool) -> Box<dyn Program> {
         while mask < pof2 {
             let nd = nr ^ mask;
             let dst = unfold(nd, rem);
-            let (sc, rc);
-            if nr < nd {
-                send_idx = recv_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, last_idx);
-                rc = sum(recv_idx, send_idx);
-            } else {
-                recv_idx = send_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, recv_idx);
-                rc = sum(recv_idx, last_idx);
-            }
+            let ((s0, s1), (r0, r1)) =
+                rab_halving_step(nr < nd, mask, pof2, &mut send_idx, &mut recv_idx, last_idx);
+            let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(a.rank, dst, sc, TAG, dst, rc, TAG);
             send_idx = recv_idx;
             mask <<= 1;
@@ -259,19 +254,9 @@ fn rab(a: &CollArgs, mpich: bool) -> Box<dyn Program> {
         while mask > 0 {
             let nd = nr ^ mask;
             let dst = unfold(nd, rem);
-            let (sc, rc);
-            if nr < nd {
-                if mask != pof2 / 2 {
-                    last_idx += pof2 / (mask * 2);
-                }
-                recv_idx = send_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, recv_idx);
-                rc = sum(recv_idx, last_idx);
-            } else {
-                recv_idx = send_idx - pof2 / (mask * 2);
-                sc = sum(send_idx, last_idx);
-                rc = sum(recv_idx, send_idx);
-            }
+            let ((s0, s1), (r0, r1)) =
+                rab_doubling_step(nr < nd, mask, pof2, send_idx, &mut recv_idx, &mut last_idx);
+            let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(a.rank, dst, sc, TAG, dst, rc, TAG);
             if nr > nd {
                 send_idx = recv_idx;

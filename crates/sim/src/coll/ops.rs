@@ -225,6 +225,54 @@ pub(crate) fn segcount(segsize: u64, typelng: u64, count: u64) -> u64 {
 }
 
 /// Smallest power of two `>= n` (1 for 0).
+/// Block ranges `[lo, hi)` one step of Rabenseifner's algorithm (MPICH) sends and
+/// receives: `(sent, received)`.
+pub(crate) type BlockRanges = ((u64, u64), (u64, u64));
+
+/// One step of the recursive-halving reduce-scatter that starts Rabenseifner's algorithm,
+/// with the partner `lower` or not: moves `send_idx` / `recv_idx` and returns the ranges.
+/// After the step the caller sets `send_idx = recv_idx` and narrows `last_idx`.
+pub(crate) fn rab_halving_step(
+    lower: bool,
+    mask: u64,
+    pof2: u64,
+    send_idx: &mut u64,
+    recv_idx: &mut u64,
+    last_idx: u64,
+) -> BlockRanges {
+    let half = pof2 / (mask * 2);
+    if lower {
+        *send_idx = *recv_idx + half;
+        ((*send_idx, last_idx), (*recv_idx, *send_idx))
+    } else {
+        *recv_idx = *send_idx + half;
+        ((*send_idx, *recv_idx), (*recv_idx, last_idx))
+    }
+}
+
+/// One step of the recursive-doubling gather that ends Rabenseifner's algorithm: widens
+/// `last_idx`, moves `recv_idx` and returns the ranges.
+pub(crate) fn rab_doubling_step(
+    lower: bool,
+    mask: u64,
+    pof2: u64,
+    send_idx: u64,
+    recv_idx: &mut u64,
+    last_idx: &mut u64,
+) -> BlockRanges {
+    let half = pof2 / (mask * 2);
+    if lower {
+        if mask != pof2 / 2 {
+            *last_idx += half;
+        }
+        *recv_idx = send_idx + half;
+        ((send_idx, *recv_idx), (*recv_idx, *last_idx))
+    } else {
+        *recv_idx = send_idx - half;
+        ((send_idx, *last_idx), (*recv_idx, send_idx))
+    }
+}
+
 pub(crate) fn ceil_pow2(n: u32) -> u64 {
     (n.max(1) as u64).next_power_of_two()
 }

@@ -14,8 +14,8 @@
 //!   from all), used by reduce_scatter's `default`.
 
 use super::ops::{
-    chain_tree, floor_pow2, in_order_bintree, in_order_bmtree, kary_tree, segcount, sub_mod, Lazy,
-    Ops, Seq, Tree,
+    chain_tree, floor_pow2, in_order_bintree, in_order_bmtree, kary_tree, rab_doubling_step,
+    rab_halving_step, segcount, sub_mod, Lazy, Ops, Seq, Tree,
 };
 use super::{tag, CollArgs, CollError, Cx, Program};
 
@@ -254,16 +254,9 @@ fn scatter_gather(a: &CollArgs) -> Box<dyn Program> {
         while mask < pof2 {
             let nd = nr ^ mask;
             let dst = real(nd) as u32;
-            let (sc, rc);
-            if nr < nd {
-                send_idx = recv_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, last_idx);
-                rc = sum(recv_idx, send_idx);
-            } else {
-                recv_idx = send_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, recv_idx);
-                rc = sum(recv_idx, last_idx);
-            }
+            let ((s0, s1), (r0, r1)) =
+                rab_halving_step(nr < nd, mask, pof2, &mut send_idx, &mut recv_idx, last_idx);
+            let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(rank as u32, dst, sc, TAG, dst, rc, TAG);
             send_idx = recv_idx;
             mask <<= 1;
@@ -305,19 +298,9 @@ fn scatter_gather(a: &CollArgs) -> Box<dyn Program> {
             let jj = j.max(0) as u32;
             let nd_tree = (nd >> jj) << jj;
             let root_tree = (newroot >> jj) << jj;
-            let (sc, rc);
-            if nr < nd {
-                if mask != pof2 / 2 {
-                    last_idx += pof2 / (mask * 2);
-                }
-                recv_idx = send_idx + pof2 / (mask * 2);
-                sc = sum(send_idx, recv_idx);
-                rc = sum(recv_idx, last_idx);
-            } else {
-                recv_idx = send_idx - pof2 / (mask * 2);
-                sc = sum(send_idx, last_idx);
-                rc = sum(recv_idx, send_idx);
-            }
+            let ((s0, s1), (r0, r1)) =
+                rab_doubling_step(nr < nd, mask, pof2, send_idx, &mut recv_idx, &mut last_idx);
+            let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             if nd_tree == root_tree {
                 o.send(dst as u32, sc, TAG);
                 break;

@@ -483,8 +483,10 @@ impl TraceRank {
                     self.queue.push_back(Action::Wait { reqs });
                 }
             }
-            "probe" | "mprobe" | "improbe" => {
-                if fam == "improbe" && a.get(Slot::Flag) != Some(1) {
+            "probe" | "mprobe" | "improbe" | "iprobe" => {
+                // Failed polls are skipped; a successful one waits for the message.
+                let polled = fam == "improbe" || fam == "iprobe";
+                if polled && a.get(Slot::Flag) != Some(1) {
                     return Ok(());
                 }
                 let c = comm_of(self)?;
@@ -506,30 +508,6 @@ impl TraceRank {
                     tag: if tag == TAG_ANY { ANY } else { tag },
                     comm: c.id,
                 });
-            }
-            "iprobe" => {
-                // Failed polls are skipped; a successful one waits for the message.
-                if a.get(Slot::Flag) == Some(1) {
-                    let c = comm_of(self)?;
-                    let peer = a
-                        .get(Slot::StatusSource)
-                        .or(a.get(Slot::Peer))
-                        .unwrap_or(PEER_ANY);
-                    let src = if peer == PEER_ANY {
-                        ANY
-                    } else {
-                        self.comm_rank(&c, peer).map(i64::from).unwrap_or(ANY)
-                    };
-                    let tag = a
-                        .get(Slot::StatusTag)
-                        .or(a.get(Slot::Tag))
-                        .unwrap_or(TAG_ANY);
-                    self.queue.push_back(Action::Probe {
-                        src,
-                        tag: if tag == TAG_ANY { ANY } else { tag },
-                        comm: c.id,
-                    });
-                }
             }
             _ if mpiscope_mpispec::is_collective(name) && !fam.starts_with("neighbor") => {
                 let c = comm_of(self)?;
