@@ -440,19 +440,10 @@ pub fn dragonfly(spec: DragonflySpec) -> Result<Platform, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::test_support::{cluster_spec, hops};
 
     fn spec(topo: &str) -> DragonflySpec {
-        let mut c = ClusterSpec::new(0, 1e9, 10e-6);
-        c.id = "df".into();
-        c.prefix = "n".into();
-        c.radicals.clear();
-        DragonflySpec::new(c, topo).unwrap()
-    }
-
-    fn hops(p: &Platform, a: u32, b: u32) -> usize {
-        let mut out = Vec::new();
-        p.route(a, b, &mut out).unwrap();
-        out.len()
+        DragonflySpec::new(cluster_spec("df"), topo).unwrap()
     }
 
     #[test]

@@ -537,14 +537,11 @@ pub fn fat_tree(spec: FatTreeSpec) -> Result<Platform, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::test_support::cluster_spec;
     use crate::platform::LinkPolicy;
 
     fn spec(topo: &str) -> FatTreeSpec {
-        let mut c = ClusterSpec::new(0, 1e9, 10e-6);
-        c.id = "ft".into();
-        c.prefix = "n".into();
-        c.radicals.clear();
-        FatTreeSpec::new(c, topo).unwrap()
+        FatTreeSpec::new(cluster_spec("ft"), topo).unwrap()
     }
 
     fn route(p: &Platform, a: u32, b: u32) -> Vec<String> {

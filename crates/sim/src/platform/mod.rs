@@ -575,3 +575,25 @@ mod tests {
         assert_eq!(LinkPolicy::parse("WIFI"), None);
     }
 }
+
+/// Helpers shared by the generators' tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{ClusterSpec, HostId, Platform};
+
+    /// Cables of 1 GB/s and 10 us, hosts `n<i>`, links named after `id`.
+    pub(crate) fn cluster_spec(id: &str) -> ClusterSpec {
+        let mut c = ClusterSpec::new(0, 1e9, 10e-6);
+        c.id = id.into();
+        c.prefix = "n".into();
+        c.radicals.clear();
+        c
+    }
+
+    /// Links on the route from `a` to `b`.
+    pub(crate) fn hops(p: &Platform, a: HostId, b: HostId) -> usize {
+        let mut out = Vec::new();
+        p.route(a, b, &mut out).unwrap();
+        out.len()
+    }
+}

@@ -236,20 +236,11 @@ pub fn torus(spec: TorusSpec) -> Result<Platform, PlatformError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::test_support::{cluster_spec, hops};
     use crate::platform::LoopbackSpec;
 
     fn spec(topo: &str) -> TorusSpec {
-        let mut c = ClusterSpec::new(0, 1e9, 10e-6);
-        c.id = "t".into();
-        c.prefix = "n".into();
-        c.radicals.clear();
-        TorusSpec::new(c, topo).unwrap()
-    }
-
-    fn hops(p: &Platform, a: u32, b: u32) -> usize {
-        let mut out = Vec::new();
-        p.route(a, b, &mut out).unwrap();
-        out.len()
+        TorusSpec::new(cluster_spec("t"), topo).unwrap()
     }
 
     #[test]
