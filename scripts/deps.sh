@@ -8,6 +8,7 @@ packages=(
   mpich libmpich-dev              # MPICH 4.0: mpicc.mpich / mpirun.mpich
   gfortran                        # Fortran test programs
   libclang-dev                    # bindgen reads mpi.h through libclang
+  libopenblas-dev                 # dgemm/dtrsm timed by `mpiscope calibrate` (cblas-sys)
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
 )

@@ -134,8 +134,18 @@ impl Op {
     }
 }
 
-/// Runs one instance of `op` on `n` integers; `send` and `recv` are large enough.
-pub fn run(op: Op, world: &SimpleCommunicator, n: usize, send: &[i32], recv: &mut [i32]) {
+/// Runs one instance of `op` on `n` integers; `send` and `recv` are large enough. With
+/// `one_buffer`, SEND & RECV sends from the buffer it receives into, as NetPIPE does by
+/// default (each process then sends data that the other core has just written, which costs
+/// about 2x at 64 KiB on shared memory here).
+pub fn run(
+    op: Op,
+    world: &SimpleCommunicator,
+    n: usize,
+    send: &[i32],
+    recv: &mut [i32],
+    one_buffer: bool,
+) {
     let np = world.size() as usize;
     let me = world.rank();
     let root = world.process_at_rank(0);
@@ -190,6 +200,18 @@ pub fn run(op: Op, world: &SimpleCommunicator, n: usize, send: &[i32], recv: &mu
                 mpi::point_to_point::send_receive_into(&send[..n], &other, &mut recv[..n], &other);
             }
         }
+        Op::SendRecv if one_buffer => {
+            if me < 2 {
+                let other = world.process_at_rank(1 - me);
+                if me == 1 {
+                    other.receive_into(&mut recv[..n]);
+                }
+                other.send(&recv[..n]);
+                if me == 0 {
+                    other.receive_into(&mut recv[..n]);
+                }
+            }
+        }
         Op::SendRecv | Op::Signal => {
             let n = if op == Op::Signal { 0 } else { n };
             if me == 0 {
@@ -225,7 +247,7 @@ pub fn validate(
     if op == Op::Broadcast && me == 0 {
         recv[..n].copy_from_slice(&send[..n]);
     }
-    run(op, world, n, send, recv);
+    run(op, world, n, send, recv, false);
     let bad = |what: String| Err(format!("{}: rank {me}: {what}", op.seed_name()));
     let check = |got: &[i32], want: &dyn Fn(usize) -> i32| -> Result<(), String> {
         match (0..got.len()).find(|&i| got[i] != want(i)) {

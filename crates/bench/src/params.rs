@@ -47,6 +47,10 @@ pub struct Params {
     /// gives steady-state figures comparable with NetPIPE or OSU).
     #[arg(long, default_value_t = 1)]
     pub reps: u32,
+    /// SEND & RECV sends from its receive buffer (NetPIPE's default) instead of a separate
+    /// send buffer.
+    #[arg(long)]
+    pub one_buffer: bool,
     /// Only these operations (comma-separated names, e.g. `allreduce,signal`).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,

@@ -78,6 +78,8 @@ pub struct ParamsOut {
     pub warmup: u32,
     /// Runs of the operation per timed sample.
     pub reps: u32,
+    /// SEND & RECV sends from its receive buffer.
+    pub one_buffer: bool,
 }
 
 impl From<&Params> for ParamsOut {
@@ -93,6 +95,7 @@ impl From<&Params> for ParamsOut {
             bytes: p.bytes,
             warmup: p.warmup,
             reps: p.reps,
+            one_buffer: p.one_buffer,
         }
     }
 }
@@ -126,6 +129,9 @@ impl Results {
                 String::new()
             }
         );
+        if p.one_buffer {
+            let _ = writeln!(s, "# SEND & RECV sends from its receive buffer (--one-buffer)");
+        }
         let _ = writeln!(s, "# MPI: {}", self.mpi_library.trim());
         let _ = writeln!(
             s,

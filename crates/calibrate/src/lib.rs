@@ -7,6 +7,8 @@
 //! latency `L0` (first piece) and bandwidth `B0` (last piece), written as a platform file
 //! whose `[config]` the replay applies. See docs/notes/calibration-design.md.
 
+pub mod compute;
+
 use serde::{Deserialize, Serialize};
 
 /// Bytes the simulator adds to every message.
@@ -252,8 +254,40 @@ impl Network {
     }
 
     /// A one-host platform (ranks share it, messages use its loopback link) in our TOML
-    /// format, with the factors as options for the replay.
-    pub fn platform_toml(&self, cores: u32, source: &str) -> String {
+    /// format, with the factors as options for the replay. With `compute`, the host's speed
+    /// is the fitted dgemm speed and the kernel models go to `[config]` as
+    /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`) and
+    /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`).
+    pub fn platform_toml(
+        &self,
+        cores: u32,
+        source: &str,
+        compute: Option<&compute::ComputeModel>,
+    ) -> String {
+        let mut speed = String::new();
+        let mut kernels = String::new();
+        if let Some(c) = compute {
+            speed = format!("speed = {:e}\n", c.dgemm.flops);
+            for (f, one) in c.fits() {
+                let name = match f.kernel {
+                    compute::Kernel::Dgemm => "dgemm",
+                    compute::Kernel::Dtrsm => "dtrsm",
+                };
+                kernels += &format!(
+                    "# {name}: {:.2} Gflop/s, R^2 {:.5}, largest error {:.1}% over {} shapes \
+                     (one-term model: R^2 {:.5}, largest error {:.1}%)\n\
+                     \"mpiscope/{name}\" = \"{:e} {:e}\"\n",
+                    f.flops / 1e9,
+                    f.r2,
+                    f.max_error * 100.0,
+                    f.samples,
+                    one.r2,
+                    one.max_error * 100.0,
+                    f.seconds_per_work,
+                    f.seconds_per_element,
+                );
+            }
+        }
         format!(
             "# Calibrated by `mpiscope calibrate` from {source}.\n\
              # Replay with --mapping sequential:{cores} (all ranks on this host).\n\
@@ -262,6 +296,7 @@ impl Network {
              hosts = 1\n\
              prefix = \"node-\"\n\
              cores = {cores}\n\
+             {speed}\
              bandwidth = {bw:e}\n\
              latency = {lat:e}\n\
              loopback = {{ bandwidth = {bw:e}, latency = {lat:e} }}\n\n\
@@ -269,7 +304,8 @@ impl Network {
              \"network/model\" = \"CM02\"\n\
              \"network/crosstraffic\" = \"no\"\n\
              \"smpi/lat-factor\" = \"{lf}\"\n\
-             \"smpi/bw-factor\" = \"{bf}\"\n",
+             \"smpi/bw-factor\" = \"{bf}\"\n\
+             {kernels}",
             bw = self.bandwidth,
             lat = self.latency,
             lf = self.lat_factor,

@@ -1,10 +1,12 @@
 //! `mpiscope calibrate RESULTS.json -o platform.toml`: fits the flow model to
-//! `mpiscope-bench --json` results and writes a one-host platform with the fitted factors.
+//! `mpiscope-bench --json` results, times this host's dgemm and dtrsm (OpenBLAS, one thread)
+//! and writes a one-host platform with the fitted factors, speed and kernel models.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mpiscope_calibrate::compute::{ComputeModel, Kernel, KernelSample};
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 
 /// Options of `mpiscope calibrate`.
@@ -21,9 +23,31 @@ pub struct CalibrateArgs {
     /// Take the fewest pieces whose every point is within this relative error.
     #[arg(long, default_value_t = 0.05)]
     tolerance: f64,
+    /// Do not time the BLAS kernels (the platform keeps the default host speed).
+    #[arg(long)]
+    no_compute: bool,
+    /// Timed calls per kernel shape (the median is kept).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    kernel_samples: u32,
     /// Print the fit as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// Times the default kernel shapes on one thread, with a progress bar on a terminal.
+fn time_kernels(samples: u32) -> Vec<KernelSample> {
+    mpiscope_kernels::use_one_thread();
+    let shapes = mpiscope_kernels::default_shapes();
+    let bar = indicatif::ProgressBar::new(shapes.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("timing BLAS kernels {bar:30} {pos}/{len}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let out = mpiscope_kernels::measure(&shapes, samples as usize, &mut |done, _| {
+        bar.set_position(done as u64)
+    });
+    bar.finish_and_clear();
+    out
 }
 
 /// Runs `mpiscope calibrate`.
@@ -34,10 +58,29 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let (points, np) = points_from_bench(&text, &path)?;
     let f = fit(&points, a.pieces, a.tolerance)?;
     let net = Network::from_fit(&f);
-    std::fs::write(&a.output, net.platform_toml(np.max(1), &path))
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    let kernels = if a.no_compute {
+        Vec::new()
+    } else {
+        time_kernels(a.kernel_samples)
+    };
+    let compute = if a.no_compute {
+        None
+    } else {
+        Some(ComputeModel::fit(&kernels)?)
+    };
+    std::fs::write(
+        &a.output,
+        net.platform_toml(np.max(1), &path, compute.as_ref()),
+    )
+    .with_context(|| format!("cannot write {}", a.output.display()))?;
     if a.json {
-        let j = serde_json::json!({ "points": points, "fit": f, "network": net });
+        let j = serde_json::json!({
+            "points": points,
+            "fit": f,
+            "network": net,
+            "kernels": kernels,
+            "compute": compute,
+        });
         crate::write_stdout(&(serde_json::to_string_pretty(&j)? + "\n"))?;
     } else {
         let mut s = format!(
@@ -56,6 +99,27 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 p.bandwidth / 1e6,
                 p.max_error * 100.0
             );
+        }
+        if let Some(c) = &compute {
+            for (k, one) in c.fits() {
+                let (name, work) = match k.kernel {
+                    Kernel::Dgemm => ("dgemm", "m n k"),
+                    Kernel::Dtrsm => ("dtrsm", "m^2 n"),
+                };
+                s += &format!(
+                    "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} Gflop/s (one thread), R^2 {:.5}, \
+                     largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
+                    k.seconds_per_work,
+                    k.seconds_per_element,
+                    k.flops / 1e9,
+                    k.r2,
+                    k.max_error * 100.0,
+                    k.samples,
+                    one.seconds_per_work,
+                    one.r2,
+                    one.max_error * 100.0,
+                );
+            }
         }
         s += &format!(
             "wrote {} (replay with --mapping sequential:{np})\n",

@@ -73,12 +73,15 @@ fn calibrated_platform_reproduces_the_measurements() {
         .arg(&results)
         .arg("-o")
         .arg(&platform)
-        .arg("--json")
+        .args(["--json", "--no-compute"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(fit["fit"]["pieces"].as_array().unwrap().len(), 2, "{fit}");
+    assert!(fit["compute"].is_null(), "{fit}");
+    let text = std::fs::read_to_string(&platform).unwrap();
+    assert!(!text.contains("speed") && !text.contains("mpiscope/dgemm"), "{text}");
     for &b in &sizes {
         let t = replayed_round_trip(tmp.path(), &platform, b);
         let want = 2.0 * one_way(b);
@@ -125,11 +128,23 @@ fn calibrate_a_real_benchmark_run() {
         .arg(&results)
         .arg("-o")
         .arg(&platform)
+        .args(["--json", "--kernel-samples", "3"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report = String::from_utf8_lossy(&o.stdout);
-    assert!(report.contains("nominal latency"), "{report}");
+    let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(fit["network"]["latency"].as_f64().unwrap() > 0.0, "{fit}");
+    // This host's OpenBLAS was timed: every default shape, a dgemm speed a single core can
+    // have (0.1 to 1000 Gflop/s), a model that explains the times, and the speed written.
+    assert_eq!(fit["kernels"].as_array().unwrap().len(), 32, "{fit}");
+    let dgemm = &fit["compute"]["dgemm"];
+    let flops = dgemm["flops"].as_f64().unwrap();
+    assert!((1e8..1e12).contains(&flops), "{dgemm}");
+    assert!(dgemm["r2"].as_f64().unwrap() > 0.9, "{dgemm}");
+    assert!(fit["compute"]["dtrsm"]["flops"].as_f64().unwrap() > 1e7, "{fit}");
+    let text = std::fs::read_to_string(&platform).unwrap();
+    assert!(text.contains(&format!("speed = {flops:e}")), "{text}");
+    assert!(text.contains("\"mpiscope/dgemm\" = \""), "{text}");
     // The platform loads and replays; each size lands within its piece's reported error.
     let t = replayed_round_trip(tmp.path(), &platform, 8);
     assert!(t > 0.0 && t < 1e-3, "{t}");

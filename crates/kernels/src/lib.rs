@@ -1,0 +1,219 @@
+//! Times the host's BLAS kernels, the compute half of calibration (seed 004): `dgemm` and
+//! `dtrsm` of Debian's OpenBLAS (`libopenblas-dev`, through the CBLAS interface), one
+//! thread, over a set of shapes that covers square products and HPL's panel updates.
+//! The samples are fitted by `mpiscope_calibrate::compute` (`t = a m n k` for dgemm,
+//! `t = b m^2 n` for dtrsm), which knows nothing of BLAS.
+//!
+//! Only this crate (and the CLI above it) links OpenBLAS; nothing here touches MPI.
+
+use std::time::Instant;
+
+pub use mpiscope_calibrate::compute::{Kernel, KernelSample};
+
+extern "C" {
+    /// OpenBLAS's own thread-count control (not part of CBLAS).
+    fn openblas_set_num_threads(n: std::os::raw::c_int);
+}
+
+/// Runs the kernels on one thread, as one MPI rank per core does (what
+/// `OPENBLAS_NUM_THREADS=1` sets for a whole process).
+pub fn use_one_thread() {
+    // SAFETY: plain setter of OpenBLAS's global thread count, called before any kernel.
+    unsafe { openblas_set_num_threads(1) }
+}
+
+/// The shapes timed by default: square dgemm products from 32 to 1024, HPL's trailing
+/// updates (`m x n` times panel width `k` of 32 to 256), and triangular solves of order
+/// 32 to 256 with 256 to 4096 right-hand sides. About two seconds on this host.
+pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
+    let mut v = Vec::new();
+    for s in [32, 64, 128, 256, 384, 512, 768, 1024] {
+        v.push((Kernel::Dgemm, s, s, s));
+    }
+    for k in [32, 64, 128, 256] {
+        for (m, n) in [(512, 512), (2048, 512), (2048, 2048)] {
+            v.push((Kernel::Dgemm, m, n, k));
+        }
+    }
+    for order in [32, 64, 128, 256] {
+        for n in [256, 1024, 4096] {
+            v.push((Kernel::Dtrsm, order, n, 0));
+        }
+    }
+    v
+}
+
+/// Matrix filled with well-scaled, non-trivial values (no denormals, no zeros).
+fn matrix(len: usize, seed: usize) -> Vec<f64> {
+    (0..len)
+        .map(|i| 0.5 + ((i * 7919 + seed * 104_729) % 1000) as f64 / 2000.0)
+        .collect()
+}
+
+/// A lower unit triangle that keeps a solve well conditioned (small off-diagonal terms).
+fn lower_unit(order: usize) -> Vec<f64> {
+    let mut a = matrix(order * order, 3);
+    for v in &mut a {
+        *v /= order as f64;
+    }
+    for i in 0..order {
+        a[i * order + i] = 1.0;
+    }
+    a
+}
+
+/// Runs `f` until at least `min_seconds` have passed (at least once) and returns the time of
+/// one call, so that short kernels are not lost in the timer's resolution.
+fn time_one(min_seconds: f64, f: &mut dyn FnMut()) -> f64 {
+    let start = Instant::now();
+    let mut calls = 0u32;
+    loop {
+        f();
+        calls += 1;
+        let t = start.elapsed().as_secs_f64();
+        if t >= min_seconds {
+            return t / f64::from(calls);
+        }
+    }
+}
+
+/// Median of `samples` timed calls (after one untimed call) of `f`.
+fn median_time(samples: usize, f: &mut dyn FnMut()) -> f64 {
+    f();
+    let mut t: Vec<f64> = (0..samples.max(1)).map(|_| time_one(2e-3, f)).collect();
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// Times `C = A B + C` with `A` m x k, `B` k x n, column major; median of `samples`.
+pub fn time_dgemm(m: usize, n: usize, k: usize, samples: usize) -> f64 {
+    let a = matrix(m * k, 1);
+    let b = matrix(k * n, 2);
+    let mut c = vec![0.0; m * n];
+    median_time(samples, &mut || {
+        // SAFETY: the slices hold exactly m*k, k*n and m*n elements with leading
+        // dimensions m, k and m, as the column-major call requires.
+        unsafe {
+            cblas_sys::cblas_dgemm(
+                cblas_sys::CblasColMajor,
+                cblas_sys::CblasNoTrans,
+                cblas_sys::CblasNoTrans,
+                m as i32,
+                n as i32,
+                k as i32,
+                1.0,
+                a.as_ptr(),
+                m as i32,
+                b.as_ptr(),
+                k as i32,
+                // Scale C down each call so repeated accumulation stays bounded.
+                0.5,
+                c.as_mut_ptr(),
+                m as i32,
+            )
+        }
+    })
+}
+
+/// Times `B = L^-1 B` with `L` a unit lower triangle of order `order` and `B` order x n (the
+/// solve HPL makes for each block row of U); median of `samples`.
+pub fn time_dtrsm(order: usize, n: usize, samples: usize) -> f64 {
+    let l = lower_unit(order);
+    let rhs = matrix(order * n, 4);
+    let mut b = rhs.clone();
+    median_time(samples, &mut || {
+        // Each call solves a fresh right-hand side, so values never grow.
+        b.copy_from_slice(&rhs);
+        // SAFETY: `l` is order x order and `b` is order x n, column major, leading
+        // dimension `order` for both.
+        unsafe {
+            cblas_sys::cblas_dtrsm(
+                cblas_sys::CblasColMajor,
+                cblas_sys::CblasLeft,
+                cblas_sys::CblasLower,
+                cblas_sys::CblasNoTrans,
+                cblas_sys::CblasUnit,
+                order as i32,
+                n as i32,
+                1.0,
+                l.as_ptr(),
+                order as i32,
+                b.as_mut_ptr(),
+                order as i32,
+            )
+        }
+    })
+}
+
+/// Times every shape (`samples` per shape), calling `progress(done, total)` after each.
+pub fn measure(
+    shapes: &[(Kernel, usize, usize, usize)],
+    samples: usize,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Vec<KernelSample> {
+    let mut out = Vec::with_capacity(shapes.len());
+    for (i, &(kernel, m, n, k)) in shapes.iter().enumerate() {
+        let seconds = match kernel {
+            Kernel::Dgemm => time_dgemm(m, n, k, samples),
+            Kernel::Dtrsm => time_dtrsm(m, n, samples),
+        };
+        out.push(KernelSample {
+            kernel,
+            m: m as u64,
+            n: n as u64,
+            k: k as u64,
+            seconds,
+        });
+        progress(i + 1, shapes.len());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The timed calls compute what they claim: a 2x2 product and a 2x2 unit solve.
+    #[test]
+    fn kernels_compute_correct_results() {
+        use_one_thread();
+        let a = [1.0, 3.0, 2.0, 4.0]; // [[1, 2], [3, 4]] column major
+        let b = [5.0, 7.0, 6.0, 8.0]; // [[5, 6], [7, 8]]
+        let mut c = [0.0; 4];
+        // SAFETY: 2x2 column-major matrices.
+        unsafe {
+            cblas_sys::cblas_dgemm(
+                cblas_sys::CblasColMajor,
+                cblas_sys::CblasNoTrans,
+                cblas_sys::CblasNoTrans,
+                2,
+                2,
+                2,
+                1.0,
+                a.as_ptr(),
+                2,
+                b.as_ptr(),
+                2,
+                0.0,
+                c.as_mut_ptr(),
+                2,
+            )
+        };
+        assert_eq!(c, [19.0, 43.0, 22.0, 50.0]);
+        let l = lower_unit(3);
+        assert_eq!((l[0], l[4], l[8]), (1.0, 1.0, 1.0));
+        assert!(l.iter().all(|v| v.is_finite() && *v > 0.0));
+    }
+
+    #[test]
+    fn timings_grow_with_the_work() {
+        use_one_thread();
+        let small = time_dgemm(32, 32, 32, 3);
+        let large = time_dgemm(256, 256, 256, 3);
+        assert!(small > 0.0 && large > small, "{small} {large}");
+        let t = time_dtrsm(64, 256, 3);
+        assert!(t > 0.0);
+        let got = measure(&[(Kernel::Dtrsm, 32, 64, 0)], 1, &mut |_, _| {});
+        assert_eq!((got[0].m, got[0].n, got[0].kernel), (32, 64, Kernel::Dtrsm));
+    }
+}
