@@ -160,7 +160,14 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
                         }
                     }
                     _ => method::measure(&mut h, &o, params.warmup, iters, params.reps, |_| {
-                        ops::run(op, world, ints as usize, &send, &mut recv, params.one_buffer)
+                        ops::run(
+                            op,
+                            world,
+                            ints as usize,
+                            &send,
+                            &mut recv,
+                            params.one_buffer,
+                        )
                     }),
                 };
                 let corrected = slowest(world, &samples.corrected);

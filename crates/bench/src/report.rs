@@ -130,7 +130,10 @@ impl Results {
             }
         );
         if p.one_buffer {
-            let _ = writeln!(s, "# SEND & RECV sends from its receive buffer (--one-buffer)");
+            let _ = writeln!(
+                s,
+                "# SEND & RECV sends from its receive buffer (--one-buffer)"
+            );
         }
         let _ = writeln!(s, "# MPI: {}", self.mpi_library.trim());
         let _ = writeln!(

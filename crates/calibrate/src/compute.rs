@@ -89,7 +89,13 @@ pub fn fit_kernel(
     let pts: Vec<(f64, f64, f64)> = samples
         .iter()
         .filter(|s| s.kernel == kernel && s.seconds > 0.0)
-        .map(|s| (kernel.work(s.m, s.n, s.k), kernel.elements(s.m, s.n), s.seconds))
+        .map(|s| {
+            (
+                kernel.work(s.m, s.n, s.k),
+                kernel.elements(s.m, s.n),
+                s.seconds,
+            )
+        })
         .filter(|p| p.0 > 0.0)
         .collect();
     if pts.len() < 2 {
@@ -128,7 +134,11 @@ pub fn fit_kernel(
         seconds_per_work: a,
         seconds_per_element: c,
         flops: kernel.flops_per_work() / a,
-        r2: if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 },
+        r2: if ss_tot > 0.0 {
+            1.0 - ss_res / ss_tot
+        } else {
+            1.0
+        },
         max_error,
         samples: pts.len(),
     })
@@ -188,8 +198,20 @@ mod tests {
         let s: Vec<KernelSample> = [(64, 64, 64), (512, 512, 64), (1024, 1024, 1024)]
             .iter()
             .map(|&(m, n, k)| sample(Kernel::Dgemm, m, n, k, a * (m * n * k) as f64))
-            .chain([sample(Kernel::Dtrsm, 64, 1024, 0, 1e-9 * (64.0 * 64.0 * 1024.0))])
-            .chain([sample(Kernel::Dtrsm, 128, 1024, 0, 1e-9 * (128.0 * 128.0 * 1024.0))])
+            .chain([sample(
+                Kernel::Dtrsm,
+                64,
+                1024,
+                0,
+                1e-9 * (64.0 * 64.0 * 1024.0),
+            )])
+            .chain([sample(
+                Kernel::Dtrsm,
+                128,
+                1024,
+                0,
+                1e-9 * (128.0 * 128.0 * 1024.0),
+            )])
             .collect();
         for lower in [false, true] {
             let f = fit_kernel(&s, Kernel::Dgemm, lower).unwrap();
@@ -204,7 +226,12 @@ mod tests {
     #[test]
     fn lower_order_term_is_recovered() {
         // 2e-11 s per m n k and 1e-9 s per output element: thin products pay the latter.
-        let shapes = [(64u64, 64u64, 64u64), (512, 512, 8), (512, 512, 256), (1024, 256, 32)];
+        let shapes = [
+            (64u64, 64u64, 64u64),
+            (512, 512, 8),
+            (512, 512, 256),
+            (1024, 256, 32),
+        ];
         let s: Vec<KernelSample> = shapes
             .iter()
             .map(|&(m, n, k)| {

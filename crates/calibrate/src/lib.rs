@@ -8,6 +8,7 @@
 //! whose `[config]` the replay applies. See docs/notes/calibration-design.md.
 
 pub mod compute;
+pub mod prediction;
 
 use serde::{Deserialize, Serialize};
 
@@ -299,7 +300,8 @@ impl Network {
              {speed}\
              bandwidth = {bw:e}\n\
              latency = {lat:e}\n\
-             loopback = {{ bandwidth = {bw:e}, latency = {lat:e} }}\n\n\
+             # Shared memory: concurrent messages share the copy bandwidth.\n\
+             loopback = {{ bandwidth = {bw:e}, latency = {lat:e}, sharing = \"shared\" }}\n\n\
              [config]\n\
              \"network/model\" = \"CM02\"\n\
              \"network/crosstraffic\" = \"no\"\n\

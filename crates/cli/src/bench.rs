@@ -1,5 +1,10 @@
 //! `mpiscope bench -np N ARGS`: runs `mpirun -np N mpiscope-bench ARGS` (the MPITEST
 //! benchmark, built next to `mpiscope`), as root with the options Open MPI needs.
+//!
+//! With `--predict PLATFORM` it closes the loop of measure, calibrate, simulate: the run is
+//! traced (`mpiscope trace`), the trace replayed on the platform (`mpiscope replay
+//! --callsites-by-size`), and each collective's measured time printed next to the
+//! predicted one (`mpiscope_calibrate::prediction`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -12,8 +17,10 @@ use clap::Args;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// `-np N` (processes, default 2), `--mpirun CMD` (default `mpirun`), `--binary PATH`
-    /// (default: `mpiscope-bench` next to `mpiscope`), then the arguments of
-    /// `mpiscope-bench`, in the seed's syntax or as long options.
+    /// (default: `mpiscope-bench` next to `mpiscope`), `--predict PLATFORM` (trace the run,
+    /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
+    /// of `--predict` in DIR), then the arguments of `mpiscope-bench`, in the seed's syntax
+    /// or as long options.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
@@ -27,6 +34,8 @@ struct Parsed {
     np: u32,
     mpirun: String,
     binary: Option<PathBuf>,
+    predict: Option<PathBuf>,
+    keep: Option<PathBuf>,
     rest: Vec<String>,
 }
 
@@ -36,6 +45,8 @@ fn parse(args: &[String]) -> Result<Parsed> {
         np: 2,
         mpirun: "mpirun".into(),
         binary: None,
+        predict: None,
+        keep: None,
         rest: Vec::new(),
     };
     let mut i = 0;
@@ -55,6 +66,8 @@ fn parse(args: &[String]) -> Result<Parsed> {
             }
             "--mpirun" => p.mpirun = value(i)?,
             "--binary" => p.binary = Some(PathBuf::from(value(i)?)),
+            "--predict" => p.predict = Some(PathBuf::from(value(i)?)),
+            "--keep" => p.keep = Some(PathBuf::from(value(i)?)),
             _ => {
                 p.rest = args[i..].to_vec();
                 break;
@@ -68,8 +81,20 @@ fn parse(args: &[String]) -> Result<Parsed> {
 /// Runs `mpiscope bench`; returns the benchmark's exit code.
 pub fn bench(args: BenchArgs) -> Result<i32> {
     let a = parse(&args.args)?;
-    let binary = match a.binary {
-        Some(b) => b,
+    if a.predict.is_some() {
+        return predict(a);
+    }
+    let mut cmd = mpirun_command(&a, &a.rest)?;
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot run {} (install openmpi-bin)", a.mpirun))?;
+    Ok(status.code().unwrap_or(2))
+}
+
+/// `mpirun -np N mpiscope-bench ARGS` with the launcher options this host needs.
+fn mpirun_command(a: &Parsed, bench_args: &[String]) -> Result<Command> {
+    let binary = match &a.binary {
+        Some(b) => b.clone(),
         None => std::env::current_exe()
             .context("where is mpiscope?")?
             .with_file_name("mpiscope-bench"),
@@ -95,11 +120,152 @@ pub fn bench(args: BenchArgs) -> Result<i32> {
     cmd.arg("-np")
         .arg(a.np.to_string())
         .arg(&binary)
-        .args(&a.rest);
-    let status = cmd
-        .status()
-        .with_context(|| format!("cannot run {} (install openmpi-bin)", a.mpirun))?;
-    Ok(status.code().unwrap_or(2))
+        .args(bench_args);
+    Ok(cmd)
+}
+
+/// Runs `cmd`, failing with its standard error when it fails.
+fn run_checked(cmd: &mut Command, what: &str) -> Result<Vec<u8>> {
+    let o = cmd.output().with_context(|| format!("cannot run {what}"))?;
+    if !o.status.success() {
+        bail!(
+            "{what} failed ({}):\n{}{}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    Ok(o.stdout)
+}
+
+/// `--predict PLATFORM`: trace the benchmark, replay it, print measured against predicted.
+fn predict(a: Parsed) -> Result<i32> {
+    let platform = a.predict.clone().expect("predict mode");
+    if !platform.is_file() {
+        bail!("--predict {}: no such platform file", platform.display());
+    }
+    // The results go to our file as JSON; the user's format options only shape our output.
+    let json = a.rest.iter().any(|x| x == "--json");
+    let mut bench_args: Vec<String> = Vec::new();
+    for x in &a.rest {
+        let seed_output = x.starts_with('o') && !x.starts_with("--");
+        if x == "--output" || x.starts_with("--output=") || seed_output {
+            bail!("--predict writes the benchmark's results itself: drop `{x}` (use --keep DIR to keep them)");
+        }
+        if x != "--json" && x != "--csv" {
+            bench_args.push(x.clone());
+        }
+    }
+    let (dir, temporary) = match &a.keep {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("mpiscope-predict-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let outcome = predict_in(&a, &platform, &bench_args, &dir, json);
+    if temporary {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    outcome
+}
+
+fn predict_in(
+    a: &Parsed,
+    platform: &std::path::Path,
+    bench_args: &[String],
+    dir: &std::path::Path,
+    json: bool,
+) -> Result<i32> {
+    let me = std::env::current_exe().context("where is mpiscope?")?;
+    let (run, results, traced, replay) = (
+        dir.join("run"),
+        dir.join("results.json"),
+        dir.join("traced-results.json"),
+        dir.join("replay.json"),
+    );
+    let _ = std::fs::remove_dir_all(&run);
+    let with_output = |file: &std::path::Path| {
+        let mut args = bench_args.to_vec();
+        args.extend([
+            "--json".into(),
+            "--output".into(),
+            file.display().to_string(),
+        ]);
+        args
+    };
+    // The measurement runs untraced (the recorder adds its own cost to every call); a
+    // second run of the same benchmark is traced for the replay.
+    eprintln!("mpiscope: measuring {} ranks", a.np);
+    run_checked(
+        &mut mpirun_command(a, &with_output(&results))?,
+        "mpiscope-bench",
+    )?;
+    let launch = mpirun_command(a, &with_output(&traced))?;
+    let mut trace = Command::new(&me);
+    trace
+        .arg("trace")
+        .arg("-o")
+        .arg(&run)
+        .arg("--")
+        .arg(launch.get_program())
+        .args(launch.get_args());
+    eprintln!("mpiscope: tracing a second run");
+    run_checked(&mut trace, "mpiscope trace")?;
+    eprintln!("mpiscope: replaying on {}", platform.display());
+    let replayed = run_checked(
+        Command::new(&me)
+            .arg("replay")
+            .arg(&run)
+            .arg("--platform")
+            .arg(platform)
+            .arg("--mapping")
+            .arg(format!("sequential:{}", a.np))
+            .args(["--callsites-by-size", "--json", "--quiet"]),
+        "mpiscope replay",
+    )?;
+    std::fs::write(&replay, &replayed)
+        .with_context(|| format!("cannot write {}", replay.display()))?;
+    let bench_text = std::fs::read_to_string(&results)
+        .with_context(|| format!("cannot read {}", results.display()))?;
+    let rows = mpiscope_calibrate::prediction::compare(
+        &bench_text,
+        &results.display().to_string(),
+        &String::from_utf8_lossy(&replayed),
+        &replay.display().to_string(),
+    )?;
+    if json {
+        crate::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
+        return Ok(0);
+    }
+    let mut s = format!(
+        "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks\n\
+         {:<14} {:>10} {:>14} {:>14} {:>9}\n",
+        platform.display(),
+        a.np,
+        "OPERATION",
+        "N(int)",
+        "MEASURED (us)",
+        "PREDICTED (us)",
+        "ERROR"
+    );
+    for r in &rows {
+        let (p, e) = match (r.predicted_s, r.error) {
+            (Some(p), Some(e)) => (format!("{:.3}", p * 1e6), format!("{:+.1}%", e * 100.0)),
+            _ => ("-".into(), "unmatched".into()),
+        };
+        s += &format!(
+            "{:<14} {:>10} {:>14.3} {:>14} {:>9}\n",
+            r.operation,
+            r.ints,
+            r.measured_median_s * 1e6,
+            p,
+            e
+        );
+    }
+    crate::write_stdout(&s)?;
+    Ok(0)
 }
 
 #[cfg(test)]

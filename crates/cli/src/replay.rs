@@ -67,6 +67,9 @@ pub struct ReplayArgs {
     /// (default: the simulated host's speed, bursts keep their durations).
     #[arg(long)]
     traced_speed: Option<f64>,
+    /// Report callsites per message size (`bytes` in the JSON's callsites).
+    #[arg(long)]
+    callsites_by_size: bool,
     /// Reproduce SimGrid's `test` delays when replaying TI traces.
     #[arg(long)]
     simgrid_test_delays: bool,
@@ -244,6 +247,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             &run,
             trace::TraceOptions {
                 traced_speed: a.traced_speed,
+                callsites_by_size: a.callsites_by_size,
             },
             &speeds,
         )?;
@@ -287,7 +291,15 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     if let Some(sites) = &callsites {
         // Name the callsites: file:line when the binary has debug information.
         let mut symbolizer = mpiscope_analyze::symbols::Symbolizer::new();
-        for c in report.callsites.iter_mut().take(100) {
+        for c in report.callsites.iter_mut() {
+            c.function = sites.function(c.callsite);
+            c.bytes = sites.bytes(c.callsite);
+        }
+        for c in report
+            .callsites
+            .iter_mut()
+            .take(if a.callsites_by_size { 1000 } else { 100 })
+        {
             if let Some((path, offset)) = sites.innermost(c.callsite) {
                 c.location = Some(match symbolizer.resolve(&path, offset) {
                     Some(l) => l.to_string(),

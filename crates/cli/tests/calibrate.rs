@@ -81,7 +81,10 @@ fn calibrated_platform_reproduces_the_measurements() {
     assert_eq!(fit["fit"]["pieces"].as_array().unwrap().len(), 2, "{fit}");
     assert!(fit["compute"].is_null(), "{fit}");
     let text = std::fs::read_to_string(&platform).unwrap();
-    assert!(!text.contains("speed") && !text.contains("mpiscope/dgemm"), "{text}");
+    assert!(
+        !text.contains("speed") && !text.contains("mpiscope/dgemm"),
+        "{text}"
+    );
     for &b in &sizes {
         let t = replayed_round_trip(tmp.path(), &platform, b);
         let want = 2.0 * one_way(b);
@@ -141,7 +144,10 @@ fn calibrate_a_real_benchmark_run() {
     let flops = dgemm["flops"].as_f64().unwrap();
     assert!((1e8..1e12).contains(&flops), "{dgemm}");
     assert!(dgemm["r2"].as_f64().unwrap() > 0.9, "{dgemm}");
-    assert!(fit["compute"]["dtrsm"]["flops"].as_f64().unwrap() > 1e7, "{fit}");
+    assert!(
+        fit["compute"]["dtrsm"]["flops"].as_f64().unwrap() > 1e7,
+        "{fit}"
+    );
     let text = std::fs::read_to_string(&platform).unwrap();
     assert!(text.contains(&format!("speed = {flops:e}")), "{text}");
     assert!(text.contains("\"mpiscope/dgemm\" = \""), "{text}");
@@ -161,4 +167,83 @@ fn calibrate_a_real_benchmark_run() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad.json"));
+}
+
+/// `mpiscope bench --predict`: a real run measured, traced, replayed on a calibrated
+/// platform, and every collective and SEND & RECV row matched to its predicted time.
+#[test]
+fn bench_predict_closes_the_loop() {
+    let _g = mpi_lock();
+    let tmp = tempdir();
+    let results = tmp.path().join("results.json");
+    let sizes: Vec<u64> = (0..18).map(|i| 8u64 << i).collect();
+    std::fs::write(&results, bench_json(&sizes)).unwrap();
+    let platform = tmp.path().join("calibrated.toml");
+    let o = Command::new(mpiscope())
+        .arg("calibrate")
+        .arg(&results)
+        .arg("-o")
+        .arg(&platform)
+        .arg("--no-compute")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let keep = tmp.path().join("loop");
+    let o = Command::new(mpiscope())
+        .args(["bench", "-np", "2", "--predict"])
+        .arg(&platform)
+        .arg("--keep")
+        .arg(&keep)
+        .args(["--bytes", "m8", "M4096", "K8", "T20", "--json"])
+        .args([
+            "--only",
+            "allreduce,reduce,broadcast,gather,allgather,alltoall,send_recv",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 7 * 4, "{rows:?}");
+    for r in rows {
+        let p = r["predicted_s"].as_f64();
+        assert!(
+            p.is_some_and(|p| p > 0.0 && p < 1e-2),
+            "unmatched or absurd: {r}"
+        );
+        assert!(r["measured_median_s"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    // Larger messages are predicted to take longer, for every operation.
+    for op in ["ALLREDUCE", "ALLGATHER", "SEND & RECV"] {
+        let t: Vec<f64> = rows
+            .iter()
+            .filter(|r| r["operation"] == op)
+            .map(|r| r["predicted_s"].as_f64().unwrap())
+            .collect();
+        assert!(t.first() < t.last(), "{op}: {t:?}");
+    }
+    // The replay named the callsites' functions and sizes.
+    let replay: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(keep.join("replay.json")).unwrap()).unwrap();
+    let mut sizes: Vec<u64> = replay["callsites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["function"] == "MPI_Allreduce" && c["calls"].as_u64().unwrap() >= 40)
+        .map(|c| c["bytes"].as_u64().unwrap())
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    assert_eq!(sizes, [8, 64, 512, 4096], "{replay}");
+    assert!(keep.join("results.json").is_file() && keep.join("run").is_dir());
+
+    // The benchmark's own output options are refused: --predict writes the results.
+    let o = Command::new(mpiscope())
+        .args(["bench", "--predict"])
+        .arg(&platform)
+        .args(["m8", "otransfer.dat"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("otransfer.dat"));
 }

@@ -128,6 +128,22 @@ pub struct Span {
     pub end_s: f64,
 }
 
+/// What the ranks spent at one callsite.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CallsiteStats {
+    /// Callsite id (0: unknown).
+    pub callsite: u32,
+    /// MPI calls, all ranks.
+    pub calls: u64,
+    /// Seconds in MPI, summed over ranks.
+    pub seconds: f64,
+    /// The rank whose mean time per call here is the largest.
+    pub slowest_rank: u32,
+    /// That rank's mean seconds per call (what a benchmark that times the slowest rank
+    /// measures).
+    pub slowest_rank_mean_s: f64,
+}
+
 /// What a simulation produced.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct SimResult {
@@ -135,8 +151,8 @@ pub struct SimResult {
     pub makespan_s: f64,
     /// Per rank.
     pub ranks: Vec<RankResult>,
-    /// Per callsite id: (count, seconds in MPI).
-    pub callsites: Vec<(u32, u64, f64)>,
+    /// Per callsite id, by id.
+    pub callsites: Vec<CallsiteStats>,
     /// Bytes carried per link (link id, bytes), nonzero only.
     pub link_bytes: Vec<(u32, f64)>,
     /// Busy core-seconds fraction integral per host.
@@ -240,7 +256,32 @@ struct Rank {
     blocked_since: Time,
     blocked_name: &'static str,
     callsite: u32,
+    /// Per callsite this rank used: (callsite, calls, seconds); few entries, searched
+    /// linearly from the last one used.
+    by_callsite: Vec<(u32, u64, f64)>,
+    last_callsite: usize,
     result: RankResult,
+}
+
+impl Rank {
+    /// This rank's (calls, seconds) entry of its current callsite.
+    fn callsite_entry(&mut self) -> &mut (u32, u64, f64) {
+        let cs = self.callsite;
+        if self
+            .by_callsite
+            .get(self.last_callsite)
+            .is_none_or(|e| e.0 != cs)
+        {
+            self.last_callsite = match self.by_callsite.iter().position(|e| e.0 == cs) {
+                Some(i) => i,
+                None => {
+                    self.by_callsite.push((cs, 0, 0.0));
+                    self.by_callsite.len() - 1
+                }
+            };
+        }
+        &mut self.by_callsite[self.last_callsite]
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -270,7 +311,6 @@ pub struct Simulation<'p> {
     sleepers: BinaryHeap<Reverse<(Time, u32)>>,
     ready: VecDeque<u32>,
     touched: Vec<u32>,
-    callsites: HashMap<u32, (u64, f64)>,
     actions: u64,
     messages: u64,
     timeline: Vec<Span>,
@@ -318,6 +358,8 @@ impl<'p> Simulation<'p> {
                 blocked_since: Time::ZERO,
                 blocked_name: "",
                 callsite: 0,
+                by_callsite: Vec::new(),
+                last_callsite: 0,
                 result: RankResult::default(),
             })
             .collect();
@@ -341,7 +383,6 @@ impl<'p> Simulation<'p> {
             sleepers: BinaryHeap::new(),
             ready: (0..n as u32).collect(),
             touched: Vec::new(),
-            callsites: HashMap::new(),
             actions: 0,
             messages: 0,
             timeline: Vec::new(),
@@ -473,12 +514,27 @@ impl<'p> Simulation<'p> {
             .iter()
             .map(|r| r.result.end_s)
             .fold(0.0, f64::max);
-        let mut callsites: Vec<(u32, u64, f64)> = self
-            .callsites
-            .iter()
-            .map(|(&c, &(n, t))| (c, n, t))
-            .collect();
-        callsites.sort_by_key(|c| c.0);
+        let mut merged: HashMap<u32, CallsiteStats> = HashMap::new();
+        for (r, rank) in self.ranks.iter().enumerate() {
+            for &(cs, n, t) in &rank.by_callsite {
+                let e = merged.entry(cs).or_insert(CallsiteStats {
+                    callsite: cs,
+                    calls: 0,
+                    seconds: 0.0,
+                    slowest_rank: r as u32,
+                    slowest_rank_mean_s: 0.0,
+                });
+                e.calls += n;
+                e.seconds += t;
+                let mean = if n > 0 { t / n as f64 } else { 0.0 };
+                if mean > e.slowest_rank_mean_s {
+                    e.slowest_rank = r as u32;
+                    e.slowest_rank_mean_s = mean;
+                }
+            }
+        }
+        let mut callsites: Vec<CallsiteStats> = merged.into_values().collect();
+        callsites.sort_by_key(|c| c.callsite);
         let link_bytes = self
             .net
             .link_bytes()
@@ -581,9 +637,7 @@ impl<'p> Simulation<'p> {
                 let wait = matched.since(rank.blocked_since).secs();
                 rank.result.wait_s += wait;
                 rank.result.comm_s += dt - wait;
-                let cs = rank.callsite;
-                let e = self.callsites.entry(cs).or_default();
-                e.1 += dt;
+                rank.callsite_entry().2 += dt;
                 if release {
                     for q in reqs {
                         self.release(q);
@@ -1071,8 +1125,7 @@ impl<'p> Simulation<'p> {
     fn count_call(&mut self, r: u32) {
         let rank = &mut self.ranks[r as usize];
         rank.result.mpi_calls += 1;
-        let cs = rank.callsite;
-        self.callsites.entry(cs).or_default().0 += 1;
+        rank.callsite_entry().1 += 1;
     }
 
     fn poll_cost(&mut self, r: u32) {

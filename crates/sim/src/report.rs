@@ -45,6 +45,16 @@ pub struct CallsiteSummary {
     pub calls: u64,
     /// Seconds spent blocked in them, summed over ranks.
     pub seconds: f64,
+    /// The rank with the largest mean time per call here.
+    pub slowest_rank: u32,
+    /// That rank's mean seconds per call.
+    pub slowest_rank_mean_s: f64,
+    /// The MPI function called there, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// The message size (bytes), when callsites are split by size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
     /// Where it is (`file:line`, or object file and offset), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
@@ -131,10 +141,14 @@ impl Report {
         let mut callsites: Vec<CallsiteSummary> = result
             .callsites
             .iter()
-            .map(|&(c, n, s)| CallsiteSummary {
-                callsite: c,
-                calls: n,
-                seconds: s,
+            .map(|c| CallsiteSummary {
+                callsite: c.callsite,
+                calls: c.calls,
+                seconds: c.seconds,
+                slowest_rank: c.slowest_rank,
+                slowest_rank_mean_s: c.slowest_rank_mean_s,
+                function: None,
+                bytes: None,
                 location: None,
             })
             .collect();
@@ -224,16 +238,29 @@ impl Report {
             .take(10)
             .collect();
         if !sites.is_empty() {
-            let _ = writeln!(s, "\n{:>12} {:>14}  callsite", "calls", "MPI time (s)");
+            let _ = writeln!(
+                s,
+                "\n{:>12} {:>14} {:>16}  callsite",
+                "calls", "MPI time (s)", "slowest (us/call)"
+            );
             for c in sites {
+                let mut what = c.function.clone().unwrap_or_default();
+                if let Some(b) = c.bytes {
+                    what += &format!(" {b} B");
+                }
+                if !what.is_empty() {
+                    what += " at ";
+                }
+                what += &c
+                    .location
+                    .clone()
+                    .unwrap_or_else(|| format!("#{}", c.callsite));
                 let _ = writeln!(
                     s,
-                    "{:>12} {:>14.6}  {}",
+                    "{:>12} {:>14.6} {:>16.3}  {what}",
                     c.calls,
                     c.seconds,
-                    c.location
-                        .clone()
-                        .unwrap_or_else(|| format!("#{}", c.callsite))
+                    c.slowest_rank_mean_s * 1e6,
                 );
             }
         }

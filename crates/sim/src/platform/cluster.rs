@@ -36,6 +36,21 @@ pub struct LoopbackSpec {
     pub bandwidth: f64,
     /// Latency in seconds.
     pub latency: f64,
+    /// Concurrent flows share the bandwidth (SHARED) instead of each having all of it
+    /// (FATPIPE, SimGrid's loopback). Shared memory between the cores of one node behaves
+    /// like the former: a calibrated one-host platform uses it.
+    pub shared: bool,
+}
+
+impl LoopbackSpec {
+    /// The link's sharing policy.
+    pub fn sharing(&self) -> Sharing {
+        if self.shared {
+            Sharing::Shared
+        } else {
+            Sharing::FatPipe
+        }
+    }
 }
 
 /// A cluster: hosts, their private cables and what connects them. The same description
@@ -292,7 +307,7 @@ pub(crate) fn build(spec: &ClusterSpec, parts: &mut Parts) -> Result<BuiltCluste
                 format!("{link_id}_loopback"),
                 lb.bandwidth,
                 lb.latency,
-                Sharing::FatPipe,
+                lb.sharing(),
             );
             star.set_loopback(v, &[l]);
         }
@@ -407,6 +422,7 @@ mod tests {
         spec.loopback = Some(LoopbackSpec {
             bandwidth: 5e9,
             latency: 1e-6,
+            shared: false,
         });
         let p = cluster(spec.clone()).unwrap();
         assert_eq!(names(&p, "n3", "n3"), ["c_link_3_loopback"]);

@@ -278,7 +278,7 @@ pub(crate) fn build(
                 format!("{}_link_{}_loopback", cs.id, r),
                 lb.bandwidth,
                 lb.latency,
-                Sharing::FatPipe,
+                lb.sharing(),
             ));
         }
         if let Some(bw) = cs.limiter {

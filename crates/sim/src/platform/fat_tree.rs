@@ -327,7 +327,7 @@ pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTre
                 format!("{}_link_{}_loopback", c.id, r),
                 lb.bandwidth,
                 lb.latency,
-                Sharing::FatPipe,
+                lb.sharing(),
             ));
         }
         if let Some(bw) = c.limiter {
@@ -687,6 +687,7 @@ mod tests {
         s.cluster.loopback = Some(crate::platform::LoopbackSpec {
             bandwidth: 1e8,
             latency: 0.0,
+            shared: false,
         });
         s.cluster.limiter = Some(1.5e8);
         let p = fat_tree(s).unwrap();

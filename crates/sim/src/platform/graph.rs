@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use super::cluster::LoopbackSpec;
 use super::{
     check_bandwidth, check_host, check_host_id, check_latency, no_route, HostId, HostSpec, LinkId,
-    LinkPolicy, Parts, Platform, PlatformError, Routing, Sharing,
+    LinkPolicy, Parts, Platform, PlatformError, Routing,
 };
 
 /// Direction in which a route crosses a split-duplex cable.
@@ -124,6 +124,7 @@ impl Default for GraphSpec {
             loopback: Some(LoopbackSpec {
                 bandwidth: 1e10,
                 latency: 0.0,
+                shared: false,
             }),
         }
     }
@@ -392,7 +393,7 @@ pub fn graph(spec: GraphSpec) -> Result<Platform, PlatformError> {
                 "__loopback__".into(),
                 lb.bandwidth,
                 lb.latency,
-                Sharing::FatPipe,
+                lb.sharing(),
             ))
         }
         None => None,

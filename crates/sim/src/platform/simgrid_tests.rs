@@ -347,6 +347,7 @@ fn platform_simgrid_smpirun_cluster() {
     c.loopback = Some(LoopbackSpec {
         bandwidth: 5e9,
         latency: 1e-6,
+        shared: false,
     });
     let p = cluster(c).unwrap();
     let xml = format!(
@@ -411,6 +412,7 @@ fn platform_simgrid_smpirun_torus() {
     c.loopback = Some(LoopbackSpec {
         bandwidth: 4e9,
         latency: 1e-7,
+        shared: false,
     });
     let p = torus(TorusSpec::new(c, "3,2,5").unwrap()).unwrap();
     let xml = format!(

@@ -25,7 +25,8 @@
 //! bandwidth = "10Gbps"              # per cable (required)
 //! latency = "1us"                   # per cable (required)
 //! sharing = "splitduplex"           # splitduplex (default) | shared | fatpipe
-//! loopback = { bandwidth = "50GBps", latency = "0s" }   # optional, per host
+//! loopback = { bandwidth = "50GBps", latency = "0s" }   # optional, per host; add
+//!                                   # sharing = "shared" for shared memory (default fatpipe)
 //! limiter = "12.5GBps"              # optional per-node limiter link
 //! topology = "2;4,4;1,2;1,2"        # levels;down…;up…;parallel…
 //! # or: down = [4, 4]  up = [1, 2]  parallel = [1, 2]
@@ -178,7 +179,18 @@ enum LoopbackKey {
         bandwidth: Bw,
         #[serde(default)]
         latency: Option<Time>,
+        #[serde(default)]
+        sharing: Option<String>,
     },
+}
+
+/// A loopback's sharing: `fatpipe` (SimGrid's, the default) or `shared`.
+fn loopback_shared(sharing: Option<&str>) -> Result<bool, String> {
+    match policy(sharing, LinkPolicy::FatPipe)? {
+        LinkPolicy::FatPipe => Ok(false),
+        LinkPolicy::Shared => Ok(true),
+        LinkPolicy::SplitDuplex => Err("a loopback is shared or fatpipe".into()),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -440,10 +452,14 @@ fn generated(ctx: &Ctx, kind: &str, sec: &Spanned<Section>) -> Result<Platform, 
             }),
             None => None,
         },
-        loopback: s.loopback.as_ref().map(|l| LoopbackSpec {
-            bandwidth: l.bandwidth.0,
-            latency: l.latency.map_or(0.0, |t| t.0),
-        }),
+        loopback: match s.loopback.as_ref() {
+            Some(l) => Some(LoopbackSpec {
+                bandwidth: l.bandwidth.0,
+                latency: l.latency.map_or(0.0, |t| t.0),
+                shared: loopback_shared(l.sharing.as_deref()).map_err(&err)?,
+            }),
+            None => None,
+        },
         limiter: s.limiter.map(|b| b.0),
         router_id: s.router.clone(),
     };
@@ -543,11 +559,18 @@ fn explicit_platform(ctx: &Ctx, file: File) -> Result<Platform, PlatformError> {
         None | Some(LoopbackKey::Enabled(true)) => Some(LoopbackSpec {
             bandwidth: 1e10,
             latency: 0.0,
+            shared: false,
         }),
         Some(LoopbackKey::Enabled(false)) => None,
-        Some(LoopbackKey::Link { bandwidth, latency }) => Some(LoopbackSpec {
+        Some(LoopbackKey::Link {
+            bandwidth,
+            latency,
+            sharing,
+        }) => Some(LoopbackSpec {
             bandwidth: bandwidth.0,
             latency: latency.map_or(0.0, |t| t.0),
+            shared: loopback_shared(sharing.as_deref())
+                .map_err(|e| ctx.err(0..0, format!("loopback: {e}")))?,
         }),
     };
     let mut hosts = Vec::new();
@@ -759,6 +782,28 @@ mod tests {
         let xml = "<?xml version='1.0'?><platform version=\"4.1\"><config><prop id=\"smpi/lat-factor\" value=\"0:2\"/></config><zone id=\"z\" routing=\"Full\"><host id=\"a\" speed=\"1Gf\"/></zone></platform>";
         let p = crate::platform::xml::from_simgrid_xml_str(xml, "p.xml").unwrap();
         assert_eq!(p.config["smpi/lat-factor"], "0:2");
+    }
+
+    #[test]
+    fn platform_toml_loopback_sharing() {
+        let text = "[cluster]\nhosts = 1\nbandwidth = \"1GBps\"\nlatency = \"1us\"\nloopback = { bandwidth = \"5GBps\", sharing = \"shared\" }\n";
+        let lb = |p: &Platform| {
+            p.links
+                .iter()
+                .find(|l| l.name.ends_with("loopback"))
+                .unwrap()
+                .sharing
+        };
+        let p = from_toml_str(text, "c.toml").unwrap();
+        assert_eq!(lb(&p), Sharing::Shared);
+        let p = from_toml_str(&text.replace(", sharing = \"shared\"", ""), "c.toml").unwrap();
+        assert_eq!(lb(&p), Sharing::FatPipe);
+        // Top-level loopback of an explicit platform, and a policy a loopback cannot have.
+        let e = from_toml_str(&text.replace("\"shared\"", "\"splitduplex\""), "c.toml")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("loopback is shared or fatpipe"), "{e}");
     }
 
     #[test]

@@ -181,7 +181,7 @@ pub(crate) fn build(spec: &TorusSpec, parts: &mut Parts) -> Result<BuiltTorus, P
                 format!("{}_link_{}_loopback", c.id, r),
                 lb.bandwidth,
                 lb.latency,
-                Sharing::FatPipe,
+                lb.sharing(),
             ));
         }
         if let Some(bw) = c.limiter {
@@ -329,6 +329,7 @@ mod tests {
         s.cluster.loopback = Some(LoopbackSpec {
             bandwidth: 1e10,
             latency: 1e-7,
+            shared: false,
         });
         let p = torus(s).unwrap();
         assert_eq!(p.route_names(3, 3).unwrap(), ["t_link_3_loopback"]);

@@ -822,6 +822,7 @@ impl<'a, 'i> Reader<'a, 'i> {
             loopback: (lb_bw > 0.0 || lb_lat > 0.0).then_some(LoopbackSpec {
                 bandwidth: lb_bw,
                 latency: lb_lat,
+                shared: false,
             }),
             limiter,
             router_id: opt("router_id").map(str::to_string),

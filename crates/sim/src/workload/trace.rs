@@ -25,44 +25,66 @@ pub struct TraceOptions {
     /// Speed (flop/s) of the traced hosts: compute bursts become `seconds × speed` flops.
     /// `None`: the simulated host's own speed (bursts keep their traced durations there).
     pub traced_speed: Option<f64>,
+    /// Count each message size at a callsite as a callsite of its own (the replay then
+    /// reports time per callsite and size, as mpiP's message-size statistics do).
+    pub callsites_by_size: bool,
 }
 
 /// Communicator keys to simulation ids, shared by all ranks.
 /// Callsites of all ranks under one numbering: ranks number their callsites in their own
-/// order, so the same source line has different ids in different rank files. Id 0 is
-/// unknown; global id `g` is `frames[g - 1]`.
+/// order, so the same source line has different ids in different rank files. A callsite is
+/// a call stack and the MPI function called there (and the message size, with
+/// [`TraceOptions::callsites_by_size`]). Id 0 is unknown; global id `g` is `sites[g - 1]`.
 #[derive(Debug, Default, Clone)]
 pub struct Callsites {
     inner: Arc<Mutex<CallsiteTable>>,
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CallsiteKey {
+    /// Frames as (module path, offset), innermost first.
+    frames: Vec<(String, u64)>,
+    function: String,
+    bytes: Option<u64>,
+}
+
 #[derive(Debug, Default)]
 struct CallsiteTable {
-    by_frames: HashMap<Vec<(String, u64)>, u32>,
-    /// Per global id: the frames as (module path, offset), innermost first.
-    frames: Vec<Vec<(String, u64)>>,
+    by_key: HashMap<CallsiteKey, u32>,
+    sites: Vec<CallsiteKey>,
 }
 
 impl Callsites {
-    /// The innermost frame of global callsite `id`: (object file, file-relative address).
-    pub fn innermost(&self, id: u32) -> Option<(String, u64)> {
+    fn site<T>(&self, id: u32, f: impl FnOnce(&CallsiteKey) -> Option<T>) -> Option<T> {
         let t = self.inner.lock().ok()?;
-        t.frames
-            .get((id as usize).checked_sub(1)?)?
-            .first()
-            .cloned()
+        f(t.sites.get((id as usize).checked_sub(1)?)?)
     }
 
-    fn intern(&self, frames: Vec<(String, u64)>) -> u32 {
+    /// The innermost frame of global callsite `id`: (object file, file-relative address).
+    pub fn innermost(&self, id: u32) -> Option<(String, u64)> {
+        self.site(id, |k| k.frames.first().cloned())
+    }
+
+    /// The MPI function called at callsite `id`.
+    pub fn function(&self, id: u32) -> Option<String> {
+        self.site(id, |k| Some(k.function.clone()))
+    }
+
+    /// The message size of callsite `id`, when callsites are split by size.
+    pub fn bytes(&self, id: u32) -> Option<u64> {
+        self.site(id, |k| k.bytes)
+    }
+
+    fn intern(&self, key: CallsiteKey) -> u32 {
         let Ok(mut t) = self.inner.lock() else {
             return 0;
         };
-        if let Some(&g) = t.by_frames.get(&frames) {
+        if let Some(&g) = t.by_key.get(&key) {
             return g;
         }
-        t.frames.push(frames.clone());
-        let g = t.frames.len() as u32;
-        t.by_frames.insert(frames, g);
+        t.sites.push(key.clone());
+        let g = t.sites.len() as u32;
+        t.by_key.insert(key, g);
         g
     }
 }
@@ -111,6 +133,7 @@ pub fn load_with_callsites(
             registry: registry.clone(),
             callsites: callsites.clone(),
             global_callsite: HashMap::new(),
+            by_size: options.callsites_by_size,
             comms: HashMap::new(),
             queue: VecDeque::new(),
             prev_exit: None,
@@ -151,8 +174,9 @@ struct TraceRank {
     speed: f64,
     registry: Arc<Mutex<CommRegistry>>,
     callsites: Callsites,
-    /// This rank's callsite ids to global ones.
-    global_callsite: HashMap<u32, u32>,
+    /// This rank's (callsite, call, size) to global callsite ids.
+    global_callsite: HashMap<(u32, u32, Option<u64>), u32>,
+    by_size: bool,
     comms: HashMap<u32, LocalComm>,
     queue: VecDeque<Action>,
     prev_exit: Option<u64>,
@@ -175,9 +199,11 @@ impl TraceRank {
         }
     }
 
-    /// The simulation communicator of trace communicator `local`, defining it on first use.
-    fn global_callsite(&mut self, local: u32) -> u32 {
-        if let Some(&g) = self.global_callsite.get(&local) {
+    /// The global callsite of a call of `call` (named `name`) at this rank's callsite
+    /// `local` moving `bytes`.
+    fn global_callsite(&mut self, local: u32, call: u32, name: &str, bytes: Option<u64>) -> u32 {
+        let bytes = bytes.filter(|_| self.by_size);
+        if let Some(&g) = self.global_callsite.get(&(local, call, bytes)) {
             return g;
         }
         let t = self.reader.tables();
@@ -196,8 +222,12 @@ impl TraceRank {
                 .collect(),
             None => vec![(String::new(), u64::from(local))],
         };
-        let g = self.callsites.intern(frames);
-        self.global_callsite.insert(local, g);
+        let g = self.callsites.intern(CallsiteKey {
+            frames,
+            function: name.to_string(),
+            bytes,
+        });
+        self.global_callsite.insert((local, call, bytes), g);
         g
     }
 
@@ -276,10 +306,18 @@ impl TraceRank {
         let comm_of = |me: &mut Self| -> Result<LocalComm, WorkloadError> {
             me.comm(a.get(Slot::Comm).unwrap_or(0))
         };
-        if ev.callsite != 0 {
-            let g = self.global_callsite(ev.callsite);
-            self.queue.push_back(Action::Callsite(g));
-        }
+        // Calls without a recorded callsite are counted apart (id 0), not with the previous.
+        let g = if ev.callsite != 0 {
+            self.global_callsite(
+                ev.callsite,
+                ev.call,
+                name,
+                a.get(Slot::Bytes).map(|b| b.max(0) as u64),
+            )
+        } else {
+            0
+        };
+        self.queue.push_back(Action::Callsite(g));
         if mpiscope_mpispec::is_persistent(name) {
             let c = comm_of(self)?;
             if let Some(id) = req {
