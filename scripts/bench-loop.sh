@@ -11,7 +11,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cargo build --release -q -p mpiscope -p mpiscope-bench
 out=target/bench-loop/np$NP
 mkdir -p "$out"
-target/release/mpiscope bench -np "$NP" --bytes m8 M4194304 K4 --only send_recv "T$T" \
+target/release/mpiscope bench -np "$NP" --bytes m8 M4194304 K4 --only send_recv,eager_send,message_rate "T$T" \
   --json --output "$out/p2p.json"
 target/release/mpiscope calibrate "$out/p2p.json" -o "$out/platform.toml" | tee "$out/calibrate.txt"
 target/release/mpiscope bench -np "$NP" --predict "$out/platform.toml" --keep "$out/loop" \

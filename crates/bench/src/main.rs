@@ -77,12 +77,21 @@ fn selected(params: &Params) -> anyhow::Result<Vec<Op>> {
         let op = Op::parse(name).ok_or_else(|| {
             anyhow::anyhow!(
                 "--only {name}: no such operation (known: {})",
-                ops::ALL.map(Op::key).join(", ")
+                ops::ALL
+                    .into_iter()
+                    .chain(ops::EXTRA)
+                    .map(Op::key)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )
         })?;
         want.push(op);
     }
-    Ok(ops::ALL.into_iter().filter(|o| want.contains(o)).collect())
+    Ok(ops::ALL
+        .into_iter()
+        .chain(ops::EXTRA)
+        .filter(|o| want.contains(o))
+        .collect())
 }
 
 fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
@@ -157,6 +166,25 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
                         Samples {
                             raw: s.iter().map(|x| x + o.dt).collect(),
                             corrected: s,
+                        }
+                    }
+                    op if op.sender_timed() => {
+                        for _ in 0..params.warmup {
+                            ops::sender_sample(op, world, ints as usize, &send, &mut recv);
+                        }
+                        let raw: Vec<f64> = (0..iters)
+                            .map(|_| ops::sender_sample(op, world, ints as usize, &send, &mut recv))
+                            .collect();
+                        world.barrier();
+                        // Only the sender's clock counts: one timer read is the correction.
+                        let per = if op == Op::MessageRate {
+                            ops::RATE_WINDOW as f64
+                        } else {
+                            1.0
+                        };
+                        Samples {
+                            corrected: raw.iter().map(|t| t - o.dt / per).collect(),
+                            raw,
                         }
                     }
                     _ => method::measure(&mut h, &o, params.warmup, iters, params.reps, |_| {

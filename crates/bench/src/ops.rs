@@ -33,7 +33,21 @@ pub enum Op {
     SendRecv,
     /// A zero-length message and its answer (about twice the latency).
     Signal,
+    /// Beyond the seed: a blocking send to a receiver that posts its receive
+    /// [`EAGER_PROBE_DELAY`] late, timed on the sender alone. Short when the message goes
+    /// eagerly (LogGP's send overhead `o`), longer than the delay under rendezvous: the
+    /// eager threshold is where it jumps.
+    EagerSend,
+    /// Beyond the seed: [`RATE_WINDOW`] back-to-back non-blocking sends to pre-posted
+    /// receives and their wait, timed on the sender, per message (LogGP's gap `g`).
+    MessageRate,
 }
+
+/// How late the receiver of EAGER SEND posts its receive, seconds.
+pub const EAGER_PROBE_DELAY: f64 = 50e-6;
+
+/// Messages in flight in MESSAGE RATE.
+pub const RATE_WINDOW: usize = 16;
 
 /// All operations, in the seed's order.
 pub const ALL: [Op; 13] = [
@@ -52,6 +66,9 @@ pub const ALL: [Op; 13] = [
     Op::Signal,
 ];
 
+/// Operations beyond the seed, run only when named in `--only`.
+pub const EXTRA: [Op; 2] = [Op::EagerSend, Op::MessageRate];
+
 impl Op {
     /// The seed's name (`ISEND & WAIT`).
     pub fn seed_name(self) -> &'static str {
@@ -69,6 +86,8 @@ impl Op {
             Op::Sendrecv => "SENDRECV",
             Op::SendRecv => "SEND & RECV",
             Op::Signal => "SIGNAL SENDING",
+            Op::EagerSend => "EAGER SEND",
+            Op::MessageRate => "MESSAGE RATE",
         }
     }
 
@@ -88,6 +107,8 @@ impl Op {
             Op::Sendrecv => "sendrecv",
             Op::SendRecv => "send_recv",
             Op::Signal => "signal",
+            Op::EagerSend => "eager_send",
+            Op::MessageRate => "message_rate",
         }
     }
 
@@ -95,6 +116,7 @@ impl Op {
     pub fn parse(s: &str) -> Option<Op> {
         let t = s.trim().to_ascii_lowercase();
         ALL.into_iter()
+            .chain(EXTRA)
             .find(|o| o.key() == t || o.seed_name().to_ascii_lowercase() == t)
     }
 
@@ -107,8 +129,19 @@ impl Op {
     pub fn pairwise(self) -> bool {
         matches!(
             self,
-            Op::IsendWait | Op::BlockingSend | Op::Sendrecv | Op::SendRecv | Op::Signal
+            Op::IsendWait
+                | Op::BlockingSend
+                | Op::Sendrecv
+                | Op::SendRecv
+                | Op::Signal
+                | Op::EagerSend
+                | Op::MessageRate
         )
+    }
+
+    /// Timed on the sender (rank 0) alone, by [`sender_sample`], not by the seed's scheme.
+    pub fn sender_timed(self) -> bool {
+        matches!(self, Op::EagerSend | Op::MessageRate)
     }
 
     /// Bytes one operation moves as the seed counts them, for bandwidth: what the root
@@ -129,8 +162,67 @@ impl Op {
         match self {
             Op::Timing | Op::Barrier | Op::Signal => 0,
             Op::Gather | Op::Allgather | Op::AllToAll => 2 * n * np,
+            Op::MessageRate => 2 * n * RATE_WINDOW as u64,
             _ => 2 * n,
         }
+    }
+}
+
+/// One sample of a sender-timed operation: the seconds rank 0 spends (per message for
+/// MESSAGE RATE), including one timer read; other ranks return 0. Starts with a barrier.
+pub fn sender_sample(
+    op: Op,
+    world: &SimpleCommunicator,
+    n: usize,
+    send: &[i32],
+    recv: &mut [i32],
+) -> f64 {
+    let me = world.rank();
+    match op {
+        Op::EagerSend => {
+            world.barrier();
+            if me == 0 {
+                let t1 = mpi::time();
+                world.process_at_rank(1).send(&send[..n]);
+                return mpi::time() - t1;
+            }
+            if me == 1 {
+                let until = mpi::time() + EAGER_PROBE_DELAY;
+                while mpi::time() < until {
+                    std::hint::spin_loop();
+                }
+                world.process_at_rank(0).receive_into(&mut recv[..n]);
+            }
+            0.0
+        }
+        Op::MessageRate => mpi::request::scope(|scope| {
+            if me == 1 {
+                let from = world.process_at_rank(0);
+                let reqs: Vec<_> = recv[..n * RATE_WINDOW]
+                    .chunks_mut(n.max(1))
+                    .map(|c| from.immediate_receive_into(scope, c))
+                    .collect();
+                world.barrier();
+                for r in reqs {
+                    r.wait();
+                }
+                return 0.0;
+            }
+            world.barrier();
+            if me != 0 {
+                return 0.0;
+            }
+            let to = world.process_at_rank(1);
+            let t1 = mpi::time();
+            let reqs: Vec<_> = (0..RATE_WINDOW)
+                .map(|_| to.immediate_send(scope, &send[..n]))
+                .collect();
+            for r in reqs {
+                r.wait();
+            }
+            (mpi::time() - t1) / RATE_WINDOW as f64
+        }),
+        _ => 0.0,
     }
 }
 
@@ -187,7 +279,8 @@ pub fn run(
                 world.process_at_rank(0).receive_into(&mut recv[..n]);
             }
         }
-        Op::BlockingSend => {
+        // Outside their own timing (validation), the extra operations are one plain send.
+        Op::BlockingSend | Op::EagerSend | Op::MessageRate => {
             if me == 0 {
                 world.process_at_rank(1).send(&send[..n]);
             } else if me == 1 {
@@ -263,7 +356,9 @@ pub fn validate(
         Op::Gather if me == 0 => check(&recv[..n * np], &|i| value(i / n, 0, i % n)),
         Op::Allgather => check(&recv[..n * np], &|i| value(i / n, 0, i % n)),
         Op::AllToAll => check(&recv[..n * np], &|i| value(i / n, me, i % n)),
-        Op::IsendWait | Op::BlockingSend if me == 1 => check(&recv[..n], &|i| value(0, 0, i)),
+        Op::IsendWait | Op::BlockingSend | Op::EagerSend | Op::MessageRate if me == 1 => {
+            check(&recv[..n], &|i| value(0, 0, i))
+        }
         Op::Sendrecv | Op::SendRecv if me < 2 => check(&recv[..n], &|i| value(1 - me, 0, i)),
         _ => Ok(()),
     }

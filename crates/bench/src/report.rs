@@ -80,6 +80,8 @@ pub struct ParamsOut {
     pub reps: u32,
     /// SEND & RECV sends from its receive buffer.
     pub one_buffer: bool,
+    /// How late EAGER SEND's receiver posts its receive, seconds.
+    pub eager_probe_delay: f64,
 }
 
 impl From<&Params> for ParamsOut {
@@ -96,6 +98,7 @@ impl From<&Params> for ParamsOut {
             warmup: p.warmup,
             reps: p.reps,
             one_buffer: p.one_buffer,
+            eager_probe_delay: crate::ops::EAGER_PROBE_DELAY,
         }
     }
 }

@@ -176,3 +176,37 @@ fn bad_parameters_are_named_and_nothing_runs() {
         assert!(!Path::new(&out).exists(), "{args:?} wrote output");
     }
 }
+
+/// The operations beyond the seed run when named: the sender's time of a blocking send to a
+/// late receiver, and the time per message of a window of non-blocking sends.
+#[test]
+fn eager_send_and_message_rate() {
+    let r = mpirun(
+        2,
+        &[
+            "--bytes",
+            "m8",
+            "M8",
+            "--only",
+            "eager_send,message_rate",
+            "T10",
+            "--validate",
+            "--json",
+        ],
+    );
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let rows = j["results"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["operation"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["EAGER SEND", "MESSAGE RATE"], "{j}");
+    for row in rows {
+        assert_eq!(row["valid"], true, "{row}");
+        let t = row["time"]["median"].as_f64().unwrap();
+        // An 8-byte send returns before the receiver, 50 us late, posts its receive.
+        assert!(t > 0.0 && t < 25e-6, "{row}");
+    }
+    assert_eq!(j["params"]["eager_probe_delay"], 50e-6);
+}

@@ -9,6 +9,7 @@
 
 pub mod compute;
 pub mod prediction;
+pub mod protocol;
 
 use serde::{Deserialize, Serialize};
 
@@ -264,9 +265,13 @@ impl Network {
         cores: u32,
         source: &str,
         compute: Option<&compute::ComputeModel>,
+        protocol: Option<&protocol::Protocol>,
     ) -> String {
         let mut speed = String::new();
         let mut kernels = String::new();
+        if let Some(p) = protocol {
+            kernels += &p.config_lines(self);
+        }
         if let Some(c) = compute {
             speed = format!("speed = {:e}\n", c.dgemm.flops);
             for (f, one) in c.fits() {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use mpiscope_calibrate::compute::{ComputeModel, Kernel, KernelSample};
+use mpiscope_calibrate::protocol::Protocol;
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 
 /// Options of `mpiscope calibrate`.
@@ -58,6 +59,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let (points, np) = points_from_bench(&text, &path)?;
     let f = fit(&points, a.pieces, a.tolerance)?;
     let net = Network::from_fit(&f);
+    let protocol = Protocol::from_bench(&text, &path)?;
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -70,7 +72,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     };
     std::fs::write(
         &a.output,
-        net.platform_toml(np.max(1), &path, compute.as_ref()),
+        net.platform_toml(np.max(1), &path, compute.as_ref(), protocol.as_ref()),
     )
     .with_context(|| format!("cannot write {}", a.output.display()))?;
     if a.json {
@@ -80,6 +82,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             "network": net,
             "kernels": kernels,
             "compute": compute,
+            "protocol": protocol,
+            "loggp": protocol.map(|p| {
+                let (l, o, g, big_g) = p.loggp(&net);
+                serde_json::json!({ "L": l, "o": o, "g": g, "G": big_g })
+            }),
         });
         crate::write_stdout(&(serde_json::to_string_pretty(&j)? + "\n"))?;
     } else {
@@ -90,6 +97,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             net.bandwidth / 1e6,
             f.r2
         );
+        if f.pieces.iter().any(|p| p.bandwidth > 1e14) {
+            s +=
+                "warning: in some piece the time does not grow with the size (noisy measurements? \
+                  run again on a quiet machine, with more iterations or --reps)\n";
+        }
         for p in &f.pieces {
             s += &format!(
                 "  {:>10} .. {:<10} bytes: {:.3} us + S / {:.1} MB/s (largest error {:.1}%)\n",
@@ -98,6 +110,19 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 p.latency * 1e6,
                 p.bandwidth / 1e6,
                 p.max_error * 100.0
+            );
+        }
+        if let Some(p) = &protocol {
+            let (l, o, g, big_g) = p.loggp(&net);
+            s += &format!(
+                "blocking sends return at once up to {} bytes, wait for the receiver from {} bytes; \
+                 LogGP L {:.3} us, o {:.3} us, g {:.3} us, G {:.3e} s/B\n",
+                p.largest_eager.map_or("-".into(), |b| b.to_string()),
+                p.smallest_rendezvous.map_or("-".into(), |b| b.to_string()),
+                l * 1e6,
+                o * 1e6,
+                g * 1e6,
+                big_g
             );
         }
         if let Some(c) = &compute {

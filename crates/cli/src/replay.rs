@@ -195,6 +195,29 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         "flow" | "smpi" => NetworkKind::Flow(flow),
         "loggp" => {
             let mut p = LogGp::default();
+            // Calibrated values carried by the platform (`mpiscope calibrate`): L,o,g,G.
+            if let Some(v) = platform.config.get("mpiscope/loggp") {
+                let v: Vec<f64> = v
+                    .split(',')
+                    .map(|x| x.trim().parse::<f64>())
+                    .collect::<Result<_, _>>()
+                    .ok()
+                    .filter(|v: &Vec<f64>| {
+                        v.len() == 4 && v.iter().all(|x| x.is_finite() && *x >= 0.0)
+                    })
+                    .with_context(|| {
+                        format!(
+                            "{}: mpiscope/loggp `{v}` is not four non-negative numbers L,o,g,G",
+                            a.platform.display()
+                        )
+                    })?;
+                p = LogGp {
+                    l: Some(v[0]),
+                    o: v[1],
+                    g: v[2],
+                    big_g: Some(v[3]),
+                };
+            }
             if let Some(s) = &a.loggp {
                 let v: Vec<f64> = s
                     .split(',')
