@@ -9,6 +9,7 @@
 
 pub mod dump;
 pub mod profile;
+pub mod structure;
 pub mod symbols;
 pub mod volume;
 

@@ -79,6 +79,26 @@ enum Command {
         #[arg(long, value_name = "FROM:TO")]
         window: Option<String>,
     },
+    /// The program's loop structure, recovered by lossless compression of each rank's
+    /// calls and compute bursts: nested loops with iteration counts, mean times and
+    /// totals, ranks with the same structure grouped.
+    Structure {
+        /// Run directory written by `mpiscope trace`.
+        dir: PathBuf,
+        /// Only this rank.
+        #[arg(long)]
+        rank: Option<u32>,
+        /// `low`: call and callsite; `high`: also the peer (relative to the rank) and the
+        /// message size class.
+        #[arg(long, default_value = "low", value_parser = ["low", "high"])]
+        detail: String,
+        /// `fold` (linear-time loop folding) or `seed` (seed 003's runs and digrams).
+        #[arg(long, default_value = "fold", value_parser = ["fold", "seed"])]
+        algorithm: String,
+        /// Print JSON (the tree with per-position statistics) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn open_run(dir: &PathBuf) -> Result<mpiscope_trace::RunDir> {
@@ -165,6 +185,42 @@ fn run(cli: Cli) -> Result<i32> {
                 }
                 other => anyhow::bail!("--format {other}: supported formats: simgrid-ti"),
             }
+        }
+        Command::Structure {
+            dir,
+            rank,
+            detail,
+            algorithm,
+            json,
+        } => {
+            use mpiscope_analyze::structure::{structure, Algorithm, Detail};
+            let run = open_run(&dir)?;
+            if let Some(r) = rank {
+                anyhow::ensure!(
+                    r < run.ranks(),
+                    "--rank {r}: the run has ranks 0 to {}",
+                    run.ranks().saturating_sub(1)
+                );
+            }
+            let only = rank.map(|r| vec![r]);
+            let detail = if detail == "high" {
+                Detail::High
+            } else {
+                Detail::Low
+            };
+            let algorithm = if algorithm == "seed" {
+                Algorithm::Seed
+            } else {
+                Algorithm::Fold
+            };
+            let s = structure(&run, only.as_deref(), detail, algorithm)?;
+            let text = if json {
+                serde_json::to_string_pretty(&s)? + "\n"
+            } else {
+                s.to_text()
+            };
+            write_stdout(&text)?;
+            Ok(0)
         }
         Command::Report { dir, json, window } => {
             let run = open_run(&dir)?;

@@ -111,7 +111,9 @@ impl Folder {
             Kind::Body(b) => b.clone(),
             Kind::Symbol(_) => Vec::new(),
         };
-        let h = body.iter().fold(0u64, |h, &k| h.wrapping_mul(P).wrapping_add(mix(k)));
+        let h = body
+            .iter()
+            .fold(0u64, |h, &k| h.wrapping_mul(P).wrapping_add(mix(k)));
         self.bodies.push((body, h));
         self.kinds.insert(kind, id);
         id
@@ -134,7 +136,10 @@ impl Folder {
         }
         self.at.entry(key).or_default().push(pos as u32);
         if let Some(&last) = self.bodies[key.kind as usize].0.last() {
-            self.loops_ending_with.entry(last).or_default().push(pos as u32);
+            self.loops_ending_with
+                .entry(last)
+                .or_default()
+                .push(pos as u32);
         }
     }
 
@@ -304,7 +309,14 @@ mod tests {
 
     #[test]
     fn statistics_per_position() {
-        let seq = [(0, 1.0), (1, 10.0), (0, 3.0), (1, 20.0), (0, 5.0), (1, 30.0)];
+        let seq = [
+            (0, 1.0),
+            (1, 10.0),
+            (0, 3.0),
+            (1, 20.0),
+            (0, 5.0),
+            (1, 30.0),
+        ];
         let f = fold(seq);
         let Node::Loop { body, count } = &f[0] else {
             panic!("{f:?}")
@@ -313,7 +325,10 @@ mod tests {
         let Node::Leaf { stats, .. } = &body[0] else {
             panic!()
         };
-        assert_eq!((stats.n, stats.mean(), stats.min, stats.max), (3, 3.0, 1.0, 5.0));
+        assert_eq!(
+            (stats.n, stats.mean(), stats.min, stats.max),
+            (3, 3.0, 1.0, 5.0)
+        );
         assert_eq!(f[0].total(), 69.0);
     }
 
@@ -348,11 +363,17 @@ mod tests {
             Node::Loop { body, count } => {
                 let body: Vec<Node> = body.iter().flat_map(|i| number(i, next)).collect();
                 match body.as_slice() {
-                    [Node::Loop { body: inner, count: c }] => vec![Node::Loop {
+                    [Node::Loop {
+                        body: inner,
+                        count: c,
+                    }] => vec![Node::Loop {
                         body: inner.clone(),
                         count: c * count,
                     }],
-                    _ => vec![Node::Loop { body, count: *count }],
+                    _ => vec![Node::Loop {
+                        body,
+                        count: *count,
+                    }],
                 }
             }
         }

@@ -158,7 +158,12 @@ impl Node {
         s
     }
 
-    fn write_notation(&self, s: &mut String, name: &dyn Fn(u32) -> String, value: &dyn Fn(f64) -> String) {
+    fn write_notation(
+        &self,
+        s: &mut String,
+        name: &dyn Fn(u32) -> String,
+        value: &dyn Fn(f64) -> String,
+    ) {
         let join = |s: &mut String, items: &[Node]| {
             for (i, x) in items.iter().enumerate() {
                 if i > 0 {
@@ -239,6 +244,9 @@ mod tests {
             }],
             count: 3,
         };
-        assert_eq!(seq.notation(&names, &|v| format!("{v}")), "(CPU2: 1 + Allreduce2: 2)[3]");
+        assert_eq!(
+            seq.notation(&names, &|v| format!("{v}")),
+            "(CPU2: 1 + Allreduce2: 2)[3]"
+        );
     }
 }

@@ -32,7 +32,10 @@ pub fn compress(seq: impl IntoIterator<Item = (u32, f64)>) -> Vec<Node> {
     loop {
         let mut changed = false;
         // Runs.
-        let (mut k2, mut n2) = (Vec::with_capacity(keys.len()), Vec::with_capacity(keys.len()));
+        let (mut k2, mut n2) = (
+            Vec::with_capacity(keys.len()),
+            Vec::with_capacity(keys.len()),
+        );
         let mut nodes_in = std::mem::take(&mut nodes).into_iter();
         let mut i = 0;
         while i < keys.len() {
@@ -72,7 +75,10 @@ pub fn compress(seq: impl IntoIterator<Item = (u32, f64)>) -> Vec<Node> {
             .map(|(&d, _)| d);
         if let Some((a, b)) = best {
             let r = rule(a, b, false);
-            let (mut k2, mut n2) = (Vec::with_capacity(keys.len()), Vec::with_capacity(keys.len()));
+            let (mut k2, mut n2) = (
+                Vec::with_capacity(keys.len()),
+                Vec::with_capacity(keys.len()),
+            );
             let mut it = std::mem::take(&mut nodes).into_iter();
             let mut i = 0;
             while i < keys.len() {
@@ -111,7 +117,10 @@ mod tests {
         let shapes: Vec<String> = out.iter().map(Node::shape).collect();
         assert_eq!(shapes, ["0", "1", "2", "3", "((4+5))[4]"]);
         let names = |s: u32| format!("S{s}");
-        assert_eq!(out[4].notation(&names, &|v| format!("{v}")), "(S4: 1 + S5: 1)[4]");
+        assert_eq!(
+            out[4].notation(&names, &|v| format!("{v}")),
+            "(S4: 1 + S5: 1)[4]"
+        );
     }
 
     proptest! {

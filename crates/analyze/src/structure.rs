@@ -1,0 +1,395 @@
+//! The program's loop structure, recovered from a trace (seed 003): each rank's
+//! communication calls and the compute bursts between them become symbols, compressed
+//! losslessly into nested loops (`mpiscope_structure`), printed in the seed's notation
+//! (`(CPU2: 1308792.75 + Allreduce2: 128.75)[4]: 5235686`, times in microseconds), and
+//! ranks with the same structure are grouped (SPMD classes, master/worker roles).
+//!
+//! Symbols: an MPI call of the point-to-point, collective, completion or probe groups is
+//! `Name` + callsite number (callsites numbered across ranks in order of first use), its
+//! value the call's duration; the time since the previous such call (computation and local
+//! MPI calls such as `MPI_Comm_rank`) is `CPU` + the callsite of the call it precedes. With
+//! [`Detail::High`] the peer, relative to the rank, and the message size class (power of
+//! two) are part of a call's symbol.
+
+use std::collections::HashMap;
+
+use mpiscope_mpispec::Group;
+use mpiscope_structure::Node;
+use mpiscope_trace::{RunDir, Slot};
+use serde::Serialize;
+
+use crate::symbols::Symbolizer;
+use crate::AnalyzeError;
+
+/// How much of a call goes into its symbol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Call and callsite (the seed's choice: "destination processes or data sizes are
+    /// pruned").
+    Low,
+    /// Also the peer relative to the rank and the size class.
+    High,
+}
+
+/// Which compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// Online loop folding, linear time ([`mpiscope_structure::fold`]).
+    Fold,
+    /// The seed's runs-and-digrams algorithm ([`mpiscope_structure::seed`]).
+    Seed,
+}
+
+/// What a symbol stands for.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SymbolInfo {
+    /// Id used in the structure's leaves.
+    pub id: u32,
+    /// Printed name (`Allreduce2`, `CPU2`, `Send1(+1, 4KiB)`).
+    pub name: String,
+    /// The MPI function (`None` for a compute burst).
+    pub function: Option<String>,
+    /// Callsite number.
+    pub callsite: u32,
+}
+
+/// A callsite: its number, the function called there and where it is.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallsiteInfo {
+    /// Number used in symbol names.
+    pub callsite: u32,
+    /// MPI function called there.
+    pub function: String,
+    /// `function file:line`, or object file and offset, when known.
+    pub location: Option<String>,
+}
+
+/// Ranks that have the same structure, and that structure (times merged over them).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankClass {
+    /// World ranks.
+    pub ranks: Vec<u32>,
+    /// Top-level items, in order.
+    pub nodes: Vec<Node>,
+}
+
+/// The structure of a run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Structure {
+    /// Ranks read.
+    pub ranks: u32,
+    /// Symbols read over all ranks (calls and bursts).
+    pub symbols_read: u64,
+    /// Top-level items over all ranks after compression.
+    pub items: u64,
+    /// The symbols.
+    pub symbols: Vec<SymbolInfo>,
+    /// The callsites.
+    pub callsites: Vec<CallsiteInfo>,
+    /// Classes of ranks, by first rank.
+    pub classes: Vec<RankClass>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct SymKey {
+    cpu: bool,
+    function: String,
+    callsite: u32,
+    peer: Option<i64>,
+    size_class: Option<u32>,
+}
+
+/// Is `name` a call that shapes the communication structure?
+fn structural(name: &str) -> bool {
+    matches!(
+        mpiscope_mpispec::group(name),
+        Group::P2p | Group::Collective | Group::Completion | Group::Probe
+    )
+}
+
+fn short(function: &str) -> &str {
+    function.strip_prefix("MPI_").unwrap_or(function)
+}
+
+fn size_label(class: u32) -> String {
+    // Class c holds sizes in [2^(c-1), 2^c); 0 is empty messages.
+    match class {
+        0 => "0B".into(),
+        c if c <= 10 => format!("{}B", 1u64 << (c - 1)),
+        c if c <= 20 => format!("{}KiB", 1u64 << (c - 11)),
+        c => format!("{}MiB", 1u64 << (c.min(50) - 21)),
+    }
+}
+
+/// Recovers the structure of `run`, ranks in `ranks` (all when `None`).
+pub fn structure(
+    run: &RunDir,
+    ranks: Option<&[u32]>,
+    detail: Detail,
+    algorithm: Algorithm,
+) -> Result<Structure, AnalyzeError> {
+    let all: Vec<u32> = (0..run.ranks()).collect();
+    let ranks = ranks.unwrap_or(&all);
+    let mut syms: HashMap<SymKey, u32> = HashMap::new();
+    let mut symbols: Vec<SymbolInfo> = Vec::new();
+    let mut sites: HashMap<Vec<(String, u64)>, u32> = HashMap::new();
+    let mut callsites: Vec<CallsiteInfo> = Vec::new();
+    let mut site_frames: Vec<(String, u64)> = Vec::new();
+    let mut per_rank: Vec<(u32, Vec<Node>)> = Vec::new();
+    let mut symbols_read = 0u64;
+    for &rank in ranks {
+        let mut reader = run.open_rank(rank)?;
+        let mut seq: Vec<(u32, f64)> = Vec::new();
+        let mut folder = mpiscope_structure::fold::Folder::new();
+        let mut push = |s: u32, v: f64, seq: &mut Vec<(u32, f64)>| match algorithm {
+            Algorithm::Fold => folder.push(s, v),
+            Algorithm::Seed => seq.push((s, v)),
+        };
+        let mut prev_exit: Option<u64> = None;
+        let mut local_callsites: HashMap<u32, u32> = HashMap::new();
+        while let Some(ev) = reader.next_event() {
+            if ev.thread != 0 {
+                continue;
+            }
+            let tables = reader.tables();
+            let function = tables.call_name(ev.call).into_owned();
+            if !structural(&function) {
+                // The first burst counts from the first call (MPI_Init) on, as in the seed.
+                prev_exit.get_or_insert(ev.t_exit);
+                continue;
+            }
+            // The callsite, numbered across ranks by its frames.
+            let cs = *local_callsites.entry(ev.callsite).or_insert_with(|| {
+                let frames: Vec<(String, u64)> = match tables.callsites.get(&ev.callsite) {
+                    Some(c) => c
+                        .frames
+                        .iter()
+                        .map(|f| {
+                            let m = tables.modules.get(&f.module).map(|m| m.path.clone());
+                            (m.unwrap_or_default(), f.offset)
+                        })
+                        .collect(),
+                    None => vec![(String::new(), u64::from(ev.callsite))],
+                };
+                let next = sites.len() as u32;
+                *sites.entry(frames.clone()).or_insert_with(|| {
+                    callsites.push(CallsiteInfo {
+                        callsite: next,
+                        function: function.clone(),
+                        location: None,
+                    });
+                    site_frames.push(frames.first().cloned().unwrap_or_default());
+                    next
+                })
+            });
+            let mut intern = |key: SymKey| -> u32 {
+                let next = symbols.len() as u32;
+                *syms.entry(key.clone()).or_insert_with(|| {
+                    let mut name = if key.cpu {
+                        format!("CPU{}", key.callsite)
+                    } else {
+                        format!("{}{}", short(&key.function), key.callsite)
+                    };
+                    if let (Some(p), Some(c)) = (key.peer, key.size_class) {
+                        name += &format!("({p:+}, {})", size_label(c));
+                    } else if let Some(c) = key.size_class {
+                        name += &format!("({})", size_label(c));
+                    }
+                    symbols.push(SymbolInfo {
+                        id: next,
+                        name,
+                        function: (!key.cpu).then(|| key.function.clone()),
+                        callsite: key.callsite,
+                    });
+                    next
+                })
+            };
+            if let Some(p) = prev_exit {
+                let gap = ev.t_enter.saturating_sub(p) as f64 * 1e-3;
+                let s = intern(SymKey {
+                    cpu: true,
+                    function: String::new(),
+                    callsite: cs,
+                    peer: None,
+                    size_class: None,
+                });
+                push(s, gap, &mut seq);
+                symbols_read += 1;
+            }
+            prev_exit = Some(ev.t_exit);
+            let (peer, size_class) = match detail {
+                Detail::Low => (None, None),
+                Detail::High => {
+                    let peer = ev
+                        .args
+                        .get(Slot::Peer)
+                        .filter(|&p| p >= 0)
+                        .map(|p| p - i64::from(rank));
+                    let size = ev.args.get(Slot::Bytes).map(|b| {
+                        let b = b.max(0) as u64;
+                        64 - b.leading_zeros()
+                    });
+                    (peer, size)
+                }
+            };
+            let s = intern(SymKey {
+                cpu: false,
+                function,
+                callsite: cs,
+                peer,
+                size_class,
+            });
+            push(s, ev.duration() as f64 * 1e-3, &mut seq);
+            symbols_read += 1;
+        }
+        let nodes = match algorithm {
+            Algorithm::Fold => folder.finish(),
+            Algorithm::Seed => mpiscope_structure::seed::compress(seq),
+        };
+        per_rank.push((rank, nodes));
+    }
+    // Name the callsites.
+    let mut symbolizer = Symbolizer::new();
+    for (c, (path, offset)) in callsites.iter_mut().zip(&site_frames) {
+        if !path.is_empty() {
+            c.location = Some(match symbolizer.resolve(path, *offset) {
+                Some(l) => l.to_string(),
+                None => format!("{path}+{offset:#x}"),
+            });
+        }
+    }
+    // Group ranks by shape; merge the times of a class.
+    let items = per_rank.iter().map(|(_, n)| n.len() as u64).sum();
+    let mut classes: Vec<(String, RankClass)> = Vec::new();
+    for (rank, nodes) in per_rank {
+        let shape: Vec<String> = nodes.iter().map(Node::shape).collect();
+        let shape = shape.join(" ");
+        match classes.iter_mut().find(|(s, _)| *s == shape) {
+            Some((_, c)) => {
+                c.ranks.push(rank);
+                for (a, b) in c.nodes.iter_mut().zip(&nodes) {
+                    a.merge(b);
+                }
+            }
+            None => classes.push((
+                shape,
+                RankClass {
+                    ranks: vec![rank],
+                    nodes,
+                },
+            )),
+        }
+    }
+    Ok(Structure {
+        ranks: ranks.len() as u32,
+        symbols_read,
+        items,
+        symbols,
+        callsites,
+        classes: classes.into_iter().map(|(_, c)| c).collect(),
+    })
+}
+
+/// `0-3,5,7-8`.
+fn rank_list(r: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < r.len() {
+        let mut j = i;
+        while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
+            j += 1;
+        }
+        out.push(if j > i {
+            format!("{}-{}", r[i], r[j])
+        } else {
+            r[i].to_string()
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+fn value(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+impl Structure {
+    /// The seed's text: per class of ranks, one numbered line per top-level item; a loop or
+    /// sequence line ends with its total. Times in microseconds, averaged over the ranks of
+    /// the class.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# {} ranks, {} symbols folded into {} items; times in microseconds (mean per \
+             element over iterations and over the ranks of a class); loop totals after `:`",
+            self.ranks, self.symbols_read, self.items
+        );
+        let names: HashMap<u32, &str> = self
+            .symbols
+            .iter()
+            .map(|x| (x.id, x.name.as_str()))
+            .collect();
+        let name = |id: u32| names.get(&id).copied().unwrap_or("?").to_string();
+        for c in &self.classes {
+            let n = c.ranks.len() as f64;
+            let _ = writeln!(
+                s,
+                "\nranks {} ({} rank{}):",
+                rank_list(&c.ranks),
+                c.ranks.len(),
+                if c.ranks.len() == 1 { "" } else { "s" }
+            );
+            for (i, node) in c.nodes.iter().enumerate() {
+                // Per-rank means: the merged statistics count every rank's values.
+                let per_rank = |v: f64| value(v);
+                let mut line = node.notation(&name, &per_rank);
+                if !matches!(node, Node::Leaf { .. }) {
+                    line += &format!(": {}", value((node.total() / n).round()));
+                }
+                let _ = writeln!(s, "{:>4}. {line}", i + 1);
+            }
+        }
+        if !self.callsites.is_empty() {
+            let _ = writeln!(s, "\ncallsites:");
+            for c in &self.callsites {
+                let _ = writeln!(
+                    s,
+                    "{:>4}  {} at {}",
+                    c.callsite,
+                    c.function,
+                    c.location.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(rank_list(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
+        assert_eq!(rank_list(&[4]), "4");
+        assert_eq!(
+            (size_label(0), size_label(4), size_label(13)),
+            ("0B".into(), "8B".into(), "4KiB".into())
+        );
+        assert_eq!(
+            (value(720.0), value(1308792.75)),
+            ("720".into(), "1308792.75".into())
+        );
+        assert!(structural("MPI_Allreduce") && structural("MPI_Wait") && structural("MPI_Isend"));
+        assert!(
+            !structural("MPI_Comm_rank") && !structural("MPI_Wtime") && !structural("MPI_Init")
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! `mpiscope structure` on traces of our programs that mimic NPB EP, IS and LU
+//! (`tests/programs/npb`), run with a real `mpirun` (Open MPI and MPICH): every loop of the
+//! program comes back with its exact iteration count, nested as in the source, and ranks
+//! fall into the classes their roles give them.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use serde_json::Value;
+
+/// Traces `program args` on 4 ranks; returns `mpiscope structure --json` of the run.
+fn structure_of(mpi: Mpi, program: &str, args: &[&str], extra: &[&str], dir: &Path) -> Value {
+    let exe = common::build(mpi, &format!("npb/{program}.c"), &[]);
+    let (run, trace) = {
+        let _g = mpi_lock();
+        common::run_traced(mpi, 4, &exe, args, &[], dir)
+    };
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(&format!("{program}:")),
+        "{}",
+        run.stdout
+    );
+    let o = Command::new(mpiscope())
+        .arg("structure")
+        .arg(&trace)
+        .arg("--json")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The functions of a node's direct items, `CPU` for bursts, `loop[n]` for loops.
+fn items(s: &Value, node: &Value) -> Vec<String> {
+    let body = node["body"]
+        .as_array()
+        .or(node["items"].as_array())
+        .unwrap();
+    body.iter()
+        .map(|i| match i["kind"].as_str().unwrap() {
+            "leaf" => {
+                let sym = &s["symbols"][i["sym"].as_u64().unwrap() as usize];
+                sym["function"].as_str().unwrap_or("CPU").to_string()
+            }
+            "loop" => format!("loop[{}]", i["count"]),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+fn loops(nodes: &Value) -> Vec<&Value> {
+    nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "loop")
+        .collect()
+}
+
+fn ranks(class: &Value) -> Vec<u64> {
+    class["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_u64().unwrap())
+        .collect()
+}
+
+fn ep(mpi: Mpi) {
+    let tmp = tempdir();
+    let s = structure_of(mpi, "ep", &["7"], &[], tmp.path());
+    // One SPMD class; Bcast and Barrier once, then (CPU + Allreduce)[7].
+    assert_eq!(s["classes"].as_array().unwrap().len(), 1, "{s}");
+    let c = &s["classes"][0];
+    assert_eq!(ranks(c), [0, 1, 2, 3]);
+    let l = loops(&c["nodes"]);
+    assert_eq!(l.len(), 1, "{s}");
+    assert_eq!(l[0]["count"], 7);
+    assert_eq!(items(&s, l[0]), ["CPU", "MPI_Allreduce"]);
+    let leaves: Vec<String> = items(&s, &serde_json::json!({"body": c["nodes"]}));
+    assert_eq!(
+        leaves,
+        ["CPU", "MPI_Bcast", "CPU", "MPI_Barrier", "loop[7]"],
+        "{s}"
+    );
+    // The seed's algorithm finds the same loop.
+    let tmp = tempdir();
+    let s = structure_of(mpi, "ep", &["5"], &["--algorithm", "seed"], tmp.path());
+    let l = loops(&s["classes"][0]["nodes"]);
+    assert_eq!(l.len(), 1, "{s}");
+    assert_eq!(l[0]["count"], 5);
+}
+
+fn is(mpi: Mpi) {
+    let tmp = tempdir();
+    let s = structure_of(mpi, "is", &["9"], &[], tmp.path());
+    // Rank 0 only sends the boundary key, the last rank only receives it: three classes.
+    let classes = s["classes"].as_array().unwrap();
+    let r: Vec<Vec<u64>> = classes.iter().map(ranks).collect();
+    assert_eq!(r, [vec![0], vec![1, 2], vec![3]], "{s}");
+    for c in classes {
+        let l = loops(&c["nodes"]);
+        assert_eq!(l.len(), 1, "{s}");
+        assert_eq!(l[0]["count"], 9);
+        assert_eq!(
+            items(&s, l[0]),
+            [
+                "CPU",
+                "MPI_Allreduce",
+                "CPU",
+                "MPI_Alltoall",
+                "CPU",
+                "MPI_Alltoallv"
+            ]
+        );
+    }
+    let middle = items(&s, &serde_json::json!({"body": classes[1]["nodes"]}));
+    assert_eq!(
+        middle,
+        [
+            "CPU",
+            "MPI_Bcast",
+            "loop[9]",
+            "CPU",
+            "MPI_Reduce",
+            "CPU",
+            "MPI_Send",
+            "CPU",
+            "MPI_Recv",
+            "CPU",
+            "MPI_Reduce"
+        ]
+    );
+}
+
+fn lu(mpi: Mpi) {
+    let tmp = tempdir();
+    // 12 SSOR iterations, 5 planes per sweep, a norm every 4 iterations.
+    let s = structure_of(mpi, "lu", &["12", "5", "4"], &[], tmp.path());
+    let classes = s["classes"].as_array().unwrap();
+    let r: Vec<Vec<u64>> = classes.iter().map(ranks).collect();
+    assert_eq!(r, [vec![0], vec![1, 2], vec![3]], "{s}");
+    let middle = &classes[1]["nodes"];
+    let top = loops(middle);
+    // (CPU + Bcast)[10], then ((sweeps and halo)[4] + CPU + Allreduce)[3].
+    assert_eq!(top.len(), 2, "{s}");
+    assert_eq!(top[0]["count"], 10);
+    assert_eq!(items(&s, top[0]), ["CPU", "MPI_Bcast"]);
+    assert_eq!(top[1]["count"], 3);
+    assert_eq!(items(&s, top[1]), ["loop[4]", "CPU", "MPI_Allreduce"]);
+    let iteration = &top[1]["body"][0];
+    let inner = items(&s, iteration);
+    assert_eq!(&inner[..2], ["loop[5]", "loop[5]"], "{inner:?}");
+    assert_eq!(inner.last().unwrap(), "MPI_Waitall");
+    // Lower sweep: receive from the previous rank, send to the next.
+    assert_eq!(
+        items(&s, &iteration["body"][0]),
+        ["CPU", "MPI_Recv", "CPU", "MPI_Send"]
+    );
+    // Rank 0 has nobody before it: its lower sweep only sends.
+    let first = loops(&classes[0]["nodes"]);
+    let it0 = &first[1]["body"][0];
+    assert_eq!(items(&s, &it0["body"][0]), ["CPU", "MPI_Send"]);
+}
+
+#[test]
+fn npb_patterns_open_mpi() {
+    ep(Mpi::OpenMpi);
+    is(Mpi::OpenMpi);
+    lu(Mpi::OpenMpi);
+}
+
+#[test]
+fn npb_patterns_mpich() {
+    ep(Mpi::Mpich);
+    is(Mpi::Mpich);
+    lu(Mpi::Mpich);
+}
+
+#[test]
+fn text_output_and_bad_rank() {
+    let tmp = tempdir();
+    let exe = common::build(Mpi::OpenMpi, "npb/ep.c", &[]);
+    let (run, trace) = {
+        let _g = mpi_lock();
+        common::run_traced(Mpi::OpenMpi, 2, &exe, &["3"], &[], tmp.path())
+    };
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let o = Command::new(mpiscope())
+        .arg("structure")
+        .arg(&trace)
+        .args(["--rank", "1", "--detail", "high"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // `(CPU2: 1.23 + Allreduce2(8B): 4.56)[3]: 17`, callsites named by file and line.
+    let line = text
+        .lines()
+        .find(|l| l.contains("[3]: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("+ Allreduce2(8B): ") && line.contains("(CPU2: "),
+        "{text}"
+    );
+    assert!(text.contains("MPI_Allreduce at main ep.c:"), "{text}");
+    let o = Command::new(mpiscope())
+        .arg("structure")
+        .arg(&trace)
+        .args(["--rank", "9"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--rank 9"));
+}
