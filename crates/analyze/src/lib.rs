@@ -8,6 +8,7 @@
 //!   information.
 
 pub mod dump;
+pub mod histogram;
 pub mod profile;
 pub mod structure;
 pub mod symbols;

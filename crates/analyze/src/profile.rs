@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot};
 use serde::Serialize;
 
+use crate::histogram::LogHistogram;
 use crate::volume::{self, Volume};
 use crate::AnalyzeError;
 
@@ -36,6 +37,15 @@ pub struct CallStats {
     pub bytes_sent: u64,
     /// Payload bytes received.
     pub bytes_received: u64,
+    /// Median time of a recorded call, seconds (within 9%, from a log histogram).
+    pub median_s: f64,
+    /// 90th percentile, seconds.
+    pub p90_s: f64,
+    /// 99th percentile, seconds.
+    pub p99_s: f64,
+    /// Recorded calls by message size (the call's byte count), powers of two: `"1KiB"`
+    /// counts sizes from 1 KiB up to 2 KiB.
+    pub sizes: BTreeMap<String, u64>,
 }
 
 /// Statistics of one rank.
@@ -53,6 +63,15 @@ pub struct RankStats {
     pub mpi_s: f64,
     /// Time between MPI calls of the first thread, seconds.
     pub compute_s: f64,
+    /// Compute bursts (gaps between consecutive calls of the first thread).
+    pub bursts: u64,
+    /// Their mean, seconds.
+    pub burst_mean_s: f64,
+    /// Their harmonic mean (seed 000's measure of how closely calls follow each other),
+    /// seconds; bursts of 0 ns are left out.
+    pub burst_harmonic_mean_s: f64,
+    /// Compute time over MPI time (seed 003's granularity).
+    pub granularity: f64,
     /// Threads that made MPI calls.
     pub threads: u32,
     /// Did the rank end tracing normally (trailer present)?
@@ -72,8 +91,69 @@ pub struct Profile {
     pub calls: BTreeMap<String, CallStats>,
     /// Per rank, in rank order.
     pub per_rank: Vec<RankStats>,
+    /// Compute bursts over all ranks.
+    pub bursts: Bursts,
+    /// Per callsite (stack and function), busiest first.
+    pub callsites: Vec<CallsiteStats>,
+    /// Point-to-point traffic by (sender, receiver) world ranks, most bytes first.
+    pub p2p: Vec<PairTraffic>,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
+}
+
+/// Compute bursts (time between consecutive MPI calls of a rank's first thread).
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Bursts {
+    /// Bursts.
+    pub count: u64,
+    /// Mean, seconds.
+    pub mean_s: f64,
+    /// Harmonic mean over the non-zero bursts, seconds.
+    pub harmonic_mean_s: f64,
+    /// Median, seconds (within 9%).
+    pub median_s: f64,
+    /// 90th percentile, seconds.
+    pub p90_s: f64,
+    /// 99th percentile, seconds.
+    pub p99_s: f64,
+    /// Distribution: (smallest ns of a log-scale bucket, bursts in it).
+    pub histogram: Vec<crate::histogram::Bucket>,
+}
+
+/// One callsite over all ranks.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CallsiteStats {
+    /// Number, in order of first appearance (rank 0 first).
+    pub callsite: u32,
+    /// MPI function called there.
+    pub function: String,
+    /// `function file:line`, or object file and offset, when known.
+    pub location: Option<String>,
+    /// Ranks that called there.
+    pub ranks: u32,
+    /// Recorded calls.
+    pub count: u64,
+    /// Time in them, seconds.
+    pub time_s: f64,
+    /// Mean per call, seconds.
+    pub mean_s: f64,
+    /// Longest call, seconds.
+    pub max_s: f64,
+    /// Payload bytes sent plus received.
+    pub bytes: u64,
+}
+
+/// Point-to-point messages from one rank to another.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct PairTraffic {
+    /// Sender (world rank).
+    pub from: u32,
+    /// Receiver (world rank).
+    pub to: u32,
+    /// Messages sent.
+    pub messages: u64,
+    /// Payload bytes.
+    pub bytes: u64,
 }
 
 #[derive(Default)]
@@ -84,6 +164,70 @@ struct Acc {
     time_ns: u64,
     max_ns: u64,
     vol: Volume,
+    durations: LogHistogram,
+    sizes: BTreeMap<u32, u64>,
+}
+
+impl Acc {
+    fn merge(&mut self, a: &Acc) {
+        self.count += a.count;
+        self.recorded += a.recorded;
+        self.fortran += a.fortran;
+        self.time_ns += a.time_ns;
+        self.max_ns = self.max_ns.max(a.max_ns);
+        self.vol.sent += a.vol.sent;
+        self.vol.received += a.vol.received;
+        self.durations.merge(&a.durations);
+        for (c, n) in &a.sizes {
+            *self.sizes.entry(*c).or_default() += n;
+        }
+    }
+}
+
+#[derive(Default)]
+struct SiteAcc {
+    function: String,
+    count: u64,
+    time_ns: u64,
+    max_ns: u64,
+    bytes: u64,
+}
+
+/// Size class of `b` bytes: 0 for 0, else `k` for `2^(k-1) <= b < 2^k`.
+fn size_class(b: u64) -> u32 {
+    64 - b.leading_zeros()
+}
+
+/// `"0B"`, `"1B"`, `"512B"`, `"1KiB"`, ...: the smallest size of class `c`.
+pub fn size_class_label(c: u32) -> String {
+    if c == 0 {
+        return "0B".into();
+    }
+    let lo = 1u64 << (c - 1).min(63);
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut i = 0;
+    let mut v = lo;
+    while v >= 1024 && i < U.len() - 1 {
+        v /= 1024;
+        i += 1;
+    }
+    format!("{v}{}", U[i])
+}
+
+fn is_send(family: &str) -> bool {
+    matches!(
+        family,
+        "send"
+            | "isend"
+            | "ssend"
+            | "issend"
+            | "bsend"
+            | "ibsend"
+            | "rsend"
+            | "irsend"
+            | "sendrecv"
+            | "sendrecv_replace"
+    )
 }
 
 /// Statistics of one rank file.
@@ -91,6 +235,12 @@ pub struct RankProfile {
     calls: HashMap<String, Acc>,
     stats: RankStats,
     warning: Option<String>,
+    bursts: LogHistogram,
+    burst_recip: f64,
+    /// Per callsite, by its frames (module path, offset), innermost first.
+    sites: Vec<(Vec<(String, u64)>, SiteAcc)>,
+    /// Point-to-point sends: receiver's world rank -> (messages, bytes).
+    sent_to: BTreeMap<u32, (u64, u64)>,
 }
 
 /// Reads one rank.
@@ -110,6 +260,11 @@ pub fn profile_rank<R: std::io::Read>(
     }
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut mpi0, mut prev_exit0, mut compute0) = (0u64, None::<u64>, 0u64);
+    let mut bursts = LogHistogram::default();
+    let mut burst_recip = 0.0f64;
+    let mut sites: HashMap<u32, SiteAcc> = HashMap::new();
+    let mut sent_to: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut families: HashMap<u32, bool> = HashMap::new();
     let mut threads: Vec<u16> = Vec::new();
     let mut names: HashMap<u32, String> = HashMap::new();
     while let Some(ev) = reader.next_event() {
@@ -126,7 +281,12 @@ pub fn profile_rank<R: std::io::Read>(
         if ev.thread == 0 {
             mpi0 += d;
             if let Some(p) = prev_exit0 {
-                compute0 += ev.t_enter.saturating_sub(p);
+                let gap = ev.t_enter.saturating_sub(p);
+                compute0 += gap;
+                bursts.add(gap);
+                if gap > 0 {
+                    burst_recip += 1e9 / gap as f64;
+                }
             }
             prev_exit0 = Some(ev.t_exit);
         }
@@ -139,10 +299,34 @@ pub fn profile_rank<R: std::io::Read>(
         acc.recorded += 1;
         acc.time_ns += d;
         acc.max_ns = acc.max_ns.max(d);
+        acc.durations.add(d);
+        if let Some(b) = ev.args.get(Slot::Bytes) {
+            *acc.sizes.entry(size_class(b.max(0) as u64)).or_default() += 1;
+        }
         let peers = peers_of(&reader, &ev);
         let v = event_volume(&name, &ev, rank, peers, &mut persistent);
         acc.vol.sent += v.sent;
         acc.vol.received += v.received;
+        if ev.callsite != 0 {
+            let site = sites.entry(ev.callsite).or_insert_with(|| SiteAcc {
+                function: name.clone(),
+                ..SiteAcc::default()
+            });
+            site.count += 1;
+            site.time_ns += d;
+            site.max_ns = site.max_ns.max(d);
+            site.bytes += v.total();
+        }
+        let send = *families
+            .entry(ev.call)
+            .or_insert_with(|| is_send(&mpiscope_mpispec::family(&name)));
+        if send {
+            if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
+                let e = sent_to.entry(peer as u32).or_default();
+                e.0 += 1;
+                e.1 += v.sent;
+            }
+        }
     }
     stats.threads = threads.len() as u32;
     if first != u64::MAX {
@@ -150,6 +334,22 @@ pub fn profile_rank<R: std::io::Read>(
     }
     stats.mpi_s = mpi0 as f64 * 1e-9;
     stats.compute_s = compute0 as f64 * 1e-9;
+    stats.bursts = bursts.len();
+    if stats.bursts > 0 {
+        stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
+    }
+    if burst_recip > 0.0 {
+        let nonzero = bursts.len()
+            - bursts
+                .buckets()
+                .first()
+                .filter(|b| b.from == 0)
+                .map_or(0, |b| b.count);
+        stats.burst_harmonic_mean_s = nonzero as f64 / burst_recip;
+    }
+    if stats.mpi_s > 0.0 {
+        stats.granularity = stats.compute_s / stats.mpi_s;
+    }
     let mut warning = None;
     let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
     if let Some(t) = reader.trailer() {
@@ -174,6 +374,26 @@ pub fn profile_rank<R: std::io::Read>(
         ));
     }
     let tables = reader.tables();
+    // In the order the recorder numbered them: first use.
+    let mut sites: Vec<(u32, SiteAcc)> = sites.into_iter().collect();
+    sites.sort_by_key(|(id, _)| *id);
+    let sites = sites
+        .into_iter()
+        .map(|(id, acc)| {
+            let frames: Vec<(String, u64)> = match tables.callsites.get(&id) {
+                Some(c) => c
+                    .frames
+                    .iter()
+                    .map(|f| {
+                        let m = tables.modules.get(&f.module).map(|m| m.path.clone());
+                        (m.unwrap_or_default(), f.offset)
+                    })
+                    .collect(),
+                None => vec![(String::new(), u64::from(id))],
+            };
+            (frames, acc)
+        })
+        .collect();
     let mut calls: HashMap<String, Acc> = HashMap::new();
     for (id, a) in by_id {
         let (name, fortran) = match (tables.calls.get(&id), trailer_names.get(&id)) {
@@ -182,20 +402,19 @@ pub fn profile_rank<R: std::io::Read>(
             (None, None) => (format!("?{id}"), false),
         };
         let e = calls.entry(name).or_default();
-        e.count += a.count;
-        e.recorded += a.recorded;
         if fortran {
             e.fortran += a.count;
         }
-        e.time_ns += a.time_ns;
-        e.max_ns = e.max_ns.max(a.max_ns);
-        e.vol.sent += a.vol.sent;
-        e.vol.received += a.vol.received;
+        e.merge(&Acc { fortran: 0, ..a });
     }
     RankProfile {
         calls,
         stats,
         warning,
+        bursts,
+        burst_recip,
+        sites,
+        sent_to,
     }
 }
 
@@ -336,6 +555,9 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         ..Profile::default()
     };
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut bursts = LogHistogram::default();
+    let (mut burst_sum, mut burst_recip) = (0.0f64, 0.0f64);
+    let mut sites: HashMap<Vec<(String, u64)>, (u32, u32, SiteAcc)> = HashMap::new();
     for (rank, r) in results {
         let rp = match r {
             Ok(rp) => rp,
@@ -346,14 +568,36 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         };
         p.events += rp.stats.events;
         for (name, a) in rp.calls {
-            let e = acc.entry(name).or_default();
-            e.count += a.count;
-            e.recorded += a.recorded;
-            e.fortran += a.fortran;
-            e.time_ns += a.time_ns;
-            e.max_ns = e.max_ns.max(a.max_ns);
-            e.vol.sent += a.vol.sent;
-            e.vol.received += a.vol.received;
+            acc.entry(name).or_default().merge(&a);
+        }
+        bursts.merge(&rp.bursts);
+        burst_sum += rp.stats.compute_s;
+        burst_recip += rp.burst_recip;
+        for (frames, a) in rp.sites {
+            let next = sites.len() as u32;
+            let e = sites.entry(frames).or_insert_with(|| {
+                (
+                    next,
+                    0,
+                    SiteAcc {
+                        function: a.function.clone(),
+                        ..SiteAcc::default()
+                    },
+                )
+            });
+            e.1 += 1;
+            e.2.count += a.count;
+            e.2.time_ns += a.time_ns;
+            e.2.max_ns = e.2.max_ns.max(a.max_ns);
+            e.2.bytes += a.bytes;
+        }
+        for (to, (m, b)) in rp.sent_to {
+            p.p2p.push(PairTraffic {
+                from: rank,
+                to,
+                messages: m,
+                bytes: b,
+            });
         }
         if let Some(w) = rp.warning {
             p.warnings.push(w);
@@ -372,6 +616,68 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             missing.join(", ")
         ));
     }
+    p.p2p.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then((a.from, a.to).cmp(&(b.from, b.to)))
+    });
+    let ns = |v: u64| v as f64 * 1e-9;
+    let nonzero = bursts.len()
+        - bursts
+            .buckets()
+            .first()
+            .filter(|b| b.from == 0)
+            .map_or(0, |b| b.count);
+    p.bursts = Bursts {
+        count: bursts.len(),
+        mean_s: if bursts.is_empty() {
+            0.0
+        } else {
+            burst_sum / bursts.len() as f64
+        },
+        harmonic_mean_s: if burst_recip > 0.0 {
+            nonzero as f64 / burst_recip
+        } else {
+            0.0
+        },
+        median_s: ns(bursts.quantile(0.5)),
+        p90_s: ns(bursts.quantile(0.9)),
+        p99_s: ns(bursts.quantile(0.99)),
+        histogram: bursts.buckets(),
+    };
+    let mut symbolizer = crate::symbols::Symbolizer::new();
+    let mut sites: Vec<(Vec<(String, u64)>, (u32, u32, SiteAcc))> = sites.into_iter().collect();
+    sites.sort_by(|a, b| {
+        b.1 .2
+            .time_ns
+            .cmp(&a.1 .2.time_ns)
+            .then(a.1 .0.cmp(&b.1 .0))
+    });
+    for (i, (frames, (number, ranks, a))) in sites.into_iter().enumerate() {
+        // Debug information is read for the busiest callsites only.
+        let location = frames
+            .first()
+            .filter(|(path, _)| !path.is_empty() && i < 50)
+            .map(|(path, offset)| match symbolizer.resolve(path, *offset) {
+                Some(l) => l.to_string(),
+                None => format!("{path}+{offset:#x}"),
+            });
+        p.callsites.push(CallsiteStats {
+            callsite: number,
+            function: a.function,
+            location,
+            ranks,
+            count: a.count,
+            time_s: ns(a.time_ns),
+            mean_s: if a.count > 0 {
+                ns(a.time_ns) / a.count as f64
+            } else {
+                0.0
+            },
+            max_s: ns(a.max_ns),
+            bytes: a.bytes,
+        });
+    }
     for (name, a) in acc {
         p.calls.insert(
             name,
@@ -389,6 +695,14 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
                 bytes: a.vol.total(),
                 bytes_sent: a.vol.sent,
                 bytes_received: a.vol.received,
+                median_s: ns(a.durations.quantile(0.5)),
+                p90_s: ns(a.durations.quantile(0.9)),
+                p99_s: ns(a.durations.quantile(0.99)),
+                sizes: a
+                    .sizes
+                    .iter()
+                    .map(|(c, n)| (size_class_label(*c), *n))
+                    .collect(),
             },
         );
     }
@@ -423,8 +737,16 @@ impl Profile {
         );
         let _ = writeln!(
             s,
-            "{:<28} {:>12} {:>12} {:>11} {:>11} {:>11} {:>12}",
-            "Function", "Calls", "Recorded", "Time (s)", "Mean (us)", "Max (us)", "Bytes"
+            "{:<28} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12}",
+            "Function",
+            "Calls",
+            "Recorded",
+            "Time (s)",
+            "Mean (us)",
+            "Median (us)",
+            "p99 (us)",
+            "Max (us)",
+            "Bytes"
         );
         let mut rows: Vec<(&String, &CallStats)> = self.calls.iter().collect();
         rows.sort_by(|a, b| {
@@ -435,20 +757,86 @@ impl Profile {
         for (name, c) in rows {
             let _ = writeln!(
                 s,
-                "{:<28} {:>12} {:>12} {:>11.6} {:>11.3} {:>11.3} {:>12}",
+                "{:<28} {:>12} {:>12} {:>11.6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>12}",
                 name,
                 c.count,
                 c.recorded,
                 c.time_s,
                 c.mean_s * 1e6,
+                c.median_s * 1e6,
+                c.p99_s * 1e6,
                 c.max_s * 1e6,
                 human_bytes(c.bytes)
             );
         }
+        let b = &self.bursts;
+        if b.count > 0 {
+            let _ = writeln!(
+                s,
+                "\nCompute bursts: {} between MPI calls; mean {:.3} us, harmonic mean {:.3} us, \
+                 median {:.3} us, p90 {:.3} us, p99 {:.3} us",
+                b.count,
+                b.mean_s * 1e6,
+                b.harmonic_mean_s * 1e6,
+                b.median_s * 1e6,
+                b.p90_s * 1e6,
+                b.p99_s * 1e6
+            );
+        }
+        if !self.callsites.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{:>4} {:<22} {:>6} {:>11} {:>11} {:>11}  Location",
+                "Site", "Function", "Ranks", "Calls", "Time (s)", "Mean (us)"
+            );
+            for c in self.callsites.iter().take(10) {
+                let _ = writeln!(
+                    s,
+                    "{:>4} {:<22} {:>6} {:>11} {:>11.6} {:>11.3}  {}",
+                    c.callsite,
+                    c.function,
+                    c.ranks,
+                    c.count,
+                    c.time_s,
+                    c.mean_s * 1e6,
+                    c.location.as_deref().unwrap_or("?")
+                );
+            }
+            if self.callsites.len() > 10 {
+                let _ = writeln!(
+                    s,
+                    "     ({} more callsites in --json)",
+                    self.callsites.len() - 10
+                );
+            }
+        }
+        if !self.p2p.is_empty() {
+            let _ = writeln!(s, "\nPoint-to-point, busiest pairs (sender -> receiver):");
+            for t in self.p2p.iter().take(10) {
+                let _ = writeln!(
+                    s,
+                    "  {:>6} -> {:<6} {:>10} messages {:>12}",
+                    t.from,
+                    t.to,
+                    t.messages,
+                    human_bytes(t.bytes)
+                );
+            }
+            if self.p2p.len() > 10 {
+                let _ = writeln!(s, "  ({} more pairs in --json)", self.p2p.len() - 10);
+            }
+        }
         let _ = writeln!(
             s,
-            "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6}  End",
-            "Rank", "Host", "Wall (s)", "MPI (s)", "Compute (s)", "MPI%"
+            "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6} {:>11} {:>12}  End",
+            "Rank",
+            "Host",
+            "Wall (s)",
+            "MPI (s)",
+            "Compute (s)",
+            "MPI%",
+            "Granularity",
+            "Burst hm (us)"
         );
         for r in &self.per_rank {
             let pct = if r.wall_s > 0.0 {
@@ -458,8 +846,16 @@ impl Profile {
             };
             let _ = writeln!(
                 s,
-                "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}%  {}",
-                r.rank, r.host, r.wall_s, r.mpi_s, r.compute_s, pct, r.end
+                "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>11.3} {:>12.3}  {}",
+                r.rank,
+                r.host,
+                r.wall_s,
+                r.mpi_s,
+                r.compute_s,
+                pct,
+                r.granularity,
+                r.burst_harmonic_mean_s * 1e6,
+                r.end
             );
         }
         for w in &self.warnings {

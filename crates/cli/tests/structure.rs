@@ -166,6 +166,59 @@ fn lu(mpi: Mpi) {
     let first = loops(&classes[0]["nodes"]);
     let it0 = &first[1]["body"][0];
     assert_eq!(items(&s, &it0["body"][0]), ["CPU", "MPI_Send"]);
+
+    // The statistics of the same run, exact where the program fixes them.
+    let o = Command::new(mpiscope())
+        .arg("report")
+        .arg(tmp.path().join("trace"))
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // Neighbours exchange 5 planes per sweep and one halo per iteration: 12 x 6 messages of
+    // 256 doubles each way; nobody else talks.
+    let pairs = r["p2p"].as_array().unwrap();
+    assert_eq!(pairs.len(), 6, "{r}");
+    for t in pairs {
+        let (from, to) = (t["from"].as_i64().unwrap(), t["to"].as_i64().unwrap());
+        assert_eq!((from - to).abs(), 1, "{t}");
+        assert_eq!(t["messages"], 72, "{t}");
+        assert_eq!(t["bytes"], 72 * 2048, "{t}");
+    }
+    // One burst between consecutive calls of each rank.
+    let events = r["events"].as_u64().unwrap();
+    assert_eq!(r["bursts"]["count"].as_u64().unwrap(), events - 4);
+    let hm = r["bursts"]["harmonic_mean_s"].as_f64().unwrap();
+    let mean = r["bursts"]["mean_s"].as_f64().unwrap();
+    assert!(hm > 0.0 && hm <= mean, "{}", r["bursts"]);
+    // The lower sweep's send (lu.c:34) on the 3 ranks that have a next one, 60 times each.
+    let site = r["callsites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["location"]
+                .as_str()
+                .is_some_and(|l| l.ends_with("lu.c:34"))
+        })
+        .unwrap_or_else(|| panic!("{}", r["callsites"]));
+    assert_eq!(
+        (
+            site["function"].as_str(),
+            site["ranks"].as_u64(),
+            site["count"].as_u64()
+        ),
+        (Some("MPI_Send"), Some(3), Some(180))
+    );
+    // Sizes: every send is of 2 KiB; percentiles are ordered.
+    let send = &r["calls"]["MPI_Send"];
+    assert_eq!(send["sizes"]["2KiB"], 6 * 72, "{send}");
+    let (m, p99) = (
+        send["median_s"].as_f64().unwrap(),
+        send["p99_s"].as_f64().unwrap(),
+    );
+    assert!(m > 0.0 && m <= p99, "{send}");
 }
 
 #[test]

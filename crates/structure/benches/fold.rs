@@ -43,7 +43,10 @@ fn main() {
     } else {
         sizes
     };
-    println!("{:>12} {:>10} {:>14} {:>8} {:>10}", "symbols", "algorithm", "symbols/s", "items", "seconds");
+    println!(
+        "{:>12} {:>10} {:>14} {:>8} {:>10}",
+        "symbols", "algorithm", "symbols/s", "items", "seconds"
+    );
     for &n in &sizes {
         for rep in 0..3 {
             let t = Instant::now();
@@ -56,13 +59,22 @@ fn main() {
             let secs = t.elapsed().as_secs_f64();
             let total: u64 = out.iter().map(Node::expanded_len).sum();
             assert_eq!(total, n as u64);
-            println!("{n:>12} {:>10} {:>14.0} {items:>8} {secs:>10.3}", format!("fold#{rep}"), n as f64 / secs);
+            println!(
+                "{n:>12} {:>10} {:>14.0} {items:>8} {secs:>10.3}",
+                format!("fold#{rep}"),
+                n as f64 / secs
+            );
         }
         if n <= 1_000_000 {
             let t = Instant::now();
             let out = seed::compress(halo(n));
             let secs = t.elapsed().as_secs_f64();
-            println!("{n:>12} {:>10} {:>14.0} {:>8} {secs:>10.3}", "seed", n as f64 / secs, out.len());
+            println!(
+                "{n:>12} {:>10} {:>14.0} {:>8} {secs:>10.3}",
+                "seed",
+                n as f64 / secs,
+                out.len()
+            );
         }
     }
 }
