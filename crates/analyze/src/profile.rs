@@ -184,6 +184,9 @@ impl Acc {
     }
 }
 
+/// A callsite's frames: (module path, offset), innermost first.
+type Frames = Vec<(String, u64)>;
+
 #[derive(Default)]
 struct SiteAcc {
     function: String,
@@ -238,7 +241,7 @@ pub struct RankProfile {
     bursts: LogHistogram,
     burst_recip: f64,
     /// Per callsite, by its frames (module path, offset), innermost first.
-    sites: Vec<(Vec<(String, u64)>, SiteAcc)>,
+    sites: Vec<(Frames, SiteAcc)>,
     /// Point-to-point sends: receiver's world rank -> (messages, bytes).
     sent_to: BTreeMap<u32, (u64, u64)>,
 }
@@ -557,7 +560,8 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     let mut bursts = LogHistogram::default();
     let (mut burst_sum, mut burst_recip) = (0.0f64, 0.0f64);
-    let mut sites: HashMap<Vec<(String, u64)>, (u32, u32, SiteAcc)> = HashMap::new();
+    // Per callsite: (number, ranks, totals).
+    let mut sites: HashMap<Frames, (u32, u32, SiteAcc)> = HashMap::new();
     for (rank, r) in results {
         let rp = match r {
             Ok(rp) => rp,
@@ -646,7 +650,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         histogram: bursts.buckets(),
     };
     let mut symbolizer = crate::symbols::Symbolizer::new();
-    let mut sites: Vec<(Vec<(String, u64)>, (u32, u32, SiteAcc))> = sites.into_iter().collect();
+    let mut sites: Vec<(Frames, (u32, u32, SiteAcc))> = sites.into_iter().collect();
     sites.sort_by(|a, b| {
         b.1 .2
             .time_ns
