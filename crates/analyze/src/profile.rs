@@ -320,9 +320,7 @@ pub fn profile_rank<R: std::io::Read>(
             site.max_ns = site.max_ns.max(d);
             site.bytes += v.total();
         }
-        let send = *families
-            .entry(ev.call)
-            .or_insert_with(|| is_send(&mpiscope_mpispec::family(&name)));
+        let send = *families.entry(ev.call).or_insert_with(|| is_send(&name));
         if send {
             if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
                 let e = sent_to.entry(peer as u32).or_default();

@@ -41,14 +41,16 @@ enum Command {
         defs: bool,
     },
     /// Convert a trace for another tool: `--format simgrid-ti` writes SimGrid
-    /// time-independent traces for `smpirun -replay OUT/index.txt`.
+    /// time-independent traces for `smpirun -replay OUT/index.txt`; `chrome` one JSON file
+    /// for Perfetto (calls and message arrows); `paraver` OUT.prv, OUT.pcf and OUT.row.
     Export {
         /// Run directory written by `mpiscope trace`.
         dir: PathBuf,
-        /// Output format: simgrid-ti.
+        /// Output format: simgrid-ti, chrome or paraver.
         #[arg(long, default_value = "simgrid-ti")]
         format: String,
-        /// Output directory.
+        /// Output: a directory (simgrid-ti), a file (chrome), or the path without its
+        /// extension (paraver).
         #[arg(short, long)]
         output: PathBuf,
         /// Host speed (flop/s) turning compute bursts into flop counts.
@@ -183,7 +185,34 @@ fn run(cli: Cli) -> Result<i32> {
                     }
                     Ok(0)
                 }
-                other => anyhow::bail!("--format {other}: supported formats: simgrid-ti"),
+                "chrome" => {
+                    let s = mpiscope_export::export_chrome(&run, &output)?;
+                    eprintln!(
+                        "mpiscope: wrote {} calls and {} messages ({} received) of {} ranks to {} (open in https://ui.perfetto.dev)",
+                        s.calls,
+                        s.sends,
+                        s.receives,
+                        s.ranks,
+                        output.display()
+                    );
+                    Ok(0)
+                }
+                "paraver" => {
+                    let s = mpiscope_export::export_paraver(&run, &output)?;
+                    eprintln!(
+                        "mpiscope: wrote {} records ({} communications) of {} ranks to {}.prv/.pcf/.row",
+                        s.records,
+                        s.communications,
+                        s.ranks,
+                        output.display()
+                    );
+                    Ok(0)
+                }
+                other => {
+                    anyhow::bail!(
+                        "--format {other}: supported formats: simgrid-ti, chrome, paraver"
+                    )
+                }
             }
         }
         Command::Structure {

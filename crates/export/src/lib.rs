@@ -1,15 +1,24 @@
 //! Exports of mpiscope traces to the input formats of other tools.
 //!
 //! * [`simgrid_ti`]: SimGrid "time-independent" traces, replayable with
-//!   `smpirun -replay` (SimGrid 3.32).
+//!   `smpirun -replay` (SimGrid 3.32);
+//! * [`chrome`]: Chrome trace event JSON for Perfetto, with message arrows;
+//! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files.
+//!
+//! [`messages`] pairs sends and receives rank by rank, for the formats that draw messages.
 //!
 //! Exporters read a run directory through [`mpiscope_trace::RunDir`] and stream each rank's
 //! events, so memory stays small whatever the trace size.
 
 use std::path::PathBuf;
 
+pub mod chrome;
+pub mod messages;
+pub mod paraver;
 pub mod simgrid_ti;
 
+pub use chrome::{export_chrome, ChromeSummary};
+pub use paraver::{export_paraver, ParaverSummary};
 pub use simgrid_ti::{export_simgrid_ti, TiOptions, TiSummary};
 
 /// Why an export failed. Every variant names the file or directory concerned (and the byte

@@ -1,0 +1,170 @@
+//! Chrome trace event JSON (Perfetto, `chrome://tracing`): one process per rank, one track
+//! per thread, a slice per MPI call (arguments: callsite, bytes, peer) and an arrow per
+//! point-to-point message from the send call to the call that completed the receive (flow
+//! events with the ids of [`crate::messages`]). Written while the ranks are read, one after
+//! the other: memory does not grow with the trace.
+
+use std::io::Write;
+use std::path::Path;
+
+use mpiscope_trace::RunDir;
+
+use crate::messages::{Item, RankWalk};
+use crate::ExportError;
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChromeSummary {
+    /// Ranks written.
+    pub ranks: u32,
+    /// Call slices.
+    pub calls: u64,
+    /// Message starts (sends).
+    pub sends: u64,
+    /// Message ends (completed receives).
+    pub receives: u64,
+}
+
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Writes `run` as Chrome trace JSON to the file `out`.
+pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportError> {
+    if run.rank_files.is_empty() {
+        return Err(ExportError::NoRanks {
+            path: run.path.clone(),
+        });
+    }
+    let werr = |e: std::io::Error| ExportError::Write {
+        path: out.to_path_buf(),
+        source: e,
+    };
+    let file = std::fs::File::create(out).map_err(werr)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut sum = ChromeSummary::default();
+    write!(w, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[").map_err(werr)?;
+    let mut first = true;
+    let mut sep = |w: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
+        if first {
+            first = false;
+            Ok(())
+        } else {
+            w.write_all(b",\n")
+        }
+    };
+    let mut items = Vec::new();
+    for (rank, path) in &run.rank_files {
+        let rank = *rank;
+        let mut reader = mpiscope_trace::RankReader::open(path)?;
+        sep(&mut w).map_err(werr)?;
+        write!(
+            w,
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{rank},\"args\":{{\"name\":\"rank {rank}\"}}}},\n\
+             {{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{rank},\"args\":{{\"sort_index\":{rank}}}}}"
+        )
+        .map_err(werr)?;
+        let mut walk = RankWalk::new(rank);
+        let mut names = std::collections::HashMap::new();
+        while let Some(ev) = reader.next_event() {
+            let name: &String = names
+                .entry(ev.call)
+                .or_insert_with(|| reader.tables().call_name(ev.call).into_owned());
+            let name = name.clone();
+            items.clear();
+            walk.items(&reader, &name, &ev, &mut items);
+            for it in &items {
+                sep(&mut w).map_err(werr)?;
+                match it {
+                    Item::Call {
+                        function,
+                        thread,
+                        enter,
+                        exit,
+                        callsite,
+                        bytes,
+                        peer,
+                    } => {
+                        sum.calls += 1;
+                        write!(
+                            w,
+                            "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"dur\":{},\"args\":{{\"callsite\":{callsite}",
+                            json_str(function),
+                            us(*enter),
+                            us(exit.saturating_sub(*enter))
+                        )
+                        .map_err(werr)?;
+                        if let Some(b) = bytes {
+                            write!(w, ",\"bytes\":{b}").map_err(werr)?;
+                        }
+                        if let Some(p) = peer.filter(|&p| p >= 0) {
+                            write!(w, ",\"peer\":{p}").map_err(werr)?;
+                        }
+                        w.write_all(b"}}").map_err(werr)?;
+                    }
+                    Item::Send {
+                        key,
+                        time,
+                        thread,
+                        bytes,
+                    } => {
+                        sum.sends += 1;
+                        write!(
+                            w,
+                            "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"args\":{{\"to\":{},\"tag\":{},\"bytes\":{bytes}}}}}",
+                            key.id(),
+                            us(*time),
+                            key.to,
+                            key.tag
+                        )
+                        .map_err(werr)?;
+                    }
+                    Item::Recv {
+                        key, time, thread, ..
+                    } => {
+                        sum.receives += 1;
+                        // Bound to the enclosing slice's end: the completing call.
+                        write!(
+                            w,
+                            "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{}}}",
+                            key.id(),
+                            us(time.saturating_sub(1))
+                        )
+                        .map_err(werr)?;
+                    }
+                }
+            }
+        }
+        sum.ranks += 1;
+    }
+    w.write_all(b"]}\n").map_err(werr)?;
+    w.flush().map_err(werr)?;
+    Ok(sum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_helpers() {
+        assert_eq!(us(1_234_567), "1234.567");
+        assert_eq!(us(5), "0.005");
+        assert_eq!(json_str("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    }
+}

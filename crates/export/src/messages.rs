@@ -1,0 +1,288 @@
+//! One rank's calls and message ends, for exporters that draw messages (Chrome, Paraver).
+//!
+//! Sends and receives are paired without looking at other ranks: by MPI's non-overtaking
+//! rule the n-th message from rank `s` to rank `d` with tag `t` on a communicator is
+//! received by the n-th receive at `d` that completes with source `s` and tag `t` there
+//! (whatever wildcards it was posted with). Both sides number their messages by
+//! `(source, destination, tag, communicator key)`, so a message's id is the same on both.
+//!
+//! A send starts a message when it is called (`MPI_Send`, `Isend`, `Ssend`, `Bsend`,
+//! `Rsend`, their non-blocking forms, the send half of `Sendrecv`); a receive ends one when
+//! it completes: a blocking `Recv`, the receive half of `Sendrecv`, or the completion
+//! (`Wait*`, `Test*` with their statuses) of an `Irecv`. Persistent requests and matched
+//! probes are not drawn.
+
+use std::collections::HashMap;
+
+use mpiscope_trace::{CommKind, Event, ListKind, RankReader, Slot, NO_VALUE};
+
+/// A message: sender, receiver (world ranks), tag, communicator key, and its number among
+/// the messages with the same four.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MessageKey {
+    /// Sender's world rank.
+    pub from: u32,
+    /// Receiver's world rank.
+    pub to: u32,
+    /// Tag.
+    pub tag: i64,
+    /// Communicator key (shared by its members).
+    pub comm: u64,
+    /// Position among the messages with the same `from`, `to`, `tag`, `comm`.
+    pub seq: u64,
+}
+
+impl MessageKey {
+    /// A 53-bit id (exact in a JSON number) for the message.
+    pub fn id(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for v in [
+            u64::from(self.from),
+            u64::from(self.to),
+            self.tag as u64,
+            self.comm,
+            self.seq,
+        ] {
+            for b in v.to_le_bytes() {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h & ((1 << 53) - 1)
+    }
+}
+
+/// What a rank's event contributes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An MPI call (main thread or not).
+    Call {
+        /// C name.
+        function: String,
+        /// Thread index.
+        thread: u16,
+        /// Entry, ns since the run's epoch.
+        enter: u64,
+        /// Exit.
+        exit: u64,
+        /// Callsite id (rank-local).
+        callsite: u32,
+        /// Byte count the call records, when it has one.
+        bytes: Option<i64>,
+        /// Peer (world rank), when it has one.
+        peer: Option<i64>,
+    },
+    /// A message leaves (at the send call's entry).
+    Send {
+        /// The message.
+        key: MessageKey,
+        /// When.
+        time: u64,
+        /// Thread.
+        thread: u16,
+        /// Payload bytes.
+        bytes: u64,
+    },
+    /// A message has arrived (at the exit of the call that completed the receive).
+    Recv {
+        /// The message.
+        key: MessageKey,
+        /// When.
+        time: u64,
+        /// Thread.
+        thread: u16,
+        /// Payload bytes.
+        bytes: u64,
+    },
+}
+
+/// Walks one rank: every recorded call, message start and message end, in file order.
+pub struct RankWalk {
+    rank: u32,
+    sent: HashMap<(u32, i64, u64), u64>,
+    received: HashMap<(u32, i64, u64), u64>,
+    /// Posted receives: request id -> communicator key.
+    posted: HashMap<i64, u64>,
+}
+
+/// Send families (their non-blocking forms share the family).
+fn is_send(fam: &str) -> bool {
+    matches!(fam, "send" | "ssend" | "bsend" | "rsend")
+}
+
+impl RankWalk {
+    /// A walk of world rank `rank`.
+    pub fn new(rank: u32) -> RankWalk {
+        RankWalk {
+            rank,
+            sent: HashMap::new(),
+            received: HashMap::new(),
+            posted: HashMap::new(),
+        }
+    }
+
+    fn comm_key<R: std::io::Read>(reader: &RankReader<R>, ev: &Event) -> Option<(u64, bool)> {
+        let id = ev.args.get(Slot::Comm)?;
+        let c = reader.tables().comms.get(&(id as u32))?;
+        Some((c.key, c.kind == CommKind::Inter))
+    }
+
+    fn send_item(
+        &mut self,
+        to: i64,
+        tag: i64,
+        comm: u64,
+        time: u64,
+        thread: u16,
+        bytes: u64,
+    ) -> Option<Item> {
+        if to < 0 {
+            return None;
+        }
+        let n = self.sent.entry((to as u32, tag, comm)).or_insert(0);
+        let key = MessageKey {
+            from: self.rank,
+            to: to as u32,
+            tag,
+            comm,
+            seq: *n,
+        };
+        *n += 1;
+        Some(Item::Send {
+            key,
+            time,
+            thread,
+            bytes,
+        })
+    }
+
+    fn recv_item(
+        &mut self,
+        from: i64,
+        tag: i64,
+        comm: u64,
+        time: u64,
+        thread: u16,
+        bytes: u64,
+    ) -> Option<Item> {
+        if from < 0 || tag == NO_VALUE || from == NO_VALUE {
+            return None;
+        }
+        let n = self.received.entry((from as u32, tag, comm)).or_insert(0);
+        let key = MessageKey {
+            from: from as u32,
+            to: self.rank,
+            tag,
+            comm,
+            seq: *n,
+        };
+        *n += 1;
+        Some(Item::Recv {
+            key,
+            time,
+            thread,
+            bytes,
+        })
+    }
+
+    /// The items of `ev` (a call of `function` read by `reader`), appended to `out`.
+    pub fn items<R: std::io::Read>(
+        &mut self,
+        reader: &RankReader<R>,
+        function: &str,
+        ev: &Event,
+        out: &mut Vec<Item>,
+    ) {
+        let a = &ev.args;
+        out.push(Item::Call {
+            function: function.to_string(),
+            thread: ev.thread,
+            enter: ev.t_enter,
+            exit: ev.t_exit,
+            callsite: ev.callsite,
+            bytes: a.get(Slot::Bytes),
+            peer: a.get(Slot::Peer),
+        });
+        // `family` folds the non-blocking forms into the blocking ones (`MPI_Irecv` is
+        // `recv`): tell them apart again.
+        let fam = mpiscope_mpispec::family(function);
+        let nonblocking = mpiscope_mpispec::is_nonblocking(function);
+        let pos = |v: Option<i64>| v.filter(|&b| b > 0).unwrap_or(0) as u64;
+        // Intercommunicators: peers are in the remote group, still world ranks.
+        if mpiscope_mpispec::is_persistent(function) {
+            return;
+        }
+        let Some((comm, _)) = Self::comm_key(reader, ev) else {
+            return self.completions(ev, &fam, out);
+        };
+        if is_send(&fam) {
+            let item = self.send_item(
+                a.get(Slot::Peer).unwrap_or(-1),
+                a.get(Slot::Tag).unwrap_or(0),
+                comm,
+                ev.t_enter,
+                ev.thread,
+                pos(a.get(Slot::Bytes)),
+            );
+            out.extend(item);
+        } else if fam == "sendrecv" || fam == "sendrecv_replace" {
+            let item = self.send_item(
+                a.get(Slot::Peer).unwrap_or(-1),
+                a.get(Slot::Tag).unwrap_or(0),
+                comm,
+                ev.t_enter,
+                ev.thread,
+                pos(a.get(Slot::Bytes)),
+            );
+            out.extend(item);
+            let from = a
+                .get(Slot::StatusSource)
+                .or(a.get(Slot::RecvPeer))
+                .unwrap_or(-1);
+            let tag = a.get(Slot::StatusTag).or(a.get(Slot::RecvTag)).unwrap_or(0);
+            let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)));
+            let item = self.recv_item(from, tag, comm, ev.t_exit, ev.thread, bytes);
+            out.extend(item);
+        } else if (fam == "recv" || fam == "mrecv") && !nonblocking {
+            let from = a
+                .get(Slot::StatusSource)
+                .or(a.get(Slot::Peer))
+                .unwrap_or(-1);
+            let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(0);
+            let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)));
+            let item = self.recv_item(from, tag, comm, ev.t_exit, ev.thread, bytes);
+            out.extend(item);
+        } else if (fam == "recv" || fam == "mrecv") && nonblocking {
+            if let Some(id) = a.get(Slot::Request) {
+                self.posted.insert(id, comm);
+            }
+        } else {
+            self.completions(ev, &fam, out);
+        }
+    }
+
+    fn completions(&mut self, ev: &Event, fam: &str, out: &mut Vec<Item>) {
+        if !(fam.starts_with("wait") || fam.starts_with("test")) {
+            return;
+        }
+        let a = &ev.args;
+        let mut done: Vec<(i64, i64, i64, i64)> = Vec::new();
+        if let Some(id) = a.get(Slot::Request) {
+            if let (Some(s), Some(t)) = (a.get(Slot::StatusSource), a.get(Slot::StatusTag)) {
+                done.push((id, s, t, a.get(Slot::StatusBytes).unwrap_or(0)));
+            }
+        }
+        if let Some(list) = ev.list(ListKind::Completions) {
+            for c in list.chunks_exact(4) {
+                done.push((c[0], c[1], c[2], c[3]));
+            }
+        }
+        for (id, source, tag, bytes) in done {
+            if let Some(comm) = self.posted.remove(&id) {
+                let item =
+                    self.recv_item(source, tag, comm, ev.t_exit, ev.thread, bytes.max(0) as u64);
+                out.extend(item);
+            }
+        }
+    }
+}

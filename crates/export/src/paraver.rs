@@ -1,0 +1,357 @@
+//! Paraver traces (BSC): `OUT.prv` (records), `OUT.pcf` (names of states and events),
+//! `OUT.row` (names of CPUs, nodes and threads).
+//!
+//! One application, one task per rank, one thread (the rank's main thread: calls of other
+//! threads are left out), one CPU per task on a single node. Records, sorted by time as
+//! Paraver requires (times in ns):
+//!
+//! * state `1:cpu:1:task:1:begin:end:state`: Running between MPI calls, and during a call
+//!   the state of its kind (Extrae's numbering: 3 waiting a message, 4 blocking send, 5
+//!   synchronization, 6 test/probe, 8 wait, 10 immediate send, 11 immediate receive, 13
+//!   group communication, 16 send-receive, 15 other MPI);
+//! * event `2:cpu:1:task:1:time:50000000:value`: the MPI function (value from the `.pcf`)
+//!   at entry, 0 at exit;
+//! * communication `3:cpu:1:task:1:send:send:cpu:1:task:1:recv:recv:bytes:tag` for each
+//!   point-to-point message paired by [`crate::messages`], from the send call's entry to
+//!   the completion of the receive.
+//!
+//! The records of the whole run are held in memory to be sorted (about 40 bytes each).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mpiscope_trace::RunDir;
+
+use crate::messages::{Item, MessageKey, RankWalk};
+use crate::ExportError;
+
+/// Event type of MPI calls in the `.prv` and `.pcf`.
+pub const MPI_CALL_EVENT: u32 = 50_000_000;
+
+/// What an export wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParaverSummary {
+    /// Ranks (tasks).
+    pub ranks: u32,
+    /// Records in the `.prv`.
+    pub records: u64,
+    /// Communication records.
+    pub communications: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Rec {
+    State {
+        task: u32,
+        begin: u64,
+        end: u64,
+        state: u8,
+    },
+    Event {
+        task: u32,
+        time: u64,
+        value: u32,
+    },
+    Comm {
+        from: u32,
+        sent: u64,
+        to: u32,
+        received: u64,
+        bytes: u64,
+        tag: i64,
+    },
+}
+
+impl Rec {
+    fn time(&self) -> u64 {
+        match *self {
+            Rec::State { begin, .. } => begin,
+            Rec::Event { time, .. } => time,
+            Rec::Comm { sent, .. } => sent,
+        }
+    }
+}
+
+/// State names, Extrae's numbering.
+const STATES: [(u8, &str); 12] = [
+    (0, "Idle"),
+    (1, "Running"),
+    (3, "Waiting a message"),
+    (4, "Blocking Send"),
+    (5, "Synchronization"),
+    (6, "Test/Probe"),
+    (8, "Wait/WaitAll"),
+    (10, "Immediate Send"),
+    (11, "Immediate Receive"),
+    (13, "Group Communication"),
+    (15, "Others"),
+    (16, "Send Receive"),
+];
+
+fn state_of(function: &str) -> u8 {
+    let fam = mpiscope_mpispec::family(function);
+    let f = fam.as_str();
+    let nonblocking = mpiscope_mpispec::is_nonblocking(function);
+    match f {
+        "send" | "ssend" | "bsend" | "rsend" if nonblocking => 10,
+        "send" | "ssend" | "bsend" | "rsend" => 4,
+        "recv" | "mrecv" if nonblocking => 11,
+        "recv" | "mrecv" => 3,
+        "sendrecv" | "sendrecv_replace" => 16,
+        "barrier" => 5,
+        _ if f.starts_with("wait") => 8,
+        _ if f.starts_with("test") || f.contains("probe") => 6,
+        _ if mpiscope_mpispec::is_collective(function) => 13,
+        _ => 15,
+    }
+}
+
+/// `dd/mm/yy at hh:mm` (UTC) of `secs` since 1970, for the `.prv` header.
+fn header_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let (h, m) = ((secs % 86_400) / 3600, (secs % 3600) / 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    format!("{d:02}/{mo:02}/{:02} at {h:02}:{m:02}", y % 100)
+}
+
+fn with_ext(base: &Path, ext: &str) -> PathBuf {
+    let mut s = base.as_os_str().to_owned();
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+/// Writes `run` as `base.prv`, `base.pcf` and `base.row`.
+pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, ExportError> {
+    if run.rank_files.is_empty() {
+        return Err(ExportError::NoRanks {
+            path: run.path.clone(),
+        });
+    }
+    let mut recs: Vec<Rec> = Vec::new();
+    let mut functions: Vec<String> = Vec::new();
+    let mut function_ids: HashMap<String, u32> = HashMap::new();
+    let mut sends: HashMap<MessageKey, (u64, u64)> = HashMap::new();
+    let mut receives: Vec<(MessageKey, u64)> = Vec::new();
+    let mut hosts: Vec<String> = Vec::new();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let mut items = Vec::new();
+    for (rank, path) in &run.rank_files {
+        let rank = *rank;
+        let task = rank + 1;
+        let mut reader = mpiscope_trace::RankReader::open(path)?;
+        hosts.push(
+            reader
+                .info()
+                .map(|i| i.host.clone())
+                .unwrap_or_else(|| "node".into()),
+        );
+        let mut walk = RankWalk::new(rank);
+        let mut prev_exit: Option<u64> = None;
+        let mut names: HashMap<u32, String> = HashMap::new();
+        while let Some(ev) = reader.next_event() {
+            if ev.thread != 0 {
+                continue;
+            }
+            let name = names
+                .entry(ev.call)
+                .or_insert_with(|| reader.tables().call_name(ev.call).into_owned())
+                .clone();
+            first = first.min(ev.t_enter);
+            last = last.max(ev.t_exit);
+            items.clear();
+            walk.items(&reader, &name, &ev, &mut items);
+            for it in items.drain(..) {
+                match it {
+                    Item::Call {
+                        function,
+                        enter,
+                        exit,
+                        ..
+                    } => {
+                        let next = functions.len() as u32 + 1;
+                        let value = *function_ids.entry(function.clone()).or_insert_with(|| {
+                            functions.push(function.clone());
+                            next
+                        });
+                        if let Some(p) = prev_exit.filter(|&p| p < enter) {
+                            recs.push(Rec::State {
+                                task,
+                                begin: p,
+                                end: enter,
+                                state: 1,
+                            });
+                        }
+                        recs.push(Rec::State {
+                            task,
+                            begin: enter,
+                            end: exit.max(enter),
+                            state: state_of(&function),
+                        });
+                        recs.push(Rec::Event {
+                            task,
+                            time: enter,
+                            value,
+                        });
+                        recs.push(Rec::Event {
+                            task,
+                            time: exit.max(enter),
+                            value: 0,
+                        });
+                        prev_exit = Some(exit.max(enter));
+                    }
+                    Item::Send {
+                        key, time, bytes, ..
+                    } => {
+                        sends.insert(key, (time, bytes));
+                    }
+                    Item::Recv { key, time, .. } => receives.push((key, time)),
+                }
+            }
+        }
+    }
+    let mut communications = 0;
+    for (key, received) in receives {
+        if let Some((sent, bytes)) = sends.remove(&key) {
+            communications += 1;
+            recs.push(Rec::Comm {
+                from: key.from + 1,
+                sent,
+                to: key.to + 1,
+                received: received.max(sent),
+                bytes,
+                tag: key.tag,
+            });
+        }
+    }
+    recs.sort_by_key(|r| r.time());
+    let first = if first == u64::MAX { 0 } else { first };
+    let n = run.rank_files.len();
+    let werr = |path: &Path| {
+        let path = path.to_path_buf();
+        move |e: std::io::Error| ExportError::Write {
+            path: path.clone(),
+            source: e,
+        }
+    };
+    // .prv
+    let prv = with_ext(base, ".prv");
+    let f = std::fs::File::create(&prv).map_err(werr(&prv))?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let tasks: Vec<String> = (0..n).map(|_| "1:1".to_string()).collect();
+    writeln!(
+        w,
+        "#Paraver ({}):{}_ns:1({n}):1:{n}({})",
+        header_date(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
+        ),
+        last.saturating_sub(first),
+        tasks.join(",")
+    )
+    .map_err(werr(&prv))?;
+    for r in &recs {
+        match *r {
+            Rec::State {
+                task,
+                begin,
+                end,
+                state,
+            } => writeln!(
+                w,
+                "1:{task}:1:{task}:1:{}:{}:{state}",
+                begin - first,
+                end - first
+            ),
+            Rec::Event { task, time, value } => {
+                writeln!(
+                    w,
+                    "2:{task}:1:{task}:1:{}:{MPI_CALL_EVENT}:{value}",
+                    time - first
+                )
+            }
+            Rec::Comm {
+                from,
+                sent,
+                to,
+                received,
+                bytes,
+                tag,
+            } => writeln!(
+                w,
+                "3:{from}:1:{from}:1:{s}:{s}:{to}:1:{to}:1:{r}:{r}:{bytes}:{tag}",
+                s = sent - first,
+                r = received - first
+            ),
+        }
+        .map_err(werr(&prv))?;
+    }
+    w.flush().map_err(werr(&prv))?;
+    // .pcf
+    let pcf = with_ext(base, ".pcf");
+    let mut t = String::from(
+        "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\nNUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\nDEFAULT_SEMANTIC\n\nTHREAD_FUNC          State As Is\n\nSTATES\n",
+    );
+    for (v, name) in STATES {
+        t += &format!("{v:<5}{name}\n");
+    }
+    t += &format!("\nEVENT_TYPE\n0    {MPI_CALL_EVENT}    MPI call\nVALUES\n0      End\n");
+    for (i, f) in functions.iter().enumerate() {
+        t += &format!("{:<6} {f}\n", i + 1);
+    }
+    std::fs::write(&pcf, t).map_err(werr(&pcf))?;
+    // .row
+    let row = with_ext(base, ".row");
+    let mut t = format!("LEVEL CPU SIZE {n}\n");
+    for (i, h) in hosts.iter().enumerate() {
+        t += &format!("{}.{h}\n", i + 1);
+    }
+    t += &format!(
+        "\nLEVEL NODE SIZE 1\n{}\n",
+        hosts.first().cloned().unwrap_or_default()
+    );
+    t += &format!("\nLEVEL THREAD SIZE {n}\n");
+    for (rank, _) in &run.rank_files {
+        t += &format!("THREAD 1.{}.1 (rank {rank})\n", rank + 1);
+    }
+    std::fs::write(&row, t).map_err(werr(&row))?;
+    Ok(ParaverSummary {
+        ranks: n as u32,
+        records: recs.len() as u64,
+        communications,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_of_calls() {
+        assert_eq!(state_of("MPI_Send"), 4);
+        assert_eq!(state_of("MPI_Recv"), 3);
+        assert_eq!(state_of("MPI_Irecv"), 11);
+        assert_eq!(state_of("MPI_Waitall"), 8);
+        assert_eq!(state_of("MPI_Iprobe"), 6);
+        assert_eq!(state_of("MPI_Allreduce"), 13);
+        assert_eq!(state_of("MPI_Barrier"), 5);
+        assert_eq!(state_of("MPI_Comm_rank"), 15);
+        assert_eq!(
+            with_ext(Path::new("/t/run"), ".prv"),
+            PathBuf::from("/t/run.prv")
+        );
+        assert_eq!(header_date(0), "01/01/70 at 00:00");
+        // 2026-11-22 07:45 UTC.
+        assert_eq!(header_date(1_795_333_500), "22/11/26 at 07:45");
+    }
+}
