@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                 # dgemm/dtrsm timed by `mpiscope calibrate` (cblas-sys)
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
+  chromium                        # renders the HTML reports in tests (headless)
 )
 
 missing=()

@@ -9,6 +9,7 @@
 
 pub mod dump;
 pub mod histogram;
+pub mod html;
 pub mod profile;
 pub mod structure;
 pub mod symbols;

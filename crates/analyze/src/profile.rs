@@ -217,20 +217,14 @@ pub fn size_class_label(c: u32) -> String {
     format!("{v}{}", U[i])
 }
 
-fn is_send(family: &str) -> bool {
-    matches!(
-        family,
-        "send"
-            | "isend"
-            | "ssend"
-            | "issend"
-            | "bsend"
-            | "ibsend"
-            | "rsend"
-            | "irsend"
-            | "sendrecv"
-            | "sendrecv_replace"
-    )
+/// Does a call of `name` send one point-to-point message when it is called? (`family`
+/// folds the non-blocking forms in; persistent inits send nothing until started.)
+fn is_send(name: &str) -> bool {
+    !mpiscope_mpispec::is_persistent(name)
+        && matches!(
+            mpiscope_mpispec::family(name).as_str(),
+            "send" | "ssend" | "bsend" | "rsend" | "sendrecv" | "sendrecv_replace"
+        )
 }
 
 /// Statistics of one rank file.

@@ -80,6 +80,9 @@ enum Command {
         /// `:30`, `10:20`).
         #[arg(long, value_name = "FROM:TO")]
         window: Option<String>,
+        /// Also write a self-contained HTML report (tables, SVG figures, loop structure).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
@@ -251,7 +254,12 @@ fn run(cli: Cli) -> Result<i32> {
             write_stdout(&text)?;
             Ok(0)
         }
-        Command::Report { dir, json, window } => {
+        Command::Report {
+            dir,
+            json,
+            window,
+            html,
+        } => {
             let run = open_run(&dir)?;
             let window = match window {
                 Some(w) => mpiscope_analyze::profile::Window::parse(&w)
@@ -259,6 +267,13 @@ fn run(cli: Cli) -> Result<i32> {
                 None => mpiscope_analyze::profile::Window::ALL,
             };
             let p = mpiscope_analyze::profile::profile_window(&run, &window)?;
+            if let Some(out) = &html {
+                use mpiscope_analyze::structure::{structure, Algorithm, Detail};
+                let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;
+                let title = format!("mpiscope report: {}", dir.display());
+                std::fs::write(out, mpiscope_analyze::html::report(&title, &p, Some(&s)))
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+            }
             let text = if json {
                 serde_json::to_string_pretty(&p)? + "\n"
             } else {

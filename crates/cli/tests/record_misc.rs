@@ -1744,4 +1744,50 @@ fn hpcc_openmpi() {
             "{name} in the HPL window"
         );
     }
+
+    // Understand: the structure and the HTML report of the whole run complete, and the page
+    // renders (seed 000's calls-per-function figure, compute and MPI per rank).
+    let o = Command::new(common::mpiscope())
+        .arg("structure")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let st: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let classes = st["classes"].as_array().unwrap();
+    let ranks: usize = classes
+        .iter()
+        .map(|c| c["ranks"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(ranks, 4, "every rank in one class");
+    assert!(
+        classes.iter().all(|c| c["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "loop")),
+        "loops found in every class"
+    );
+    let page = tmp.path().join("hpcc.html");
+    let o = Command::new(common::mpiscope())
+        .arg("report")
+        .arg(&trace)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("MPI_Iprobe") && html.contains("Loop structure"));
+    // Tall enough for two charts of 30 functions and the per-rank figure.
+    let shot = common::render_html(&page, 1000, 2600);
+    assert!(
+        shot.share_of([0x48, 0x78, 0xa8], 6) > 0.01,
+        "no bars rendered"
+    );
+    assert!(
+        shot.share_of([0xe0, 0x80, 0x30], 6) > 0.001,
+        "no MPI time rendered"
+    );
 }

@@ -235,6 +235,47 @@ fn npb_patterns_mpich() {
     lu(Mpi::Mpich);
 }
 
+/// `mpiscope report --html`: a self-contained page that Chromium renders with its figures
+/// (blue bars of calls and compute, orange MPI time, the message matrix).
+#[test]
+fn html_report_renders_in_chromium() {
+    let tmp = tempdir();
+    let exe = common::build(Mpi::OpenMpi, "npb/lu.c", &[]);
+    let (run, trace) = {
+        let _g = mpi_lock();
+        common::run_traced(Mpi::OpenMpi, 4, &exe, &["6", "3", "3"], &[], tmp.path())
+    };
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let page = tmp.path().join("report.html");
+    let o = Command::new(mpiscope())
+        .arg("report")
+        .arg(&trace)
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 5, "five figures");
+    assert!(
+        !html.contains("<script") && !html.contains("src=\"http"),
+        "not self-contained"
+    );
+    assert!(
+        html.contains("Loop structure") && html.contains("lu.c:"),
+        "structure and callsites"
+    );
+    let shot = common::render_html(&page, 1000, 1400);
+    assert_eq!((shot.width, shot.height), (1000, 1400));
+    let blue = shot.share_of([0x48, 0x78, 0xa8], 6);
+    let orange = shot.share_of([0xe0, 0x80, 0x30], 6);
+    let matrix = shot.share_of([8, 48, 107], 6);
+    assert!(
+        blue > 0.01 && orange > 0.002 && matrix > 0.001,
+        "blue {blue}, orange {orange}, matrix {matrix}"
+    );
+}
+
 #[test]
 fn text_output_and_bad_rank() {
     let tmp = tempdir();

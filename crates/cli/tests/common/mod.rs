@@ -245,3 +245,66 @@ pub fn report_json(run: &Path) -> serde_json::Value {
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
+
+/// A page rendered by headless Chromium: width, height and RGBA pixels.
+pub struct Rendered {
+    /// Pixels across.
+    pub width: u32,
+    /// Pixels down.
+    pub height: u32,
+    /// RGBA, row by row.
+    pub rgba: Vec<u8>,
+}
+
+impl Rendered {
+    /// Fraction of pixels within `tolerance` (per channel) of `rgb`.
+    pub fn share_of(&self, rgb: [u8; 3], tolerance: u8) -> f64 {
+        let n = self
+            .rgba
+            .chunks_exact(4)
+            .filter(|p| (0..3).all(|i| p[i].abs_diff(rgb[i]) <= tolerance))
+            .count();
+        n as f64 / (self.width as f64 * self.height as f64)
+    }
+}
+
+/// Renders the HTML file `page` with headless Chromium (Debian's `chromium`, installed by
+/// scripts/deps.sh) into a `width` x `height` screenshot and decodes it.
+pub fn render_html(page: &Path, width: u32, height: u32) -> Rendered {
+    let png_path = page.with_extension("png");
+    let o = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--window-size={width},{height}"))
+        .arg(format!("--screenshot={}", png_path.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium (apt-get install chromium, or scripts/deps.sh)");
+    assert!(
+        o.status.success() && png_path.is_file(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let decoder = png::Decoder::new(std::fs::File::open(&png_path).unwrap());
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    buf.truncate(info.buffer_size());
+    let rgba = match info.color_type {
+        png::ColorType::Rgba => buf,
+        png::ColorType::Rgb => buf
+            .chunks_exact(3)
+            .flat_map(|p| [p[0], p[1], p[2], 255])
+            .collect(),
+        other => panic!("unexpected PNG colour type {other:?}"),
+    };
+    Rendered {
+        width: info.width,
+        height: info.height,
+        rgba,
+    }
+}

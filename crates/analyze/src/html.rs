@@ -1,0 +1,338 @@
+//! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
+//! SVG (no script, no external file): calls per function on a log scale (seed 000's
+//! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
+//! bursts, the point-to-point matrix as a heat map, and the loop structure of each class of
+//! ranks (seed 003's notation).
+
+use std::fmt::Write as _;
+
+use crate::profile::Profile;
+use crate::structure::Structure;
+
+/// Escapes text for HTML and SVG.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Seconds in a short human unit.
+fn secs(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1.0 {
+        format!("{v:.3} s")
+    } else if a >= 1e-3 {
+        format!("{:.3} ms", v * 1e3)
+    } else if a >= 1e-6 {
+        format!("{:.3} us", v * 1e6)
+    } else {
+        format!("{:.0} ns", v * 1e9)
+    }
+}
+
+/// A horizontal bar chart: one labelled bar per `(label, value)`; `log` draws a log scale.
+fn bars(title: &str, rows: &[(String, f64)], log: bool, unit: &dyn Fn(f64) -> String) -> String {
+    let (w, lw, bh) = (860.0, 220.0, 18.0);
+    let h = 40.0 + bh * rows.len() as f64;
+    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+    let scale = |v: f64| -> f64 {
+        if max <= 0.0 || v <= 0.0 {
+            return 0.0;
+        }
+        if log {
+            (1.0 + v).log10() / (1.0 + max).log10()
+        } else {
+            v / max
+        }
+    };
+    let mut s = format!(
+        "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">",
+        esc(title)
+    );
+    for (i, (label, v)) in rows.iter().enumerate() {
+        let y = 20.0 + bh * i as f64;
+        let bw = (w - lw - 130.0) * scale(*v);
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"l\">{}</text>\
+             <rect x=\"{lw}\" y=\"{}\" width=\"{bw:.1}\" height=\"{}\" class=\"b\"/>\
+             <text x=\"{}\" y=\"{}\" class=\"v\">{}</text>",
+            lw - 6.0,
+            y + bh * 0.7,
+            esc(label),
+            y + 2.0,
+            bh - 4.0,
+            lw + bw + 6.0,
+            y + bh * 0.7,
+            esc(&unit(*v))
+        );
+    }
+    s += "</svg></figure>";
+    s
+}
+
+/// Compute and MPI time per rank, stacked.
+fn per_rank(p: &Profile) -> String {
+    let (w, lw, bh) = (860.0, 80.0, 14.0);
+    let n = p.per_rank.len();
+    let h = 50.0 + bh * n as f64;
+    let max = p
+        .per_rank
+        .iter()
+        .map(|r| r.compute_s + r.mpi_s)
+        .fold(0.0, f64::max)
+        .max(1e-12);
+    let mut s = String::from(
+        "<figure><figcaption>Compute (blue) and MPI (orange) time per rank</figcaption>",
+    );
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">"
+    );
+    for (i, r) in p.per_rank.iter().enumerate() {
+        let y = 20.0 + bh * i as f64;
+        let cw = (w - lw - 140.0) * r.compute_s / max;
+        let mw = (w - lw - 140.0) * r.mpi_s / max;
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"l\">rank {}</text>\
+             <rect x=\"{lw}\" y=\"{}\" width=\"{cw:.1}\" height=\"{}\" class=\"c\"/>\
+             <rect x=\"{:.1}\" y=\"{}\" width=\"{mw:.1}\" height=\"{}\" class=\"m\"/>\
+             <text x=\"{:.1}\" y=\"{}\" class=\"v\">{:.0}% MPI</text>",
+            lw - 6.0,
+            y + bh * 0.75,
+            r.rank,
+            y + 1.0,
+            bh - 2.0,
+            lw + cw,
+            y + 1.0,
+            bh - 2.0,
+            lw + cw + mw + 6.0,
+            y + bh * 0.75,
+            if r.wall_s > 0.0 {
+                100.0 * r.mpi_s / r.wall_s
+            } else {
+                0.0
+            }
+        );
+    }
+    s += "</svg></figure>";
+    s
+}
+
+/// Burst histogram: vertical bars over log-scale buckets.
+fn burst_histogram(p: &Profile) -> String {
+    let b = &p.bursts.histogram;
+    if b.is_empty() {
+        return String::new();
+    }
+    // Regroup by power of two for a readable axis.
+    let pow_of = |from: u64| {
+        if from == 0 {
+            0
+        } else {
+            63 - u64::from(from.leading_zeros())
+        }
+    };
+    let (lo, hi) = (pow_of(b[0].from), pow_of(b[b.len() - 1].from));
+    let mut by_pow: Vec<(u64, u64)> = (lo..=hi).map(|p| (p, 0)).collect();
+    for x in b {
+        by_pow[(pow_of(x.from) - lo) as usize].1 += x.count;
+    }
+    let (w, h, pad) = (860.0, 240.0, 40.0);
+    let max = by_pow.iter().map(|x| x.1).max().unwrap_or(1) as f64;
+    let bw = (w - 2.0 * pad) / by_pow.len() as f64;
+    let mut s = format!(
+        "<figure><figcaption>Compute bursts between MPI calls: {} bursts, harmonic mean {}, median {}</figcaption>\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">",
+        p.bursts.count,
+        secs(p.bursts.harmonic_mean_s),
+        secs(p.bursts.median_s)
+    );
+    for (i, (pow, c)) in by_pow.iter().enumerate() {
+        let bh = (h - 2.0 * pad) * (1.0 + *c as f64).log10() / (1.0 + max).log10().max(1e-9);
+        let x = pad + bw * i as f64;
+        let _ = write!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" class=\"b\"><title>{c} bursts from {}</title></rect>",
+            h - pad - bh,
+            (bw - 2.0).max(1.0),
+            secs((1u64 << pow) as f64 * 1e-9)
+        );
+        if i % 2 == 0 {
+            let _ = write!(
+                s,
+                "<text x=\"{:.1}\" y=\"{}\" class=\"t\">{}</text>",
+                x,
+                h - pad + 14.0,
+                secs((1u64 << pow) as f64 * 1e-9)
+            );
+        }
+    }
+    s += "</svg></figure>";
+    s
+}
+
+/// The point-to-point bytes matrix as a heat map (up to 256 ranks).
+fn matrix(p: &Profile) -> String {
+    let n = p.ranks as usize;
+    if p.p2p.is_empty() || n == 0 || n > 256 {
+        return String::new();
+    }
+    let cell = (640.0 / n as f64).clamp(2.0, 40.0);
+    let size = cell * n as f64 + 60.0;
+    let max = p.p2p.iter().map(|t| t.bytes).max().unwrap_or(1).max(1) as f64;
+    let mut s = format!(
+        "<figure><figcaption>Point-to-point bytes, sender (row) to receiver (column); darker is more</figcaption>\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{size}\" role=\"img\">\
+         <rect x=\"40\" y=\"20\" width=\"{}\" height=\"{}\" class=\"g\"/>",
+        cell * n as f64,
+        cell * n as f64
+    );
+    for t in &p.p2p {
+        let level = ((1.0 + t.bytes as f64).ln() / (1.0 + max).ln()).clamp(0.05, 1.0);
+        let _ = write!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"rgb(8,48,107)\" fill-opacity=\"{level:.3}\"><title>{} -> {}: {} messages, {} bytes</title></rect>",
+            40.0 + cell * t.to as f64,
+            20.0 + cell * t.from as f64,
+            t.from,
+            t.to,
+            t.messages,
+            t.bytes
+        );
+    }
+    s += "</svg></figure>";
+    s
+}
+
+/// The whole report as one HTML page.
+pub fn report(title: &str, p: &Profile, structure: Option<&Structure>) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
+         body{{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}}\
+         table{{border-collapse:collapse;font-size:13px}}td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}\
+         td:first-child,th:first-child{{text-align:left}}figure{{margin:16px 0}}figcaption{{font-weight:bold;margin-bottom:4px}}\
+         .l,.v,.t{{font-size:11px;fill:#222}}.b{{fill:#4878a8}}.c{{fill:#4878a8}}.m{{fill:#e08030}}.g{{fill:#f4f4f4}}\
+         pre{{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>\
+         <h1>{t}</h1><p>{} ranks, {} recorded events.</p>",
+        p.ranks,
+        p.events,
+        t = esc(title)
+    );
+    let mut by_count: Vec<(String, f64)> = p
+        .calls
+        .iter()
+        .map(|(n, c)| (n.clone(), c.count as f64))
+        .collect();
+    by_count.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_count.truncate(30);
+    s += &bars("Calls per function (log scale)", &by_count, true, &|v| {
+        format!("{v:.0}")
+    });
+    let mut by_time: Vec<(String, f64)> =
+        p.calls.iter().map(|(n, c)| (n.clone(), c.time_s)).collect();
+    by_time.sort_by(|a, b| b.1.total_cmp(&a.1));
+    by_time.truncate(30);
+    s += &bars("Time in each function, all ranks", &by_time, false, &secs);
+    s += &per_rank(p);
+    s += &burst_histogram(p);
+    s += &matrix(p);
+    // Tables.
+    s += "<h2>Functions</h2><table><tr><th>Function</th><th>Calls</th><th>Time</th><th>Mean</th><th>Median</th><th>p99</th><th>Max</th><th>Bytes</th></tr>";
+    let mut rows: Vec<_> = p.calls.iter().collect();
+    rows.sort_by(|a, b| b.1.time_s.total_cmp(&a.1.time_s));
+    for (n, c) in rows {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(n),
+            c.count,
+            secs(c.time_s),
+            secs(c.mean_s),
+            secs(c.median_s),
+            secs(c.p99_s),
+            secs(c.max_s),
+            c.bytes
+        );
+    }
+    s += "</table><h2>Callsites</h2><table><tr><th>Location</th><th>Function</th><th>Ranks</th><th>Calls</th><th>Time</th><th>Mean</th></tr>";
+    for c in p.callsites.iter().take(40) {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(c.location.as_deref().unwrap_or("?")),
+            esc(&c.function),
+            c.ranks,
+            c.count,
+            secs(c.time_s),
+            secs(c.mean_s)
+        );
+    }
+    s += "</table><h2>Ranks</h2><table><tr><th>Rank</th><th>Host</th><th>Wall</th><th>MPI</th><th>Compute</th><th>Granularity</th><th>Burst harmonic mean</th></tr>";
+    for r in &p.per_rank {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
+            r.rank,
+            esc(&r.host),
+            secs(r.wall_s),
+            secs(r.mpi_s),
+            secs(r.compute_s),
+            r.granularity,
+            secs(r.burst_harmonic_mean_s)
+        );
+    }
+    s += "</table>";
+    if let Some(st) = structure {
+        let text = st.to_text();
+        // Long structures (irregular polling loops) are cut: the full text is `mpiscope
+        // structure`'s.
+        let mut cut: String = text.lines().take(400).collect::<Vec<_>>().join("\n");
+        if text.lines().count() > 400 {
+            cut += "\n... (mpiscope structure prints the rest)";
+        }
+        let _ = write!(s, "<h2>Loop structure</h2><pre>{}</pre>", esc(&cut));
+    }
+    for w in &p.warnings {
+        let _ = write!(s, "<p class=\"warning\">warning: {}</p>", esc(w));
+    }
+    s += "</body></html>\n";
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_and_escaping() {
+        assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        assert_eq!(
+            (secs(2.5), secs(0.0025), secs(2.5e-6), secs(2e-9)),
+            (
+                "2.500 s".into(),
+                "2.500 ms".into(),
+                "2.500 us".into(),
+                "2 ns".into()
+            )
+        );
+        let b = bars(
+            "t",
+            &[("MPI_Send".into(), 1000.0), ("MPI_Recv".into(), 10.0)],
+            true,
+            &|v| format!("{v}"),
+        );
+        assert_eq!(b.matches("<rect").count(), 2);
+        assert!(
+            b.contains(">MPI_Send<") && b.contains("width=\"510.0\""),
+            "{b}"
+        );
+        let p = Profile::default();
+        let html = report("run <1>", &p, None);
+        assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<h1>run &lt;1&gt;</h1>"));
+    }
+}
