@@ -7,9 +7,11 @@
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
 //!   information.
 
+pub mod balance;
 pub mod dump;
 pub mod histogram;
 pub mod html;
+pub mod messages;
 pub mod profile;
 pub mod structure;
 pub mod symbols;

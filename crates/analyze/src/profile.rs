@@ -97,6 +97,9 @@ pub struct Profile {
     pub callsites: Vec<CallsiteStats>,
     /// Point-to-point traffic by (sender, receiver) world ranks, most bytes first.
     pub p2p: Vec<PairTraffic>,
+    /// Load balance and wait states ([`crate::balance`]), for whole runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<crate::balance::Balance>,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
 }
@@ -853,6 +856,42 @@ impl Profile {
                 r.burst_harmonic_mean_s * 1e6,
                 r.end
             );
+        }
+        if let Some(b) = &self.balance {
+            let _ = writeln!(
+                s,
+                "\nBalance: compute imbalance {:.1}%, MPI imbalance {:.1}% ((max / mean - 1) over ranks); \
+                 waiting: late sender {:.6} s, late receiver {:.6} s, in collectives {:.6} s",
+                b.compute_imbalance_pct,
+                b.mpi_imbalance_pct,
+                b.late_sender_s,
+                b.late_receiver_s,
+                b.collective_wait_s
+            );
+            for w in b.waits.iter().take(5) {
+                let _ = writeln!(
+                    s,
+                    "  rank {} waited {:.6} s on rank {} ({}, {} messages)",
+                    w.waiter, w.seconds, w.on, w.kind, w.messages
+                );
+            }
+            for c in b.collectives.iter().take(5) {
+                let _ = writeln!(
+                    s,
+                    "  {}: {:.6} s waiting for the last rank over {} calls",
+                    c.function, c.seconds, c.instances
+                );
+            }
+            if let Some(p) = &b.placement {
+                let _ = writeln!(
+                    s,
+                    "  placement, {} ranks per node: {} inter-node bytes in rank order, {} with nodes {:?}",
+                    p.ranks_per_node,
+                    p.in_order_inter_node_bytes,
+                    p.suggested_inter_node_bytes,
+                    p.node_of_rank
+                );
+            }
         }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");

@@ -83,6 +83,10 @@ enum Command {
         /// Also write a self-contained HTML report (tables, SVG figures, loop structure).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Suggest a placement of ranks on nodes of this many ranks that lowers the
+        /// point-to-point bytes between nodes.
+        #[arg(long, value_name = "K")]
+        ranks_per_node: Option<u32>,
     },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
@@ -259,6 +263,7 @@ fn run(cli: Cli) -> Result<i32> {
             json,
             window,
             html,
+            ranks_per_node,
         } => {
             let run = open_run(&dir)?;
             let window = match window {
@@ -266,7 +271,15 @@ fn run(cli: Cli) -> Result<i32> {
                     .map_err(|e| anyhow::anyhow!("--window: {e}"))?,
                 None => mpiscope_analyze::profile::Window::ALL,
             };
-            let p = mpiscope_analyze::profile::profile_window(&run, &window)?;
+            let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
+            if window.is_all() {
+                p.balance = Some(mpiscope_analyze::balance::balance(
+                    &run,
+                    &p.per_rank,
+                    &p.p2p,
+                    ranks_per_node,
+                )?);
+            }
             if let Some(out) = &html {
                 use mpiscope_analyze::structure::{structure, Algorithm, Detail};
                 let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;

@@ -276,6 +276,57 @@ fn html_report_renders_in_chromium() {
     );
 }
 
+/// Wait states of known size (`tests/programs/npb/late.c`): a late sender of 50 ms and a
+/// barrier whose last rank is 30 ms late.
+#[test]
+fn balance_finds_known_wait_states() {
+    let tmp = tempdir();
+    let exe = common::build(Mpi::OpenMpi, "npb/late.c", &[]);
+    let (run, trace) = {
+        let _g = mpi_lock();
+        common::run_traced(Mpi::OpenMpi, 4, &exe, &[], &[], tmp.path())
+    };
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let o = Command::new(mpiscope())
+        .arg("report")
+        .arg(&trace)
+        .args(["--json", "--ranks-per-node", "2"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let b = &r["balance"];
+    let first = &b["waits"][0];
+    assert_eq!(
+        (first["waiter"].as_u64(), first["on"].as_u64()),
+        (Some(1), Some(0)),
+        "{b}"
+    );
+    assert_eq!(first["kind"], "late sender");
+    let ls = first["seconds"].as_f64().unwrap();
+    assert!(
+        (0.045..0.5).contains(&ls),
+        "late sender {ls} s, expected about 0.05"
+    );
+    let barrier = b["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["function"] == "MPI_Barrier")
+        .unwrap();
+    assert_eq!(barrier["instances"], 3);
+    // Second barrier: ranks 2 and 3 wait about 50 ms for rank 0. Third: ranks 0-2 wait
+    // about 30 ms for rank 3. About 190 ms in all.
+    let cw = barrier["seconds"].as_f64().unwrap();
+    assert!((0.15..1.0).contains(&cw), "collective wait {cw} s");
+    let wait = |r: usize| b["per_rank"][r]["collective_wait_s"].as_f64().unwrap();
+    assert!((0.025..0.5).contains(&wait(0)), "{b}");
+    assert!((0.07..0.6).contains(&wait(2)), "{b}");
+    assert!((0.045..0.5).contains(&wait(3)), "{b}");
+    assert!(b["compute_imbalance_pct"].as_f64().unwrap() > 30.0, "{b}");
+    assert_eq!(b["placement"]["ranks_per_node"], 2);
+}
+
 #[test]
 fn text_output_and_bad_rank() {
     let tmp = tempdir();

@@ -1,7 +1,7 @@
 //! Chrome trace event JSON (Perfetto, `chrome://tracing`): one process per rank, one track
 //! per thread, a slice per MPI call (arguments: callsite, bytes, peer) and an arrow per
 //! point-to-point message from the send call to the call that completed the receive (flow
-//! events with the ids of [`crate::messages`]). Written while the ranks are read, one after
+//! events with the ids of [`mpiscope_analyze::messages`]). Written while the ranks are read, one after
 //! the other: memory does not grow with the trace.
 
 use std::io::Write;
@@ -9,8 +9,8 @@ use std::path::Path;
 
 use mpiscope_trace::RunDir;
 
-use crate::messages::{Item, RankWalk};
 use crate::ExportError;
+use mpiscope_analyze::messages::{Item, RankWalk};
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,6 +122,7 @@ pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportEr
                         time,
                         thread,
                         bytes,
+                        ..
                     } => {
                         sum.sends += 1;
                         write!(

@@ -5,7 +5,8 @@
 //! * [`chrome`]: Chrome trace event JSON for Perfetto, with message arrows;
 //! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files.
 //!
-//! [`messages`] pairs sends and receives rank by rank, for the formats that draw messages.
+//! `mpiscope_analyze::messages` pairs sends and receives rank by rank, for the formats that
+//! draw messages.
 //!
 //! Exporters read a run directory through [`mpiscope_trace::RunDir`] and stream each rank's
 //! events, so memory stays small whatever the trace size.
@@ -13,7 +14,6 @@
 use std::path::PathBuf;
 
 pub mod chrome;
-pub mod messages;
 pub mod paraver;
 pub mod simgrid_ti;
 

@@ -12,7 +12,7 @@
 //! * event `2:cpu:1:task:1:time:50000000:value`: the MPI function (value from the `.pcf`)
 //!   at entry, 0 at exit;
 //! * communication `3:cpu:1:task:1:send:send:cpu:1:task:1:recv:recv:bytes:tag` for each
-//!   point-to-point message paired by [`crate::messages`], from the send call's entry to
+//!   point-to-point message paired by [`mpiscope_analyze::messages`], from the send call's entry to
 //!   the completion of the receive.
 //!
 //! The records of the whole run are held in memory to be sorted (about 40 bytes each).
@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use mpiscope_trace::RunDir;
 
-use crate::messages::{Item, MessageKey, RankWalk};
 use crate::ExportError;
+use mpiscope_analyze::messages::{Item, MessageKey, RankWalk};
 
 /// Event type of MPI calls in the `.prv` and `.pcf`.
 pub const MPI_CALL_EVENT: u32 = 50_000_000;

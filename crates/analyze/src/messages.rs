@@ -78,6 +78,10 @@ pub enum Item {
         key: MessageKey,
         /// When.
         time: u64,
+        /// Exit of the send call (for a non-blocking send, the same call's exit).
+        exit: u64,
+        /// The call blocks until the message is on its way (`Send`, `Ssend`, ...).
+        blocking: bool,
         /// Thread.
         thread: u16,
         /// Payload bytes.
@@ -89,6 +93,10 @@ pub enum Item {
         key: MessageKey,
         /// When.
         time: u64,
+        /// When the receive was posted (entry of `Recv` or `Irecv`).
+        posted: u64,
+        /// Entry of the call that completed it (`Recv` itself, or the `Wait`/`Test`).
+        blocked_from: u64,
         /// Thread.
         thread: u16,
         /// Payload bytes.
@@ -101,8 +109,8 @@ pub struct RankWalk {
     rank: u32,
     sent: HashMap<(u32, i64, u64), u64>,
     received: HashMap<(u32, i64, u64), u64>,
-    /// Posted receives: request id -> communicator key.
-    posted: HashMap<i64, u64>,
+    /// Posted receives: request id -> (communicator key, time posted).
+    posted: HashMap<i64, (u64, u64)>,
 }
 
 /// Send families (their non-blocking forms share the family).
@@ -132,8 +140,8 @@ impl RankWalk {
         to: i64,
         tag: i64,
         comm: u64,
-        time: u64,
-        thread: u16,
+        ev: &Event,
+        blocking: bool,
         bytes: u64,
     ) -> Option<Item> {
         if to < 0 {
@@ -150,8 +158,10 @@ impl RankWalk {
         *n += 1;
         Some(Item::Send {
             key,
-            time,
-            thread,
+            time: ev.t_enter,
+            exit: ev.t_exit,
+            blocking,
+            thread: ev.thread,
             bytes,
         })
     }
@@ -161,8 +171,8 @@ impl RankWalk {
         from: i64,
         tag: i64,
         comm: u64,
-        time: u64,
-        thread: u16,
+        posted: u64,
+        ev: &Event,
         bytes: u64,
     ) -> Option<Item> {
         if from < 0 || tag == NO_VALUE || from == NO_VALUE {
@@ -179,8 +189,10 @@ impl RankWalk {
         *n += 1;
         Some(Item::Recv {
             key,
-            time,
-            thread,
+            time: ev.t_exit,
+            posted,
+            blocked_from: ev.t_enter,
+            thread: ev.thread,
             bytes,
         })
     }
@@ -220,8 +232,8 @@ impl RankWalk {
                 a.get(Slot::Peer).unwrap_or(-1),
                 a.get(Slot::Tag).unwrap_or(0),
                 comm,
-                ev.t_enter,
-                ev.thread,
+                ev,
+                !nonblocking,
                 pos(a.get(Slot::Bytes)),
             );
             out.extend(item);
@@ -230,8 +242,8 @@ impl RankWalk {
                 a.get(Slot::Peer).unwrap_or(-1),
                 a.get(Slot::Tag).unwrap_or(0),
                 comm,
-                ev.t_enter,
-                ev.thread,
+                ev,
+                true,
                 pos(a.get(Slot::Bytes)),
             );
             out.extend(item);
@@ -241,7 +253,7 @@ impl RankWalk {
                 .unwrap_or(-1);
             let tag = a.get(Slot::StatusTag).or(a.get(Slot::RecvTag)).unwrap_or(0);
             let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)));
-            let item = self.recv_item(from, tag, comm, ev.t_exit, ev.thread, bytes);
+            let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
             out.extend(item);
         } else if (fam == "recv" || fam == "mrecv") && !nonblocking {
             let from = a
@@ -250,11 +262,11 @@ impl RankWalk {
                 .unwrap_or(-1);
             let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(0);
             let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)));
-            let item = self.recv_item(from, tag, comm, ev.t_exit, ev.thread, bytes);
+            let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
             out.extend(item);
         } else if (fam == "recv" || fam == "mrecv") && nonblocking {
             if let Some(id) = a.get(Slot::Request) {
-                self.posted.insert(id, comm);
+                self.posted.insert(id, (comm, ev.t_enter));
             }
         } else {
             self.completions(ev, &fam, out);
@@ -278,9 +290,8 @@ impl RankWalk {
             }
         }
         for (id, source, tag, bytes) in done {
-            if let Some(comm) = self.posted.remove(&id) {
-                let item =
-                    self.recv_item(source, tag, comm, ev.t_exit, ev.thread, bytes.max(0) as u64);
+            if let Some((comm, posted)) = self.posted.remove(&id) {
+                let item = self.recv_item(source, tag, comm, posted, ev, bytes.max(0) as u64);
                 out.extend(item);
             }
         }

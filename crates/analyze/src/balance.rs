@@ -1,0 +1,422 @@
+//! Load balance and waiting: who waits on whom, and for how long (Scalasca's wait states,
+//! from a trace of an unmodified program), plus a placement hint from the message matrix.
+//!
+//! * **Imbalance**: `(max / mean - 1) x 100` of the ranks' compute time and of their MPI
+//!   time.
+//! * **Late sender**: a receive (`Recv`, or the `Wait`/`Test` completing an `Irecv`) blocked
+//!   before the matching send was called: `min(send entry, receive exit) - blocking entry`.
+//! * **Late receiver**: a blocking send that returned only after the receive was posted,
+//!   and was called before it (a rendezvous): `min(receive posted, send exit) - send entry`.
+//! * **Collective wait**: in each instance of a blocking collective (the n-th call on a
+//!   communicator, on every member), the time each rank spent before the last one arrived,
+//!   at most its time in the call.
+//! * **Placement**: with `K` ranks per node, the point-to-point bytes that cross nodes with
+//!   ranks placed in order (`rank / K`), and with a greedy grouping of the heaviest pairs.
+//!
+//! Messages are paired with [`crate::messages`]; the whole run's message ends and
+//! collective instances are held in memory.
+
+use std::collections::HashMap;
+
+use mpiscope_trace::{RankReader, RunDir, Slot};
+use serde::Serialize;
+
+use crate::messages::{Item, MessageKey, RankWalk};
+use crate::profile::{PairTraffic, RankStats};
+use crate::AnalyzeError;
+
+/// Waiting of one rank.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RankWaits {
+    /// World rank.
+    pub rank: u32,
+    /// Blocked in receives whose sender was late, seconds.
+    pub late_sender_s: f64,
+    /// Blocked in sends whose receiver was late, seconds.
+    pub late_receiver_s: f64,
+    /// Waiting in collectives for the last rank to arrive, seconds.
+    pub collective_wait_s: f64,
+}
+
+/// One rank waiting on another.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct WaitOn {
+    /// The rank that waited.
+    pub waiter: u32,
+    /// The rank it waited for.
+    pub on: u32,
+    /// `late sender` or `late receiver`.
+    pub kind: String,
+    /// Messages concerned.
+    pub messages: u64,
+    /// Total wait, seconds.
+    pub seconds: f64,
+}
+
+/// Waiting in one collective function.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct CollectiveWait {
+    /// MPI function.
+    pub function: String,
+    /// Instances (calls on all members counted once).
+    pub instances: u64,
+    /// Total wait over ranks, seconds.
+    pub seconds: f64,
+}
+
+/// A placement hint.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Placement {
+    /// Ranks per node assumed.
+    pub ranks_per_node: u32,
+    /// Point-to-point bytes between nodes with ranks in order.
+    pub in_order_inter_node_bytes: u64,
+    /// The same with the suggested placement.
+    pub suggested_inter_node_bytes: u64,
+    /// Node of each rank in the suggestion.
+    pub node_of_rank: Vec<u32>,
+}
+
+/// The balance report.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Balance {
+    /// `(max / mean - 1) x 100` of compute time per rank.
+    pub compute_imbalance_pct: f64,
+    /// The same of MPI time.
+    pub mpi_imbalance_pct: f64,
+    /// Late-sender waiting, all ranks, seconds.
+    pub late_sender_s: f64,
+    /// Late-receiver waiting, all ranks, seconds.
+    pub late_receiver_s: f64,
+    /// Collective waiting, all ranks, seconds.
+    pub collective_wait_s: f64,
+    /// Per rank.
+    pub per_rank: Vec<RankWaits>,
+    /// The largest waits of one rank on another, most first (at most 20).
+    pub waits: Vec<WaitOn>,
+    /// Per collective function, most waiting first.
+    pub collectives: Vec<CollectiveWait>,
+    /// With `--ranks-per-node`.
+    pub placement: Option<Placement>,
+}
+
+fn imbalance(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    let max = v.iter().copied().fold(0.0, f64::max);
+    if mean > 0.0 {
+        (max / mean - 1.0) * 100.0
+    } else {
+        0.0
+    }
+}
+
+struct SendSide {
+    rank: u32,
+    enter: u64,
+    exit: u64,
+    blocking: bool,
+}
+
+struct RecvSide {
+    rank: u32,
+    posted: u64,
+    blocked_from: u64,
+    exit: u64,
+}
+
+/// Computes the balance of `run`; `ranks` and `p2p` come from its profile.
+pub fn balance(
+    run: &RunDir,
+    ranks: &[RankStats],
+    p2p: &[PairTraffic],
+    ranks_per_node: Option<u32>,
+) -> Result<Balance, AnalyzeError> {
+    let n = run.ranks() as usize;
+    let mut b = Balance {
+        compute_imbalance_pct: imbalance(ranks.iter().map(|r| r.compute_s)),
+        mpi_imbalance_pct: imbalance(ranks.iter().map(|r| r.mpi_s)),
+        per_rank: (0..n as u32)
+            .map(|rank| RankWaits {
+                rank,
+                ..RankWaits::default()
+            })
+            .collect(),
+        ..Balance::default()
+    };
+    let mut sends: HashMap<MessageKey, SendSide> = HashMap::new();
+    let mut recvs: Vec<(MessageKey, RecvSide)> = Vec::new();
+    // (communicator key, instance) -> (function, [(rank, enter, exit)]).
+    type Instance = (String, Vec<(u32, u64, u64)>);
+    let mut instances: HashMap<(u64, u64), Instance> = HashMap::new();
+    let mut items = Vec::new();
+    for (rank, path) in &run.rank_files {
+        let rank = *rank;
+        let mut reader = RankReader::open(path)?;
+        let mut walk = RankWalk::new(rank);
+        let mut names: HashMap<u32, (String, bool)> = HashMap::new();
+        let mut coll_seq: HashMap<u64, u64> = HashMap::new();
+        while let Some(ev) = reader.next_event() {
+            let (name, blocking_collective) = names
+                .entry(ev.call)
+                .or_insert_with(|| {
+                    let n = reader.tables().call_name(ev.call).into_owned();
+                    let c = mpiscope_mpispec::is_collective(&n)
+                        && !mpiscope_mpispec::is_nonblocking(&n)
+                        && !mpiscope_mpispec::is_persistent(&n);
+                    (n, c)
+                })
+                .clone();
+            if blocking_collective {
+                let key = ev
+                    .args
+                    .get(Slot::Comm)
+                    .and_then(|c| reader.tables().comms.get(&(c as u32)))
+                    .map(|c| c.key);
+                if let Some(key) = key {
+                    let seq = coll_seq.entry(key).or_insert(0);
+                    instances
+                        .entry((key, *seq))
+                        .or_insert_with(|| (name.clone(), Vec::new()))
+                        .1
+                        .push((rank, ev.t_enter, ev.t_exit));
+                    *seq += 1;
+                }
+            }
+            items.clear();
+            walk.items(&reader, &name, &ev, &mut items);
+            for it in items.drain(..) {
+                match it {
+                    Item::Send {
+                        key,
+                        time,
+                        exit,
+                        blocking,
+                        ..
+                    } => {
+                        sends.insert(
+                            key,
+                            SendSide {
+                                rank,
+                                enter: time,
+                                exit,
+                                blocking,
+                            },
+                        );
+                    }
+                    Item::Recv {
+                        key,
+                        time,
+                        posted,
+                        blocked_from,
+                        ..
+                    } => recvs.push((
+                        key,
+                        RecvSide {
+                            rank,
+                            posted,
+                            blocked_from,
+                            exit: time,
+                        },
+                    )),
+                    Item::Call { .. } => {}
+                }
+            }
+        }
+    }
+    let ns = |v: u64| v as f64 * 1e-9;
+    let mut pairs: HashMap<(u32, u32, bool), (u64, u64)> = HashMap::new();
+    for (key, r) in &recvs {
+        let Some(s) = sends.get(key) else { continue };
+        // Late sender: the receiver blocked before the send was called.
+        let ls = s.enter.min(r.exit).saturating_sub(r.blocked_from);
+        if ls > 0 {
+            let e = pairs.entry((r.rank, s.rank, true)).or_default();
+            e.0 += 1;
+            e.1 += ls;
+        }
+        // Late receiver: a blocking send held until the receive was posted.
+        if s.blocking && s.exit > r.posted {
+            let lr = r.posted.min(s.exit).saturating_sub(s.enter);
+            if lr > 0 {
+                let e = pairs.entry((s.rank, r.rank, false)).or_default();
+                e.0 += 1;
+                e.1 += lr;
+            }
+        }
+    }
+    for (&(waiter, on, late_sender), &(m, t)) in &pairs {
+        let w = &mut b.per_rank[waiter as usize];
+        if late_sender {
+            w.late_sender_s += ns(t);
+            b.late_sender_s += ns(t);
+        } else {
+            w.late_receiver_s += ns(t);
+            b.late_receiver_s += ns(t);
+        }
+        b.waits.push(WaitOn {
+            waiter,
+            on,
+            kind: if late_sender {
+                "late sender"
+            } else {
+                "late receiver"
+            }
+            .into(),
+            messages: m,
+            seconds: ns(t),
+        });
+    }
+    b.waits.sort_by(|a, c| {
+        c.seconds
+            .total_cmp(&a.seconds)
+            .then((a.waiter, a.on).cmp(&(c.waiter, c.on)))
+    });
+    b.waits.truncate(20);
+    let mut by_function: HashMap<String, (u64, u64)> = HashMap::new();
+    for (function, calls) in instances.into_values() {
+        let last = calls.iter().map(|c| c.1).max().unwrap_or(0);
+        let mut total = 0;
+        for &(rank, enter, exit) in &calls {
+            let wait = last.min(exit).saturating_sub(enter);
+            b.per_rank[rank as usize].collective_wait_s += ns(wait);
+            total += wait;
+        }
+        let e = by_function.entry(function).or_default();
+        e.0 += 1;
+        e.1 += total;
+    }
+    b.collectives = by_function
+        .into_iter()
+        .map(|(function, (instances, t))| CollectiveWait {
+            function,
+            instances,
+            seconds: ns(t),
+        })
+        .collect();
+    b.collectives.sort_by(|a, c| {
+        c.seconds
+            .total_cmp(&a.seconds)
+            .then(a.function.cmp(&c.function))
+    });
+    b.collective_wait_s = b.collectives.iter().map(|c| c.seconds).sum();
+    if let Some(k) = ranks_per_node.filter(|&k| k > 0) {
+        b.placement = Some(placement(n, k, p2p));
+    }
+    Ok(b)
+}
+
+/// Inter-node bytes of a placement.
+fn inter_node(node: &[u32], p2p: &[PairTraffic]) -> u64 {
+    p2p.iter()
+        .filter(|t| node.get(t.from as usize) != node.get(t.to as usize))
+        .map(|t| t.bytes)
+        .sum()
+}
+
+/// Greedy placement: heaviest pairs first, groups of at most `k` ranks merged while they
+/// fit, then groups packed into nodes of `k` (largest first).
+fn placement(n: usize, k: u32, p2p: &[PairTraffic]) -> Placement {
+    let k = k as usize;
+    let in_order: Vec<u32> = (0..n).map(|r| (r / k) as u32).collect();
+    let mut weight: HashMap<(u32, u32), u64> = HashMap::new();
+    for t in p2p
+        .iter()
+        .filter(|t| t.from != t.to && (t.from as usize) < n && (t.to as usize) < n)
+    {
+        *weight
+            .entry((t.from.min(t.to), t.from.max(t.to)))
+            .or_default() += t.bytes;
+    }
+    let mut edges: Vec<((u32, u32), u64)> = weight.into_iter().collect();
+    edges.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut group: Vec<usize> = (0..n).collect();
+    let mut members: Vec<Vec<u32>> = (0..n as u32).map(|r| vec![r]).collect();
+    for ((a, b), _) in edges {
+        let (ga, gb) = (group[a as usize], group[b as usize]);
+        if ga == gb || members[ga].len() + members[gb].len() > k {
+            continue;
+        }
+        let moved = std::mem::take(&mut members[gb]);
+        for &r in &moved {
+            group[r as usize] = ga;
+        }
+        members[ga].extend(moved);
+    }
+    let mut groups: Vec<Vec<u32>> = members.into_iter().filter(|m| !m.is_empty()).collect();
+    groups.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    let mut fill: Vec<usize> = Vec::new();
+    let mut node = vec![0u32; n];
+    for g in groups {
+        let slot = match fill.iter().position(|&f| f + g.len() <= k) {
+            Some(i) => i,
+            None => {
+                fill.push(0);
+                fill.len() - 1
+            }
+        };
+        fill[slot] += g.len();
+        for r in g {
+            node[r as usize] = slot as u32;
+        }
+    }
+    let (before, after) = (inter_node(&in_order, p2p), inter_node(&node, p2p));
+    // Never suggest worse than the order the ranks already have.
+    let (node, after) = if after <= before {
+        (node, after)
+    } else {
+        (in_order, before)
+    };
+    Placement {
+        ranks_per_node: k as u32,
+        in_order_inter_node_bytes: before,
+        suggested_inter_node_bytes: after,
+        node_of_rank: node,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(from: u32, to: u32, bytes: u64) -> PairTraffic {
+        PairTraffic {
+            from,
+            to,
+            messages: 1,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn imbalance_percent() {
+        assert_eq!(imbalance([1.0, 1.0].into_iter()), 0.0);
+        assert!((imbalance([1.0, 3.0].into_iter()) - 50.0).abs() < 1e-12);
+        assert_eq!(imbalance(std::iter::empty()), 0.0);
+    }
+
+    #[test]
+    fn placement_groups_heavy_pairs() {
+        // 0-2 and 1-3 talk: in order (0,1 | 2,3) everything crosses; grouped, nothing does.
+        let p2p = [
+            t(0, 2, 100),
+            t(2, 0, 100),
+            t(1, 3, 50),
+            t(3, 1, 50),
+            t(0, 1, 1),
+        ];
+        let p = placement(4, 2, &p2p);
+        assert_eq!(p.in_order_inter_node_bytes, 300);
+        assert_eq!(p.suggested_inter_node_bytes, 1);
+        assert_eq!(p.node_of_rank[0], p.node_of_rank[2]);
+        assert_eq!(p.node_of_rank[1], p.node_of_rank[3]);
+        assert_ne!(p.node_of_rank[0], p.node_of_rank[1]);
+        // A ring is already well placed in order: never worse.
+        let ring = [t(0, 1, 10), t(1, 2, 10), t(2, 3, 10), t(3, 0, 10)];
+        let p = placement(4, 2, &ring);
+        assert!(p.suggested_inter_node_bytes <= p.in_order_inter_node_bytes);
+    }
+}
