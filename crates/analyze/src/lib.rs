@@ -8,6 +8,7 @@
 //!   information.
 
 pub mod balance;
+pub mod compare;
 pub mod dump;
 pub mod histogram;
 pub mod html;

@@ -88,6 +88,16 @@ enum Command {
         #[arg(long, value_name = "K")]
         ranks_per_node: Option<u32>,
     },
+    /// Runs of one program side by side (scaling): wall time, MPI share, compute bursts
+    /// (mean, harmonic mean), calls per rank and bytes per call of each function.
+    Compare {
+        /// Run directories (any order: they are sorted by rank count).
+        #[arg(required = true, num_args = 2..)]
+        dirs: Vec<PathBuf>,
+        /// Print JSON instead of tables.
+        #[arg(long)]
+        json: bool,
+    },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
     /// totals, ranks with the same structure grouped.
@@ -221,6 +231,24 @@ fn run(cli: Cli) -> Result<i32> {
                     )
                 }
             }
+        }
+        Command::Compare { dirs, json } => {
+            let mut runs = Vec::new();
+            for d in &dirs {
+                let run = open_run(d)?;
+                runs.push((
+                    d.display().to_string(),
+                    mpiscope_analyze::profile::profile(&run)?,
+                ));
+            }
+            let c = mpiscope_analyze::compare::compare(&runs);
+            let text = if json {
+                serde_json::to_string_pretty(&c)? + "\n"
+            } else {
+                c.to_text()
+            };
+            write_stdout(&text)?;
+            Ok(0)
         }
         Command::Structure {
             dir,

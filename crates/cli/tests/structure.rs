@@ -327,6 +327,49 @@ fn balance_finds_known_wait_states() {
     assert_eq!(b["placement"]["ranks_per_node"], 2);
 }
 
+/// `mpiscope compare`: the same program at 2 and 4 ranks, given in any order.
+#[test]
+fn compare_runs_at_two_scales() {
+    let tmp = tempdir();
+    let exe = common::build(Mpi::OpenMpi, "npb/ep.c", &[]);
+    let mut dirs = Vec::new();
+    for np in [4u32, 2] {
+        let d = tmp.path().join(format!("np{np}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let (run, trace) = {
+            let _g = mpi_lock();
+            common::run_traced(Mpi::OpenMpi, np, &exe, &["3"], &[], &d)
+        };
+        assert_eq!(run.code, Some(0), "{}", run.stderr);
+        dirs.push(trace);
+    }
+    let o = Command::new(mpiscope())
+        .arg("compare")
+        .args(&dirs)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = c["runs"].as_array().unwrap();
+    assert_eq!(
+        (runs[0]["ranks"].as_u64(), runs[1]["ranks"].as_u64()),
+        (Some(2), Some(4))
+    );
+    for r in runs {
+        // Every rank calls MPI_Allreduce once per round, whatever the scale.
+        assert_eq!(r["calls_per_rank"]["MPI_Allreduce"], 3.0, "{r}");
+        assert_eq!(r["bytes_per_call"]["MPI_Allreduce"], 16.0, "{r}");
+        assert!(r["burst_harmonic_mean_s"].as_f64().unwrap() > 0.0);
+    }
+    let o = Command::new(mpiscope())
+        .arg("compare")
+        .arg(&dirs[0])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "one run is not a comparison");
+}
+
 #[test]
 fn text_output_and_bad_rank() {
     let tmp = tempdir();

@@ -1,0 +1,197 @@
+//! Runs of one program side by side (seed 000's scaling study, its Figure 4): per run the
+//! rank count, wall time, MPI share, compute bursts (mean and harmonic mean: how closely
+//! MPI calls follow each other), and per function the calls and bytes per rank, so one sees
+//! how counts, sizes and bursts change with the number of ranks.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::profile::Profile;
+
+/// One run's summary.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RunSummary {
+    /// The run directory as given.
+    pub run: String,
+    /// Ranks.
+    pub ranks: u32,
+    /// Longest rank's wall time, seconds.
+    pub wall_s: f64,
+    /// MPI time over wall time, summed over ranks.
+    pub mpi_fraction: f64,
+    /// Compute bursts per rank.
+    pub bursts_per_rank: f64,
+    /// Mean burst, seconds.
+    pub burst_mean_s: f64,
+    /// Harmonic mean of the bursts, seconds.
+    pub burst_harmonic_mean_s: f64,
+    /// Per function: calls per rank.
+    pub calls_per_rank: BTreeMap<String, f64>,
+    /// Per function: bytes per call (sent plus received), where the function moves data.
+    pub bytes_per_call: BTreeMap<String, f64>,
+}
+
+/// The comparison.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Comparison {
+    /// Runs, by increasing rank count.
+    pub runs: Vec<RunSummary>,
+}
+
+/// Summarizes `(name, profile)` pairs, ordered by rank count.
+pub fn compare(runs: &[(String, Profile)]) -> Comparison {
+    let mut out: Vec<RunSummary> = runs
+        .iter()
+        .map(|(name, p)| {
+            let n = f64::from(p.ranks.max(1));
+            let wall: f64 = p.per_rank.iter().map(|r| r.wall_s).sum();
+            let mpi: f64 = p.per_rank.iter().map(|r| r.mpi_s).sum();
+            RunSummary {
+                run: name.clone(),
+                ranks: p.ranks,
+                wall_s: p.per_rank.iter().map(|r| r.wall_s).fold(0.0, f64::max),
+                mpi_fraction: if wall > 0.0 { mpi / wall } else { 0.0 },
+                bursts_per_rank: p.bursts.count as f64 / n,
+                burst_mean_s: p.bursts.mean_s,
+                burst_harmonic_mean_s: p.bursts.harmonic_mean_s,
+                calls_per_rank: p
+                    .calls
+                    .iter()
+                    .map(|(f, c)| (f.clone(), c.count as f64 / n))
+                    .collect(),
+                bytes_per_call: p
+                    .calls
+                    .iter()
+                    .filter(|(_, c)| c.bytes > 0 && c.recorded > 0)
+                    .map(|(f, c)| (f.clone(), c.bytes as f64 / c.recorded as f64))
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|r| r.ranks);
+    Comparison { runs: out }
+}
+
+impl Comparison {
+    /// Tables: one row per run, then calls per rank and bytes per call of the busiest
+    /// functions across runs.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{:>6} {:>10} {:>6} {:>12} {:>14} {:>16}  run",
+            "ranks", "wall (s)", "MPI%", "bursts/rank", "burst mean (us)", "burst hmean (us)"
+        );
+        for r in &self.runs {
+            let _ = writeln!(
+                s,
+                "{:>6} {:>10.4} {:>5.1}% {:>12.0} {:>14.3} {:>16.3}  {}",
+                r.ranks,
+                r.wall_s,
+                100.0 * r.mpi_fraction,
+                r.bursts_per_rank,
+                r.burst_mean_s * 1e6,
+                r.burst_harmonic_mean_s * 1e6,
+                r.run
+            );
+        }
+        let mut functions: BTreeMap<&str, f64> = BTreeMap::new();
+        for r in &self.runs {
+            for (f, c) in &r.calls_per_rank {
+                *functions.entry(f).or_default() += c;
+            }
+        }
+        let mut top: Vec<(&str, f64)> = functions.into_iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        top.truncate(12);
+        let head: String = self
+            .runs
+            .iter()
+            .map(|r| format!(" {:>14}", format!("{} ranks", r.ranks)))
+            .collect();
+        let _ = writeln!(s, "\ncalls per rank\n{:<24}{head}", "function");
+        for (f, _) in &top {
+            let row: String = self
+                .runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        " {:>14.1}",
+                        r.calls_per_rank.get(*f).copied().unwrap_or(0.0)
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "{f:<24}{row}");
+        }
+        let _ = writeln!(s, "\nbytes per call\n{:<24}{head}", "function");
+        for (f, _) in &top {
+            if self.runs.iter().all(|r| !r.bytes_per_call.contains_key(*f)) {
+                continue;
+            }
+            let row: String = self
+                .runs
+                .iter()
+                .map(|r| {
+                    format!(
+                        " {:>14.0}",
+                        r.bytes_per_call.get(*f).copied().unwrap_or(0.0)
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "{f:<24}{row}");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::{CallStats, RankStats};
+
+    fn profile(ranks: u32, sends: u64, hmean: f64) -> Profile {
+        let mut p = Profile {
+            ranks,
+            ..Profile::default()
+        };
+        p.calls.insert(
+            "MPI_Send".into(),
+            CallStats {
+                count: sends,
+                recorded: sends,
+                bytes: sends * 1024,
+                ..CallStats::default()
+            },
+        );
+        p.per_rank = (0..ranks)
+            .map(|rank| RankStats {
+                rank,
+                wall_s: 2.0,
+                mpi_s: 0.5,
+                ..RankStats::default()
+            })
+            .collect();
+        p.bursts.harmonic_mean_s = hmean;
+        p
+    }
+
+    #[test]
+    fn runs_by_rank_count() {
+        let c = compare(&[
+            ("b".into(), profile(8, 80, 1e-6)),
+            ("a".into(), profile(4, 80, 2e-6)),
+        ]);
+        assert_eq!(c.runs[0].ranks, 4);
+        assert_eq!(c.runs[0].calls_per_rank["MPI_Send"], 20.0);
+        assert_eq!(c.runs[1].calls_per_rank["MPI_Send"], 10.0);
+        assert_eq!(c.runs[1].bytes_per_call["MPI_Send"], 1024.0);
+        assert!((c.runs[0].mpi_fraction - 0.25).abs() < 1e-12);
+        let t = c.to_text();
+        assert!(
+            t.contains("4 ranks") && t.contains("MPI_Send") && t.contains("25.0%"),
+            "{t}"
+        );
+    }
+}
