@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev                 # dgemm/dtrsm timed by `mpiscope calibrate` (cblas-sys)
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
+  libotf2-trace-dev otf2-tools    # OTF2 export (libotf2) and its check (otf2-print)
   chromium                        # renders the HTML reports in tests (headless)
 )
 

@@ -42,11 +42,12 @@ enum Command {
     },
     /// Convert a trace for another tool: `--format simgrid-ti` writes SimGrid
     /// time-independent traces for `smpirun -replay OUT/index.txt`; `chrome` one JSON file
-    /// for Perfetto (calls and message arrows); `paraver` OUT.prv, OUT.pcf and OUT.row.
+    /// for Perfetto (calls and message arrows); `paraver` OUT.prv, OUT.pcf and OUT.row;
+    /// `otf2` the archive OUT/traces.otf2 (Vampir, Scalasca).
     Export {
         /// Run directory written by `mpiscope trace`.
         dir: PathBuf,
-        /// Output format: simgrid-ti, chrome or paraver.
+        /// Output format: simgrid-ti, chrome, paraver or otf2.
         #[arg(long, default_value = "simgrid-ti")]
         format: String,
         /// Output: a directory (simgrid-ti), a file (chrome), or the path without its
@@ -210,6 +211,19 @@ fn run(cli: Cli) -> Result<i32> {
                         s.sends,
                         s.receives,
                         s.ranks,
+                        output.display()
+                    );
+                    Ok(0)
+                }
+                "otf2" => {
+                    let s = mpiscope_export::export_otf2(&run, &output)?;
+                    eprintln!(
+                        "mpiscope: wrote {} events ({} sends, {} receives) of {} ranks, {} locations to {}/traces.otf2",
+                        s.events,
+                        s.sends,
+                        s.receives,
+                        s.ranks,
+                        s.locations,
                         output.display()
                     );
                     Ok(0)

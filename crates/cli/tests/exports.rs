@@ -115,6 +115,53 @@ fn chrome_and_paraver_of_lu() {
     );
 }
 
+/// The OTF2 archive of the same kind of run reads back with `otf2-print` (Debian's
+/// otf2-tools), without a warning, with every call and message.
+#[test]
+fn otf2_reads_back_with_otf2_print() {
+    let tmp = tempdir();
+    let trace = traced("npb/lu.c", &["12", "5", "4"], tmp.path());
+    let out = tmp.path().join("otf2");
+    export(&trace, "otf2", &out);
+    let o = Command::new("otf2-print")
+        .arg(out.join("traces.otf2"))
+        .output()
+        .expect("otf2-print (apt-get install otf2-tools, or scripts/deps.sh)");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let count = |what: &str| text.lines().filter(|l| l.starts_with(what)).count();
+    assert_eq!((count("MPI_SEND "), count("MPI_RECV ")), (432, 432));
+    let report: Value = serde_json::from_slice(
+        &Command::new(mpiscope())
+            .arg("report")
+            .arg(&trace)
+            .arg("--json")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let events = report["events"].as_u64().unwrap() as usize;
+    assert_eq!((count("ENTER "), count("LEAVE ")), (events, events));
+    // Sends go to the neighbours, on MPI_COMM_WORLD.
+    let send = text.lines().find(|l| l.starts_with("MPI_SEND ")).unwrap();
+    assert!(send.contains("Communicator: \"MPI_COMM_WORLD\""), "{send}");
+    let defs = Command::new("otf2-print")
+        .arg("-G")
+        .arg(out.join("traces.otf2"))
+        .output()
+        .unwrap();
+    let defs = String::from_utf8_lossy(&defs.stdout);
+    assert_eq!(
+        defs.lines()
+            .filter(|l| l.starts_with("LOCATION_GROUP "))
+            .count(),
+        4,
+        "{defs}"
+    );
+}
+
 /// Every completion function, wildcards, probes and persistent requests: no arrow may end
 /// where none started, and the messages with a known source and tag are all drawn.
 #[test]

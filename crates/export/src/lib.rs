@@ -3,7 +3,8 @@
 //! * [`simgrid_ti`]: SimGrid "time-independent" traces, replayable with
 //!   `smpirun -replay` (SimGrid 3.32);
 //! * [`chrome`]: Chrome trace event JSON for Perfetto, with message arrows;
-//! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files.
+//! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files;
+//! * [`otf2`]: OTF2 archives through Debian's libotf2 (Vampir, Scalasca, `otf2-print`).
 //!
 //! `mpiscope_analyze::messages` pairs sends and receives rank by rank, for the formats that
 //! draw messages.
@@ -14,10 +15,12 @@
 use std::path::PathBuf;
 
 pub mod chrome;
+pub mod otf2;
 pub mod paraver;
 pub mod simgrid_ti;
 
 pub use chrome::{export_chrome, ChromeSummary};
+pub use otf2::{export_otf2, Otf2Summary};
 pub use paraver::{export_paraver, ParaverSummary};
 pub use simgrid_ti::{export_simgrid_ti, TiOptions, TiSummary};
 
