@@ -160,16 +160,14 @@ pub fn balance(
         let mut names: HashMap<u32, (String, bool)> = HashMap::new();
         let mut coll_seq: HashMap<u64, u64> = HashMap::new();
         while let Some(ev) = reader.next_event() {
-            let (name, blocking_collective) = names
-                .entry(ev.call)
-                .or_insert_with(|| {
-                    let n = reader.tables().call_name(ev.call).into_owned();
-                    let c = mpiscope_mpispec::is_collective(&n)
-                        && !mpiscope_mpispec::is_nonblocking(&n)
-                        && !mpiscope_mpispec::is_persistent(&n);
-                    (n, c)
-                })
-                .clone();
+            let (name, blocking_collective) = names.entry(ev.call).or_insert_with(|| {
+                let n = reader.tables().call_name(ev.call).into_owned();
+                let c = mpiscope_mpispec::is_collective(&n)
+                    && !mpiscope_mpispec::is_nonblocking(&n)
+                    && !mpiscope_mpispec::is_persistent(&n);
+                (n, c)
+            });
+            let blocking_collective = *blocking_collective;
             if blocking_collective {
                 let key = ev
                     .args
@@ -187,7 +185,7 @@ pub fn balance(
                 }
             }
             items.clear();
-            walk.items(&reader, &name, &ev, &mut items);
+            walk.items(&reader, name, &ev, &mut items);
             for it in items.drain(..) {
                 match it {
                     Item::Send {
@@ -248,15 +246,17 @@ pub fn balance(
             }
         }
     }
-    for (&(waiter, on, late_sender), &(m, t)) in &pairs {
-        let w = &mut b.per_rank[waiter as usize];
-        if late_sender {
-            w.late_sender_s += ns(t);
-            b.late_sender_s += ns(t);
+    // Sums in integer nanoseconds: the result does not depend on hash order.
+    let mut late_sender = vec![0u64; n];
+    let mut late_receiver = vec![0u64; n];
+    let mut in_collectives = vec![0u64; n];
+    for (&(waiter, on, is_late_sender), &(m, t)) in &pairs {
+        if is_late_sender {
+            late_sender[waiter as usize] += t;
         } else {
-            w.late_receiver_s += ns(t);
-            b.late_receiver_s += ns(t);
+            late_receiver[waiter as usize] += t;
         }
+        let late_sender = is_late_sender;
         b.waits.push(WaitOn {
             waiter,
             on,
@@ -282,7 +282,7 @@ pub fn balance(
         let mut total = 0;
         for &(rank, enter, exit) in &calls {
             let wait = last.min(exit).saturating_sub(enter);
-            b.per_rank[rank as usize].collective_wait_s += ns(wait);
+            in_collectives[rank as usize] += wait;
             total += wait;
         }
         let e = by_function.entry(function).or_default();
@@ -302,7 +302,14 @@ pub fn balance(
             .total_cmp(&a.seconds)
             .then(a.function.cmp(&c.function))
     });
-    b.collective_wait_s = b.collectives.iter().map(|c| c.seconds).sum();
+    for (r, w) in b.per_rank.iter_mut().enumerate() {
+        w.late_sender_s = ns(late_sender[r]);
+        w.late_receiver_s = ns(late_receiver[r]);
+        w.collective_wait_s = ns(in_collectives[r]);
+    }
+    b.late_sender_s = ns(late_sender.iter().sum());
+    b.late_receiver_s = ns(late_receiver.iter().sum());
+    b.collective_wait_s = ns(in_collectives.iter().sum());
     if let Some(k) = ranks_per_node.filter(|&k| k > 0) {
         b.placement = Some(placement(n, k, p2p));
     }

@@ -57,8 +57,8 @@ impl MessageKey {
 pub enum Item {
     /// An MPI call (main thread or not).
     Call {
-        /// C name.
-        function: String,
+        /// Call id (rank-local; its name is the caller's `function`).
+        call: u32,
         /// Thread index.
         thread: u16,
         /// Entry, ns since the run's epoch.
@@ -111,6 +111,8 @@ pub struct RankWalk {
     received: HashMap<(u32, i64, u64), u64>,
     /// Posted receives: request id -> (communicator key, time posted).
     posted: HashMap<i64, (u64, u64)>,
+    /// Per call id, classified once.
+    classes: HashMap<u32, mpiscope_mpispec::CallClass>,
 }
 
 /// Send families (their non-blocking forms share the family).
@@ -126,6 +128,7 @@ impl RankWalk {
             sent: HashMap::new(),
             received: HashMap::new(),
             posted: HashMap::new(),
+            classes: HashMap::new(),
         }
     }
 
@@ -207,7 +210,7 @@ impl RankWalk {
     ) {
         let a = &ev.args;
         out.push(Item::Call {
-            function: function.to_string(),
+            call: ev.call,
             thread: ev.thread,
             enter: ev.t_enter,
             exit: ev.t_exit,
@@ -217,11 +220,16 @@ impl RankWalk {
         });
         // `family` folds the non-blocking forms into the blocking ones (`MPI_Irecv` is
         // `recv`): tell them apart again.
-        let fam = mpiscope_mpispec::family(function);
-        let nonblocking = mpiscope_mpispec::is_nonblocking(function);
+        let class = self
+            .classes
+            .entry(ev.call)
+            .or_insert_with(|| mpiscope_mpispec::classify(function));
+        let fam = class.family.clone();
+        let nonblocking = class.nonblocking;
+        let persistent = class.persistent;
         let pos = |v: Option<i64>| v.filter(|&b| b > 0).unwrap_or(0) as u64;
         // Intercommunicators: peers are in the remote group, still world ranks.
-        if mpiscope_mpispec::is_persistent(function) {
+        if persistent {
             return;
         }
         let Some((comm, _)) = Self::comm_key(reader, ev) else {

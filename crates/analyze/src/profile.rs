@@ -264,9 +264,9 @@ pub fn profile_rank<R: std::io::Read>(
     let mut burst_recip = 0.0f64;
     let mut sites: HashMap<u32, SiteAcc> = HashMap::new();
     let mut sent_to: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    let mut families: HashMap<u32, bool> = HashMap::new();
+    // Per call id: name, classification, and whether it sends a message when called.
+    let mut classes: HashMap<u32, (String, mpiscope_mpispec::CallClass, bool)> = HashMap::new();
     let mut threads: Vec<u16> = Vec::new();
-    let mut names: HashMap<u32, String> = HashMap::new();
     while let Some(ev) = reader.next_event() {
         if !window.contains(ev.t_enter) {
             continue;
@@ -290,10 +290,12 @@ pub fn profile_rank<R: std::io::Read>(
             }
             prev_exit0 = Some(ev.t_exit);
         }
-        let name = names
-            .entry(ev.call)
-            .or_insert_with(|| reader.tables().call_name(ev.call).into_owned())
-            .clone();
+        let (name, class, send) = classes.entry(ev.call).or_insert_with(|| {
+            let n = reader.tables().call_name(ev.call).into_owned();
+            let c = mpiscope_mpispec::classify(&n);
+            let s = is_send(&n);
+            (n, c, s)
+        });
         let acc = by_id.entry(ev.call).or_default();
         acc.count += 1 + ev.skipped;
         acc.recorded += 1;
@@ -304,7 +306,7 @@ pub fn profile_rank<R: std::io::Read>(
             *acc.sizes.entry(size_class(b.max(0) as u64)).or_default() += 1;
         }
         let peers = peers_of(&reader, &ev);
-        let v = event_volume(&name, &ev, rank, peers, &mut persistent);
+        let v = event_volume(name, class, &ev, rank, peers, &mut persistent);
         acc.vol.sent += v.sent;
         acc.vol.received += v.received;
         if ev.callsite != 0 {
@@ -317,8 +319,7 @@ pub fn profile_rank<R: std::io::Read>(
             site.max_ns = site.max_ns.max(d);
             site.bytes += v.total();
         }
-        let send = *families.entry(ev.call).or_insert_with(|| is_send(&name));
-        if send {
+        if *send {
             if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
                 let e = sent_to.entry(peer as u32).or_default();
                 e.0 += 1;
@@ -429,12 +430,13 @@ fn peers_of<R: std::io::Read>(reader: &RankReader<R>, ev: &Event) -> u32 {
 
 fn event_volume(
     name: &str,
+    class: &mpiscope_mpispec::CallClass,
     ev: &Event,
     rank: u32,
     peers: u32,
     persistent: &mut HashMap<i64, Volume>,
 ) -> Volume {
-    if mpiscope_mpispec::is_persistent(name) {
+    if class.persistent {
         if let Some(req) = ev.args.get(Slot::Request) {
             persistent.insert(req, volume::persistent_volume(name, ev, rank, peers));
         }
@@ -455,7 +457,7 @@ fn event_volume(
                 sent: a.sent + v.sent,
                 received: a.received + v.received,
             }),
-        _ => volume::volume(name, ev, rank, peers),
+        _ => volume::volume_of(class, ev, rank, peers),
     }
 }
 

@@ -33,14 +33,19 @@ fn pos(v: Option<i64>) -> u64 {
 /// the process that made it (to tell roots from the others); `peers` the number of processes
 /// a per-process count applies to (the communicator's size, or its remote group's).
 pub fn volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volume {
+    volume_of(&mpiscope_mpispec::classify(name), ev, rank, peers)
+}
+
+/// As [`volume`], for a function already classified.
+pub fn volume_of(class: &mpiscope_mpispec::CallClass, ev: &Event, rank: u32, peers: u32) -> Volume {
     let n = u64::from(peers.max(1));
-    let fam = mpiscope_mpispec::family(name);
+    let fam = &class.family;
     let a = &ev.args;
     let to_null = a.get(Slot::Peer) == Some(PEER_NULL);
     let is_root = a
         .get(Slot::Root)
         .is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT);
-    let persistent_init = mpiscope_mpispec::is_persistent(name);
+    let persistent_init = class.persistent;
     let v = |sent: u64, received: u64| Volume { sent, received };
     match fam.as_str() {
         _ if persistent_init => Volume::default(),
@@ -106,9 +111,7 @@ pub fn volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volume {
             },
             pos(a.get(Slot::RecvBytes)),
         ),
-        _ if mpiscope_mpispec::is_collective(name) => {
-            v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes)))
-        }
+        _ if class.collective => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes))),
         // One-sided: origin buffer out for put/accumulate, in for get.
         "put" | "rput" | "accumulate" | "raccumulate" => v(pos(a.get(Slot::Bytes)), 0),
         "get" | "rget" => v(0, pos(a.get(Slot::Bytes))),

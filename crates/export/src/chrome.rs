@@ -92,19 +92,19 @@ pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportEr
                 sep(&mut w).map_err(werr)?;
                 match it {
                     Item::Call {
-                        function,
                         thread,
                         enter,
                         exit,
                         callsite,
                         bytes,
                         peer,
+                        ..
                     } => {
                         sum.calls += 1;
                         write!(
                             w,
                             "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"dur\":{},\"args\":{{\"callsite\":{callsite}",
-                            json_str(function),
+                            json_str(&name),
                             us(*enter),
                             us(exit.saturating_sub(*enter))
                         )

@@ -172,12 +172,8 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
             walk.items(&reader, &name, &ev, &mut items);
             for it in items.drain(..) {
                 match it {
-                    Item::Call {
-                        function,
-                        enter,
-                        exit,
-                        ..
-                    } => {
+                    Item::Call { enter, exit, .. } => {
+                        let function = &name;
                         let next = functions.len() as u32 + 1;
                         let value = *function_ids.entry(function.clone()).or_insert_with(|| {
                             functions.push(function.clone());
@@ -195,7 +191,7 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
                             task,
                             begin: enter,
                             end: exit.max(enter),
-                            state: state_of(&function),
+                            state: state_of(function),
                         });
                         recs.push(Rec::Event {
                             task,

@@ -119,6 +119,33 @@ const P2P: &[&str] = &[
 /// assert_eq!(mpiscope_mpispec::family("MPI_Bcast_c"), "bcast");
 /// assert_eq!(mpiscope_mpispec::family("MPI_Info_get"), "info_get");
 /// ```
+/// What the other predicates say of one function, computed once (callers that look at
+/// every event of a trace cache it per call id instead of re-parsing the name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallClass {
+    /// [`family`].
+    pub family: String,
+    /// [`is_nonblocking`].
+    pub nonblocking: bool,
+    /// [`is_persistent`].
+    pub persistent: bool,
+    /// [`is_collective`].
+    pub collective: bool,
+    /// [`group`].
+    pub group: Group,
+}
+
+/// Classifies the function called `name`.
+pub fn classify(name: &str) -> CallClass {
+    CallClass {
+        family: family(name),
+        nonblocking: is_nonblocking(name),
+        persistent: is_persistent(name),
+        collective: is_collective(name),
+        group: group(name),
+    }
+}
+
 pub fn family(name: &str) -> String {
     let bare = bare_lower(name);
     let s = bare.strip_suffix("_c").unwrap_or(&bare);
