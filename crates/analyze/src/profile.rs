@@ -378,20 +378,7 @@ pub fn profile_rank<R: std::io::Read>(
     sites.sort_by_key(|(id, _)| *id);
     let sites = sites
         .into_iter()
-        .map(|(id, acc)| {
-            let frames: Vec<(String, u64)> = match tables.callsites.get(&id) {
-                Some(c) => c
-                    .frames
-                    .iter()
-                    .map(|f| {
-                        let m = tables.modules.get(&f.module).map(|m| m.path.clone());
-                        (m.unwrap_or_default(), f.offset)
-                    })
-                    .collect(),
-                None => vec![(String::new(), u64::from(id))],
-            };
-            (frames, acc)
-        })
+        .map(|(id, acc)| (crate::symbols::callsite_frames(tables, id), acc))
         .collect();
     let mut calls: HashMap<String, Acc> = HashMap::new();
     for (id, a) in by_id {

@@ -160,17 +160,7 @@ pub fn structure(
             }
             // The callsite, numbered across ranks by its frames.
             let cs = *local_callsites.entry(ev.callsite).or_insert_with(|| {
-                let frames: Vec<(String, u64)> = match tables.callsites.get(&ev.callsite) {
-                    Some(c) => c
-                        .frames
-                        .iter()
-                        .map(|f| {
-                            let m = tables.modules.get(&f.module).map(|m| m.path.clone());
-                            (m.unwrap_or_default(), f.offset)
-                        })
-                        .collect(),
-                    None => vec![(String::new(), u64::from(ev.callsite))],
-                };
+                let frames = crate::symbols::callsite_frames(tables, ev.callsite);
                 let next = sites.len() as u32;
                 *sites.entry(frames.clone()).or_insert_with(|| {
                     callsites.push(CallsiteInfo {

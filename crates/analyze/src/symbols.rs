@@ -30,6 +30,23 @@ impl std::fmt::Display for Location {
     }
 }
 
+/// The frames of rank-local callsite `id` as (module path, offset), innermost first: the
+/// identity of a callsite across ranks (each rank numbers its callsites its own way). An
+/// unknown id becomes one frame with an empty path.
+pub fn callsite_frames(tables: &Tables, id: u32) -> Vec<(String, u64)> {
+    match tables.callsites.get(&id) {
+        Some(c) => c
+            .frames
+            .iter()
+            .map(|f| {
+                let m = tables.modules.get(&f.module).map(|m| m.path.clone());
+                (m.unwrap_or_default(), f.offset)
+            })
+            .collect(),
+        None => vec![(String::new(), u64::from(id))],
+    }
+}
+
 struct Module {
     loader: addr2line::Loader,
     /// Lowest virtual address of a loadable segment: added to a load offset.

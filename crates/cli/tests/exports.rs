@@ -57,16 +57,7 @@ fn chrome_and_paraver_of_lu() {
         ends.iter().all(|e| starts.contains(e)),
         "an arrow ends where none starts"
     );
-    let report: Value = serde_json::from_slice(
-        &Command::new(mpiscope())
-            .arg("report")
-            .arg(&trace)
-            .arg("--json")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let report = common::report_json(&trace);
     assert_eq!(slices as u64, report["events"].as_u64().unwrap());
 
     let base = tmp.path().join("lu");
@@ -132,16 +123,7 @@ fn otf2_reads_back_with_otf2_print() {
     let text = String::from_utf8_lossy(&o.stdout);
     let count = |what: &str| text.lines().filter(|l| l.starts_with(what)).count();
     assert_eq!((count("MPI_SEND "), count("MPI_RECV ")), (432, 432));
-    let report: Value = serde_json::from_slice(
-        &Command::new(mpiscope())
-            .arg("report")
-            .arg(&trace)
-            .arg("--json")
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let report = common::report_json(&trace);
     let events = report["events"].as_u64().unwrap() as usize;
     assert_eq!((count("ENTER "), count("LEAVE ")), (events, events));
     // Sends go to the neighbours, on MPI_COMM_WORLD.

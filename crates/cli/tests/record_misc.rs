@@ -1770,15 +1770,7 @@ fn hpcc_openmpi() {
         "loops found in every class"
     );
     let page = tmp.path().join("hpcc.html");
-    let o = Command::new(common::mpiscope())
-        .arg("report")
-        .arg(&trace)
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = common::html_report(&trace, &page);
     assert!(html.contains("MPI_Iprobe") && html.contains("Loop structure"));
     // Tall enough for two charts of 30 functions and the per-rank figure.
     let shot = common::render_html(&page, 1000, 2600);

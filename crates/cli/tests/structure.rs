@@ -247,15 +247,7 @@ fn html_report_renders_in_chromium() {
     };
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let page = tmp.path().join("report.html");
-    let o = Command::new(mpiscope())
-        .arg("report")
-        .arg(&trace)
-        .arg("--html")
-        .arg(&page)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = common::html_report(&trace, &page);
     assert_eq!(html.matches("<svg").count(), 5, "five figures");
     assert!(
         !html.contains("<script") && !html.contains("src=\"http"),

@@ -308,3 +308,16 @@ pub fn render_html(page: &Path, width: u32, height: u32) -> Rendered {
         rgba,
     }
 }
+
+/// Runs `mpiscope report RUN --html PAGE`; returns the page's text.
+pub fn html_report(run: &Path, page: &Path) -> String {
+    let o = Command::new(mpiscope())
+        .arg("report")
+        .arg(run)
+        .arg("--html")
+        .arg(page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::read_to_string(page).unwrap()
+}
