@@ -7,11 +7,12 @@
 //! latency `L0` (first piece) and bandwidth `B0` (last piece), written as a platform file
 //! whose `[config]` the replay applies. See docs/notes/calibration-design.md.
 
+mod bench_json;
 pub mod compute;
 pub mod prediction;
 pub mod protocol;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Bytes the simulator adds to every message.
 pub const ENVELOPE: f64 = 16.0;
@@ -321,33 +322,10 @@ impl Network {
     }
 }
 
-#[derive(Deserialize)]
-struct BenchJson {
-    np: u32,
-    results: Vec<BenchRow>,
-}
-
-#[derive(Deserialize)]
-struct BenchRow {
-    key: String,
-    ints: Option<u64>,
-    time: BenchTime,
-    #[serde(default)]
-    skipped: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct BenchTime {
-    median: f64,
-}
-
 /// The one-way times (half the `SEND & RECV` medians, the last repeat of each size) and the
 /// process count of `mpiscope-bench --json` output.
 pub fn points_from_bench(text: &str, path: &str) -> Result<(Vec<Point>, u32), CalibrationError> {
-    let b: BenchJson = serde_json::from_str(text).map_err(|e| CalibrationError::Input {
-        path: path.to_string(),
-        message: e.to_string(),
-    })?;
+    let b = bench_json::BenchResults::parse(text, path)?;
     let mut by_size = std::collections::BTreeMap::new();
     for r in b.results {
         if r.key == "send_recv" && r.skipped.is_none() {

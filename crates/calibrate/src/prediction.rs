@@ -34,37 +34,6 @@ pub struct Comparison {
 }
 
 #[derive(Deserialize)]
-struct Bench {
-    np: u64,
-    params: BenchParams,
-    results: Vec<BenchRow>,
-}
-
-#[derive(Deserialize)]
-struct BenchParams {
-    long_iters: u64,
-    reps: u64,
-    r: u64,
-    warmup: u64,
-}
-
-#[derive(Deserialize)]
-struct BenchRow {
-    operation: String,
-    key: String,
-    ints: Option<u64>,
-    time: BenchTime,
-    #[serde(default)]
-    skipped: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct BenchTime {
-    mean: f64,
-    median: f64,
-}
-
-#[derive(Deserialize)]
 struct Replay {
     callsites: Vec<Site>,
 }
@@ -109,7 +78,7 @@ pub fn compare(
     replay: &str,
     replay_path: &str,
 ) -> Result<Vec<Comparison>, CalibrationError> {
-    let b: Bench = parse(bench, bench_path)?;
+    let b = crate::bench_json::BenchResults::parse(bench, bench_path)?;
     let r: Replay = parse(replay, replay_path)?;
     // Calls of one operation and length by one rank, and the timed ones among them.
     let p = &b.params;
@@ -135,7 +104,7 @@ pub fn compare(
             .collect()
     };
     // Last repeat of each (operation, length): the measurement the report ends with.
-    let mut rows: Vec<&BenchRow> = Vec::new();
+    let mut rows: Vec<&crate::bench_json::BenchRow> = Vec::new();
     for row in b
         .results
         .iter()
@@ -166,7 +135,7 @@ pub fn compare(
         lengths.dedup();
         let index = lengths.iter().position(|&n| n == ints).unwrap_or(0);
         let predicted = if fns.len() == 1 {
-            let groups = sized(fns[0], b.np * per_rank);
+            let groups = sized(fns[0], u64::from(b.np) * per_rank);
             let share = timed_per_rank;
             (groups.len() == lengths.len()).then(|| {
                 groups[index]

@@ -10,7 +10,7 @@
 //! * `g`: the time per message of MESSAGE RATE at the smallest size;
 //! * `L`: the fitted one-way latency minus `2 o`; `G`: 1 / the nominal bandwidth.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::{CalibrationError, Network};
 
@@ -27,33 +27,6 @@ pub struct Protocol {
     pub g: Option<f64>,
 }
 
-#[derive(Deserialize)]
-struct Bench {
-    #[serde(default)]
-    params: Option<Params>,
-    results: Vec<Row>,
-}
-
-#[derive(Deserialize)]
-struct Params {
-    #[serde(default)]
-    eager_probe_delay: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct Row {
-    key: String,
-    ints: Option<u64>,
-    time: Time,
-    #[serde(default)]
-    skipped: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct Time {
-    median: f64,
-}
-
 /// How late EAGER SEND's receiver posts when the results do not say, seconds.
 pub const DEFAULT_PROBE_DELAY: f64 = 50e-6;
 
@@ -61,10 +34,7 @@ impl Protocol {
     /// Reads EAGER SEND and MESSAGE RATE rows of `mpiscope-bench --json` output (`None`
     /// when the run has neither).
     pub fn from_bench(text: &str, path: &str) -> Result<Option<Protocol>, CalibrationError> {
-        let b: Bench = serde_json::from_str(text).map_err(|e| CalibrationError::Input {
-            path: path.to_string(),
-            message: e.to_string(),
-        })?;
+        let b = crate::bench_json::BenchResults::parse(text, path)?;
         let rows = |key: &str| -> Vec<(u64, f64)> {
             let mut v: Vec<(u64, f64)> = b
                 .results
@@ -80,11 +50,7 @@ impl Protocol {
         if eager.is_empty() && rate.is_empty() {
             return Ok(None);
         }
-        let delay = b
-            .params
-            .as_ref()
-            .and_then(|p| p.eager_probe_delay)
-            .unwrap_or(DEFAULT_PROBE_DELAY);
+        let delay = b.params.eager_probe_delay.unwrap_or(DEFAULT_PROBE_DELAY);
         let waited = |t: f64| t > delay / 2.0;
         let smallest_rendezvous = eager.iter().find(|x| waited(x.1)).map(|x| x.0);
         let largest_eager = eager

@@ -235,7 +235,9 @@ fn bench_predict_closes_the_loop() {
             p.is_some_and(|p| p > 0.0 && p < 1e-2),
             "unmatched or absurd: {r}"
         );
-        assert!(r["measured_median_s"].as_f64().unwrap() > 0.0, "{r}");
+        // (The barrier-corrected median can be slightly negative on a loaded machine: the
+        // correction is biased; only that it was measured is checked.)
+        assert!(r["measured_median_s"].as_f64().unwrap().is_finite(), "{r}");
     }
     // (Predictions replay the traced run's own compute gaps, so on a loaded machine they
     // carry its noise: no ordering between sizes is asserted.)
