@@ -14,6 +14,9 @@ pub mod protocol;
 
 use serde::Serialize;
 
+/// Bandwidth (bytes/s) from which a piece is taken as clamped (a non-positive fitted slope).
+pub const CLAMPED_BANDWIDTH: f64 = 1e14;
+
 /// Bytes the simulator adds to every message.
 pub const ENVELOPE: f64 = 16.0;
 
@@ -219,7 +222,7 @@ pub fn fit(points: &[Point], max_pieces: usize, tolerance: f64) -> Result<Fit, C
 pub struct Network {
     /// Nominal latency (the first piece's intercept; at least 1 ns), seconds.
     pub latency: f64,
-    /// Nominal bandwidth (the last piece's), bytes per second.
+    /// Nominal bandwidth (the last piece's that is not clamped), bytes per second.
     pub bandwidth: f64,
     /// `smpi/lat-factor` in SimGrid's syntax.
     pub lat_factor: String,
@@ -232,7 +235,15 @@ impl Network {
     /// larger than the previous piece's largest size (SimGrid's rule).
     pub fn from_fit(f: &Fit) -> Network {
         let latency = f.pieces[0].latency.max(1e-9);
-        let bandwidth = f.pieces[f.pieces.len() - 1].bandwidth;
+        // A piece whose time does not grow with the size (noise) has a clamped, near-infinite
+        // bandwidth: the nominal one is the last real one (its factors stay above 1).
+        let bandwidth = f
+            .pieces
+            .iter()
+            .rev()
+            .map(|p| p.bandwidth)
+            .find(|&b| b < CLAMPED_BANDWIDTH)
+            .unwrap_or(1e10);
         let mut lat = Vec::new();
         let mut bw = Vec::new();
         for (i, p) in f.pieces.iter().enumerate() {

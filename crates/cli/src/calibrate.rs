@@ -97,7 +97,10 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             net.bandwidth / 1e6,
             f.r2
         );
-        if f.pieces.iter().any(|p| p.bandwidth > 1e14) {
+        if f.pieces
+            .iter()
+            .any(|p| p.bandwidth >= mpiscope_calibrate::CLAMPED_BANDWIDTH)
+        {
             s +=
                 "warning: in some piece the time does not grow with the size (noisy measurements? \
                   run again on a quiet machine, with more iterations or --reps)\n";
