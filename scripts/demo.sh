@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end on the bundled example: build mpiscope, trace a 4-rank MPI program
-# under Open MPI, report on it, show its first events, and replay it on modeled platforms.
+# under Open MPI, report on it (tables and an HTML page), recover its loop structure, show its
+# first events, and replay it on modeled platforms.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -14,8 +15,11 @@ echo "== mpiscope trace -o target/demo/trace -- mpirun -np 4 target/demo/halo"
 target/release/mpiscope trace -o target/demo/trace -- \
   mpirun --allow-run-as-root --oversubscribe -np 4 target/demo/halo 200
 echo
-echo "== mpiscope report target/demo/trace"
-target/release/mpiscope report target/demo/trace
+echo "== mpiscope report target/demo/trace --html target/demo/report.html"
+target/release/mpiscope report target/demo/trace --html target/demo/report.html
+echo
+echo "== mpiscope structure target/demo/trace"
+target/release/mpiscope structure target/demo/trace
 echo
 echo "== mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols"
 target/release/mpiscope dump target/demo/trace --rank 1 --limit 12 --symbols
