@@ -9,6 +9,143 @@ use std::fmt::Write as _;
 use crate::profile::Profile;
 use crate::structure::Structure;
 
+/// MPI calls of each rank's main thread within a time window, for the timeline figure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Timeline {
+    /// Window start and end, ns since the run's epoch.
+    pub from: u64,
+    /// End.
+    pub to: u64,
+    /// Per rank: (function, enter, exit), clipped to the window.
+    pub ranks: Vec<(u32, Vec<(String, u64, u64)>)>,
+}
+
+/// At most this many calls per rank in the timeline.
+const TIMELINE_CALLS: usize = 3000;
+
+/// Reads the calls of `run` that overlap `[from, to)` (at most a few thousand per rank).
+pub fn timeline(
+    run: &mpiscope_trace::RunDir,
+    from: u64,
+    to: u64,
+) -> Result<Timeline, crate::AnalyzeError> {
+    let mut t = Timeline {
+        from,
+        to,
+        ranks: Vec::new(),
+    };
+    for (rank, path) in &run.rank_files {
+        let mut reader = mpiscope_trace::RankReader::open(path)?;
+        let mut calls = Vec::new();
+        let mut names: std::collections::HashMap<u32, String> = std::collections::HashMap::new();
+        while let Some(ev) = reader.next_event() {
+            if ev.t_enter >= to || calls.len() >= TIMELINE_CALLS {
+                break;
+            }
+            if ev.thread != 0 || ev.t_exit < from {
+                continue;
+            }
+            let name = names
+                .entry(ev.call)
+                .or_insert_with(|| reader.tables().call_name(ev.call).into_owned());
+            calls.push((name.clone(), ev.t_enter.max(from), ev.t_exit.min(to)));
+        }
+        t.ranks.push((*rank, calls));
+    }
+    Ok(t)
+}
+
+/// A timeline of the middle of the communicating part of the run: the range from the first to
+/// the last communication call of rank 0 (point-to-point, collective, completion, probe; not
+/// `MPI_Init` and `MPI_Finalize`), a twentieth of it (at most 20 ms) from its middle. `None`
+/// when rank 0 communicates too little to place a window.
+pub fn timeline_of_main_part(
+    run: &mpiscope_trace::RunDir,
+) -> Result<Option<Timeline>, crate::AnalyzeError> {
+    let Some((_, path)) = run.rank_files.first() else {
+        return Ok(None);
+    };
+    let mut reader = mpiscope_trace::RankReader::open(path)?;
+    let mut comm: std::collections::HashMap<u32, bool> = std::collections::HashMap::new();
+    let (mut start, mut end) = (u64::MAX, 0u64);
+    while let Some(ev) = reader.next_event() {
+        let communicates = *comm.entry(ev.call).or_insert_with(|| {
+            matches!(
+                mpiscope_mpispec::group(&reader.tables().call_name(ev.call)),
+                mpiscope_mpispec::Group::P2p
+                    | mpiscope_mpispec::Group::Collective
+                    | mpiscope_mpispec::Group::Completion
+                    | mpiscope_mpispec::Group::Probe
+            )
+        });
+        if communicates {
+            start = start.min(ev.t_enter);
+            end = end.max(ev.t_exit);
+        }
+    }
+    if end <= start {
+        return Ok(None);
+    }
+    let width = ((end - start) / 20).clamp(1, 20_000_000);
+    let from = start + (end - start) / 2;
+    timeline(run, from, from + width).map(Some)
+}
+
+/// The timeline: one row per rank, MPI calls coloured by kind over the white of computation.
+fn timeline_figure(t: &Timeline) -> String {
+    if t.ranks.is_empty() || t.to <= t.from {
+        return String::new();
+    }
+    let (w, lw, rh) = (860.0, 70.0, 16.0);
+    let h = 40.0 + rh * t.ranks.len() as f64;
+    let span = (t.to - t.from) as f64;
+    let x = |ns: u64| lw + (w - lw - 10.0) * (ns - t.from) as f64 / span;
+    let mut s = format!(
+        "<figure><figcaption>Timeline of {} to {} (MPI calls: point-to-point blue, collectives orange, completion green, other grey; white is computation)</figcaption>\
+         <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">",
+        secs(t.from as f64 * 1e-9),
+        secs(t.to as f64 * 1e-9)
+    );
+    for (i, (rank, calls)) in t.ranks.iter().enumerate() {
+        let y = 10.0 + rh * i as f64;
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"l\">rank {rank}</text>\
+             <rect x=\"{lw}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"#fff\" stroke=\"#ccc\"/>",
+            lw - 6.0,
+            y + rh * 0.7,
+            w - lw - 10.0,
+            rh - 3.0
+        );
+        for (name, a, b) in calls {
+            let colour = match mpiscope_mpispec::group(name) {
+                mpiscope_mpispec::Group::P2p => "#4878a8",
+                mpiscope_mpispec::Group::Collective => "#e08030",
+                mpiscope_mpispec::Group::Completion | mpiscope_mpispec::Group::Probe => "#40a060",
+                _ => "#999999",
+            };
+            let _ = write!(
+                s,
+                "<rect x=\"{:.2}\" y=\"{y}\" width=\"{:.2}\" height=\"{}\" fill=\"{colour}\"><title>{}</title></rect>",
+                x(*a),
+                (x(*b) - x(*a)).max(0.5),
+                rh - 3.0,
+                esc(name)
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{lw}\" y=\"{}\" class=\"t\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"t\">{}</text></svg></figure>",
+        h - 8.0,
+        secs(t.from as f64 * 1e-9),
+        w - 10.0,
+        h - 8.0,
+        secs(t.to as f64 * 1e-9)
+    );
+    s
+}
+
 /// Escapes text for HTML and SVG.
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -208,7 +345,12 @@ fn matrix(p: &Profile) -> String {
 }
 
 /// The whole report as one HTML page.
-pub fn report(title: &str, p: &Profile, structure: Option<&Structure>) -> String {
+pub fn report(
+    title: &str,
+    p: &Profile,
+    structure: Option<&Structure>,
+    timeline: Option<&Timeline>,
+) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
@@ -241,6 +383,9 @@ pub fn report(title: &str, p: &Profile, structure: Option<&Structure>) -> String
     s += &per_rank(p);
     s += &burst_histogram(p);
     s += &matrix(p);
+    if let Some(t) = timeline {
+        s += &timeline_figure(t);
+    }
     // Tables.
     s += "<h2>Functions</h2><table><tr><th>Function</th><th>Calls</th><th>Time</th><th>Mean</th><th>Median</th><th>p99</th><th>Max</th><th>Bytes</th></tr>";
     let mut rows: Vec<_> = p.calls.iter().collect();
@@ -332,7 +477,18 @@ mod tests {
             "{b}"
         );
         let p = Profile::default();
-        let html = report("run <1>", &p, None);
+        let html = report("run <1>", &p, None, None);
+        let t = Timeline {
+            from: 1000,
+            to: 3000,
+            ranks: vec![(0, vec![("MPI_Send".into(), 1000, 2000)]), (1, vec![])],
+        };
+        let fig = timeline_figure(&t);
+        assert!(
+            fig.contains("fill=\"#4878a8\"><title>MPI_Send</title>")
+                && fig.contains("width=\"390.00\""),
+            "{fig}"
+        );
         assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<h1>run &lt;1&gt;</h1>"));
     }
 }

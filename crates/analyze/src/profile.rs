@@ -59,6 +59,10 @@ pub struct RankStats {
     pub events: u64,
     /// From the first call's entry to the last call's exit, seconds.
     pub wall_s: f64,
+    /// The first call's entry, ns since the run's epoch.
+    pub first_ns: u64,
+    /// The last call's exit, ns since the run's epoch.
+    pub last_ns: u64,
     /// Time inside recorded MPI calls of the first thread, seconds.
     pub mpi_s: f64,
     /// Time between MPI calls of the first thread, seconds.
@@ -330,6 +334,8 @@ pub fn profile_rank<R: std::io::Read>(
     stats.threads = threads.len() as u32;
     if first != u64::MAX {
         stats.wall_s = (last - first) as f64 * 1e-9;
+        stats.first_ns = first;
+        stats.last_ns = last;
     }
     stats.mpi_s = mpi0 as f64 * 1e-9;
     stats.compute_s = compute0 as f64 * 1e-9;

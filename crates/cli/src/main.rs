@@ -325,8 +325,10 @@ fn run(cli: Cli) -> Result<i32> {
             if let Some(out) = &html {
                 use mpiscope_analyze::structure::{structure, Algorithm, Detail};
                 let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;
+                let timeline = mpiscope_analyze::html::timeline_of_main_part(&run)?;
                 let title = format!("mpiscope report: {}", dir.display());
-                std::fs::write(out, mpiscope_analyze::html::report(&title, &p, Some(&s)))
+                let page = mpiscope_analyze::html::report(&title, &p, Some(&s), timeline.as_ref());
+                std::fs::write(out, page)
                     .with_context(|| format!("cannot write {}", out.display()))?;
             }
             let text = if json {
