@@ -9,6 +9,9 @@ use std::fmt::Write as _;
 use crate::profile::Profile;
 use crate::structure::Structure;
 
+/// One call on the timeline: function, entry and exit (ns), clipped to the window.
+pub type Span = (String, u64, u64);
+
 /// MPI calls of each rank's main thread within a time window, for the timeline figure.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Timeline {
@@ -17,7 +20,7 @@ pub struct Timeline {
     /// End.
     pub to: u64,
     /// Per rank: (function, enter, exit), clipped to the window.
-    pub ranks: Vec<(u32, Vec<(String, u64, u64)>)>,
+    pub ranks: Vec<(u32, Vec<Span>)>,
 }
 
 /// At most this many calls per rank in the timeline.
