@@ -1,8 +1,8 @@
 //! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
 //! SVG (no script, no external file): calls per function on a log scale (seed 000's
 //! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
-//! bursts, the point-to-point matrix as a heat map, and the loop structure of each class of
-//! ranks (seed 003's notation).
+//! bursts, the point-to-point matrix as a heat map, a timeline of the middle of the run's
+//! communicating part, and the loop structure of each class of ranks (seed 003's notation).
 
 use std::fmt::Write as _;
 
