@@ -111,13 +111,53 @@ pub struct RankWalk {
     received: HashMap<(u32, i64, u64), u64>,
     /// Posted receives: request id -> (communicator key, time posted).
     posted: HashMap<i64, (u64, u64)>,
-    /// Per call id, classified once.
-    classes: HashMap<u32, mpiscope_mpispec::CallClass>,
+    /// Per call id, what its calls do to messages (classified once).
+    roles: HashMap<u32, Role>,
 }
 
-/// Send families (their non-blocking forms share the family).
-fn is_send(fam: &str) -> bool {
-    matches!(fam, "send" | "ssend" | "bsend" | "rsend")
+/// What a call does to point-to-point messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Starts one when called (`Send`, `Isend`, `Ssend`, ...; blocking or not).
+    Send { blocking: bool },
+    /// Sends one and receives one (`Sendrecv`, `Sendrecv_replace`).
+    SendRecv,
+    /// Receives one before returning (`Recv`, `Mrecv`).
+    Recv,
+    /// Posts a receive completed later (`Irecv`, `Imrecv`).
+    PostRecv,
+    /// May complete posted receives (`Wait*`, `Test*`).
+    Completion,
+    /// Nothing (collectives, persistent inits, local calls).
+    None,
+}
+
+impl Role {
+    /// `family` folds the non-blocking forms into the blocking ones (`MPI_Irecv` is
+    /// `recv`): the non-blocking flag tells them apart again.
+    fn of(function: &str) -> Role {
+        let c = mpiscope_mpispec::classify(function);
+        let f = c.family.as_str();
+        if c.persistent {
+            Role::None
+        } else if matches!(f, "send" | "ssend" | "bsend" | "rsend") {
+            Role::Send {
+                blocking: !c.nonblocking,
+            }
+        } else if matches!(f, "sendrecv" | "sendrecv_replace") {
+            Role::SendRecv
+        } else if matches!(f, "recv" | "mrecv") {
+            if c.nonblocking {
+                Role::PostRecv
+            } else {
+                Role::Recv
+            }
+        } else if f.starts_with("wait") || f.starts_with("test") {
+            Role::Completion
+        } else {
+            Role::None
+        }
+    }
 }
 
 impl RankWalk {
@@ -128,7 +168,7 @@ impl RankWalk {
             sent: HashMap::new(),
             received: HashMap::new(),
             posted: HashMap::new(),
-            classes: HashMap::new(),
+            roles: HashMap::new(),
         }
     }
 
@@ -218,34 +258,29 @@ impl RankWalk {
             bytes: a.get(Slot::Bytes),
             peer: a.get(Slot::Peer),
         });
-        // `family` folds the non-blocking forms into the blocking ones (`MPI_Irecv` is
-        // `recv`): tell them apart again.
-        let class = self
-            .classes
+        let role = *self
+            .roles
             .entry(ev.call)
-            .or_insert_with(|| mpiscope_mpispec::classify(function));
-        let fam = class.family.clone();
-        let nonblocking = class.nonblocking;
-        let persistent = class.persistent;
+            .or_insert_with(|| Role::of(function));
         let pos = |v: Option<i64>| v.filter(|&b| b > 0).unwrap_or(0) as u64;
-        // Intercommunicators: peers are in the remote group, still world ranks.
-        if persistent {
-            return;
+        if role == Role::Completion {
+            return self.completions(ev, out);
         }
+        // Intercommunicators: peers are in the remote group, still world ranks.
         let Some((comm, _)) = Self::comm_key(reader, ev) else {
-            return self.completions(ev, &fam, out);
+            return;
         };
-        if is_send(&fam) {
+        if let Role::Send { blocking } = role {
             let item = self.send_item(
                 a.get(Slot::Peer).unwrap_or(-1),
                 a.get(Slot::Tag).unwrap_or(0),
                 comm,
                 ev,
-                !nonblocking,
+                blocking,
                 pos(a.get(Slot::Bytes)),
             );
             out.extend(item);
-        } else if fam == "sendrecv" || fam == "sendrecv_replace" {
+        } else if role == Role::SendRecv {
             let item = self.send_item(
                 a.get(Slot::Peer).unwrap_or(-1),
                 a.get(Slot::Tag).unwrap_or(0),
@@ -263,7 +298,7 @@ impl RankWalk {
             let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)));
             let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
             out.extend(item);
-        } else if (fam == "recv" || fam == "mrecv") && !nonblocking {
+        } else if role == Role::Recv {
             let from = a
                 .get(Slot::StatusSource)
                 .or(a.get(Slot::Peer))
@@ -272,19 +307,15 @@ impl RankWalk {
             let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)));
             let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
             out.extend(item);
-        } else if (fam == "recv" || fam == "mrecv") && nonblocking {
+        } else if role == Role::PostRecv {
             if let Some(id) = a.get(Slot::Request) {
                 self.posted.insert(id, (comm, ev.t_enter));
             }
-        } else {
-            self.completions(ev, &fam, out);
         }
     }
 
-    fn completions(&mut self, ev: &Event, fam: &str, out: &mut Vec<Item>) {
-        if !(fam.starts_with("wait") || fam.starts_with("test")) {
-            return;
-        }
+    /// The receives a `Wait*` or `Test*` completed, from its statuses.
+    fn completions(&mut self, ev: &Event, out: &mut Vec<Item>) {
         let a = &ev.args;
         let mut done: Vec<(i64, i64, i64, i64)> = Vec::new();
         if let Some(id) = a.get(Slot::Request) {

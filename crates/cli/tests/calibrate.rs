@@ -33,6 +33,18 @@ fn bench_json(sizes: &[u64]) -> String {
     serde_json::json!({"np": 2, "results": rows}).to_string()
 }
 
+/// Runs `mpiscope calibrate RESULTS -o PLATFORM ARGS`.
+fn calibrate(results: &Path, platform: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(mpiscope())
+        .arg("calibrate")
+        .arg(results)
+        .arg("-o")
+        .arg(platform)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Writes a 2-rank ping-pong of `bytes` as a SimGrid time-independent trace; its index.
 fn ping_pong(dir: &Path, bytes: u64) -> std::path::PathBuf {
     let d = dir.join(format!("pp{bytes}"));
@@ -73,14 +85,7 @@ fn calibrated_platform_reproduces_the_measurements() {
     let results = tmp.path().join("results.json");
     std::fs::write(&results, bench_json(&sizes)).unwrap();
     let platform = tmp.path().join("calibrated.toml");
-    let o = Command::new(mpiscope())
-        .arg("calibrate")
-        .arg(&results)
-        .arg("-o")
-        .arg(&platform)
-        .args(["--json", "--no-compute"])
-        .output()
-        .unwrap();
+    let o = calibrate(&results, &platform, &["--json", "--no-compute"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(fit["fit"]["pieces"].as_array().unwrap().len(), 2, "{fit}");
@@ -131,14 +136,7 @@ fn calibrate_a_real_benchmark_run() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let platform = tmp.path().join("calibrated.toml");
-    let o = Command::new(mpiscope())
-        .arg("calibrate")
-        .arg(&results)
-        .arg("-o")
-        .arg(&platform)
-        .args(["--json", "--kernel-samples", "3"])
-        .output()
-        .unwrap();
+    let o = calibrate(&results, &platform, &["--json", "--kernel-samples", "3"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(fit["network"]["latency"].as_f64().unwrap() > 0.0, "{fit}");
@@ -192,13 +190,7 @@ fn calibrate_a_real_benchmark_run() {
     // Bad input is named.
     let bad = tmp.path().join("bad.json");
     std::fs::write(&bad, "{\"np\": 2}").unwrap();
-    let o = Command::new(mpiscope())
-        .arg("calibrate")
-        .arg(&bad)
-        .arg("-o")
-        .arg(&platform)
-        .output()
-        .unwrap();
+    let o = calibrate(&bad, &platform, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("bad.json"));
 }
@@ -213,14 +205,7 @@ fn bench_predict_closes_the_loop() {
     let sizes: Vec<u64> = (0..18).map(|i| 8u64 << i).collect();
     std::fs::write(&results, bench_json(&sizes)).unwrap();
     let platform = tmp.path().join("calibrated.toml");
-    let o = Command::new(mpiscope())
-        .arg("calibrate")
-        .arg(&results)
-        .arg("-o")
-        .arg(&platform)
-        .arg("--no-compute")
-        .output()
-        .unwrap();
+    let o = calibrate(&results, &platform, &["--no-compute"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let keep = tmp.path().join("loop");
     let o = Command::new(mpiscope())

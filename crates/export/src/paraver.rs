@@ -139,7 +139,8 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
     }
     let mut recs: Vec<Rec> = Vec::new();
     let mut functions: Vec<String> = Vec::new();
-    let mut function_ids: HashMap<String, u32> = HashMap::new();
+    // Per function: its value in the `.pcf` and its state (classified once).
+    let mut function_ids: HashMap<String, (u32, u8)> = HashMap::new();
     let mut sends: HashMap<MessageKey, (u64, u64)> = HashMap::new();
     let mut receives: Vec<(MessageKey, u64)> = Vec::new();
     let mut hosts: Vec<String> = Vec::new();
@@ -173,12 +174,12 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
             for it in items.drain(..) {
                 match it {
                     Item::Call { enter, exit, .. } => {
-                        let function = &name;
                         let next = functions.len() as u32 + 1;
-                        let value = *function_ids.entry(function.clone()).or_insert_with(|| {
-                            functions.push(function.clone());
-                            next
-                        });
+                        let (value, state) =
+                            *function_ids.entry(name.clone()).or_insert_with(|| {
+                                functions.push(name.clone());
+                                (next, state_of(&name))
+                            });
                         if let Some(p) = prev_exit.filter(|&p| p < enter) {
                             recs.push(Rec::State {
                                 task,
@@ -191,7 +192,7 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
                             task,
                             begin: enter,
                             end: exit.max(enter),
-                            state: state_of(function),
+                            state,
                         });
                         recs.push(Rec::Event {
                             task,
