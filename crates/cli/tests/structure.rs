@@ -296,9 +296,21 @@ fn balance_finds_known_wait_states() {
         "{b}"
     );
     assert_eq!(first["kind"], "late sender");
+    // Exactly the time from rank 1 entering its receive to rank 0 entering its send (rank 1
+    // may reach its receive a little after rank 0 starts its 50 ms of work, when the ranks
+    // share cores): read both from the trace.
     let ls = first["seconds"].as_f64().unwrap();
+    let enter = |rank: u32, name: &str| {
+        let e = common::read_rank(&trace, rank);
+        e.events.iter().find(|(n, _)| n == name).unwrap().1.t_enter
+    };
+    let want = (enter(0, "MPI_Send") - enter(1, "MPI_Recv")) as f64 * 1e-9;
     assert!(
-        (0.045..0.5).contains(&ls),
+        (ls - want).abs() < 1e-9,
+        "late sender {ls} s, trace says {want} s"
+    );
+    assert!(
+        (0.02..0.5).contains(&ls),
         "late sender {ls} s, expected about 0.05"
     );
     let barrier = b["collectives"]
