@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Real HPL on this host, for validating the HPL skeleton (issue: Plan).
+#
+# Debian's `hpcc` contains netlib HPL 2.x linked with OpenBLAS. For each process count NP in
+# 1, 2, 4 this runs hpcc once (OPENBLAS_NUM_THREADS=1) with every grid P x Q = NP of
+# {1x1, 1x2, 2x1, 2x2} and every N of NS, NB fixed, the other HPL parameters at HPL's
+# defaults (written to target/bench-hpl/HPL.dat too, so the skeleton runs the same
+# configurations), ROUNDS times, interleaved, and writes one CSV line per HPL result:
+#   round,np,p,q,n,nb,time_s,gflops,tv
+# time_s is recomputed from Gflops (HPL prints the time with 2 decimals only, Gflops with 4
+# significant digits): time = (2/3 N^3 + 3/2 N^2) / (Gflops 1e9), as HPL defines Gflops.
+# to target/bench-hpl/real.csv. 4 ranks on this 2-core host are oversubscribed: Open MPI
+# runs them with `mpi_yield_when_idle` so waiting ranks give their core away.
+# Usage: scripts/bench-hpl-real.sh [ROUNDS] [NB] ["N1 N2 ..."]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-3}
+NB=${2:-128}
+read -r -a NS <<< "${3:-2000 4000 6000 8000}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OPENBLAS_NUM_THREADS=1
+if ! command -v hpcc >/dev/null; then
+  echo "hpcc not found: apt-get install hpcc (scripts/deps.sh installs it)" >&2
+  exit 1
+fi
+out=target/bench-hpl
+mkdir -p "$out"
+
+# The HPL.dat lines shared by hpcc and the skeleton: $1 = Ps, $2 = Qs (space separated).
+hpl_dat() {
+  local ps=($1) qs=($2)
+  cat <<EOF
+HPLinpack benchmark input file
+Innovative Computing Laboratory, University of Tennessee
+HPL.out      output file name (if any)
+8            device out (6=stdout,7=stderr,file)
+${#NS[@]}            # of problems sizes (N)
+${NS[*]}     Ns
+1            # of NBs
+$NB          NBs
+0            PMAP process mapping (0=Row-,1=Column-major)
+${#ps[@]}            # of process grids (P x Q)
+${ps[*]}     Ps
+${qs[*]}     Qs
+16.0         threshold
+1            # of panel fact
+2            PFACTs (0=left, 1=Crout, 2=Right)
+1            # of recursive stopping criterium
+4            NBMINs (>= 1)
+1            # of panels in recursion
+2            NDIVs
+1            # of recursive panel fact.
+1            RFACTs (0=left, 1=Crout, 2=Right)
+1            # of broadcast
+1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+1            # of lookahead depth
+1            DEPTHs (>=0)
+2            SWAP (0=bin-exch,1=long,2=mix)
+64           swapping threshold
+0            L1 in (0=transposed,1=no-transposed) form
+0            U  in (0=transposed,1=no-transposed) form
+1            Equilibration (0=no,1=yes)
+8            memory alignment in double (> 0)
+EOF
+}
+
+hpl_dat "1 1 2 2" "1 2 1 2" > "$out/HPL.dat"
+echo "round,np,p,q,n,nb,time_s,gflops,tv" > "$out/real.csv"
+for r in $(seq "$ROUNDS"); do
+  for np in 1 2 4; do
+    case $np in
+      1) ps="1" qs="1" ;;
+      2) ps="1 2" qs="2 1" ;;
+      4) ps="2" qs="2" ;;
+    esac
+    work="$out/run-np$np"
+    rm -rf "$work" && mkdir -p "$work"
+    {
+      hpl_dat "$ps" "$qs"
+      echo "##### This line (no. 32) is ignored (it serves as a separator). ######"
+      echo "0                      		Number of additional problem sizes for PTRANS"
+      echo "1200 10000 30000        	values of N"
+      echo "0                       	number of additional blocking sizes for PTRANS"
+      echo "40 9 8 13 13 20 16 32 64       	values of NB"
+    } > "$work/hpccinf.txt"
+    (cd "$work" && mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 \
+      -np "$np" hpcc > hpcc.log 2>&1)
+    # HPL result lines: T/V  N  NB  P  Q  Time  Gflops
+    awk -v r="$r" -v np="$np" '$1 ~ /^WR/ && NF == 7 {
+        n = $2; t = (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9)
+        printf "%s,%s,%s,%s,%s,%s,%.6f,%s,%s\n", r, np, $4, $5, n, $3, t, $7, $1 }' \
+      "$work/hpccoutf.txt" | tee -a "$out/real.csv"
+  done
+done
