@@ -10,8 +10,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use mpiscope_sim::coll::{Collective, Selector};
-use mpiscope_sim::network::loggp::LogGp;
-use mpiscope_sim::network::{parse_factors, FlowConfig};
+use mpiscope_sim::network::parse_factors;
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
 use mpiscope_sim::workload::{ti, trace, RankWorkload};
@@ -84,47 +83,6 @@ pub struct ReplayArgs {
     quiet: bool,
 }
 
-fn parse_mapping(s: &str) -> Result<Mapping> {
-    let (name, arg) = s
-        .split_once(':')
-        .map(|(a, b)| (a, Some(b)))
-        .unwrap_or((s, None));
-    Ok(match name {
-        "sequential" => Mapping::Sequential {
-            ranks_per_host: arg
-                .map(str::parse)
-                .transpose()
-                .context("--mapping sequential:K: K must be a number")?
-                .unwrap_or(1),
-        },
-        "round-robin" | "roundrobin" => Mapping::RoundRobin,
-        "random" => {
-            let (seed, k) = match arg {
-                None => (None, None),
-                Some(a) => match a.split_once(':') {
-                    Some((s, k)) => (Some(s), Some(k)),
-                    None => (Some(a), None),
-                },
-            };
-            Mapping::Random {
-                seed: seed
-                    .map(str::parse)
-                    .transpose()
-                    .context("--mapping random:SEED[:K]: SEED must be a number")?
-                    .unwrap_or(0),
-                ranks_per_host: k
-                    .map(str::parse)
-                    .transpose()
-                    .context("--mapping random:SEED:K: K must be a number")?
-                    .unwrap_or(1),
-            }
-        }
-        other => {
-            bail!("--mapping {other}: expected sequential[:K], round-robin or random[:SEED[:K]]")
-        }
-    })
-}
-
 fn collective_named(s: &str) -> Option<Collective> {
     Some(match s {
         "barrier" => Collective::Barrier,
@@ -151,73 +109,38 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let platform = platform::load(&a.platform)
         .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
     // Options carried by the platform file (SimGrid's names), then ours on top.
-    let eager_threshold = match (
-        a.eager_threshold,
-        platform.config.get("smpi/send-is-detached-thresh"),
-    ) {
-        (Some(t), _) => t,
-        (None, Some(v)) => v.trim().parse().with_context(|| {
-            format!(
-                "{}: smpi/send-is-detached-thresh `{v}` is not a byte count",
-                a.platform.display()
-            )
-        })?,
-        (None, None) => 65536,
-    };
-    let mut config = SimConfig {
-        eager_threshold,
-        timeline: a.timeline.is_some(),
-        ..SimConfig::default()
-    };
+    if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
+        bail!("--network {}: expected flow, smpi or loggp", a.network);
+    }
+    let mut config = SimConfig::for_platform(&platform, &a.network)
+        .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
+    if let Some(t) = a.eager_threshold {
+        config.eager_threshold = t;
+    }
+    config.timeline = a.timeline.is_some();
     config.selector = match a.collectives.as_str() {
         "ompi" | "openmpi" => Selector::Ompi,
         "mpich" => Selector::Mpich,
         other => bail!("--collectives {other}: expected ompi or mpich"),
     };
-    let mut flow = match a.network.as_str() {
-        "smpi" => FlowConfig::smpi(),
-        _ => FlowConfig::from_options(&platform.config)
-            .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?,
-    };
-    if let Some(spec) = &a.lat_factor {
-        flow.lat_factors = parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
-    }
-    if let Some(spec) = &a.bw_factor {
-        flow.bw_factors = parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
-    }
-    if let Some(w) = a.weight_s {
-        if !(w.is_finite() && w >= 0.0) {
-            bail!("--weight-s {w}: expected a non-negative number");
-        }
-        flow.weight_s = w;
-    }
-    config.network = match a.network.as_str() {
-        "flow" | "smpi" => NetworkKind::Flow(flow),
-        "loggp" => {
-            let mut p = LogGp::default();
-            // Calibrated values carried by the platform (`mpiscope calibrate`): L,o,g,G.
-            if let Some(v) = platform.config.get("mpiscope/loggp") {
-                let v: Vec<f64> = v
-                    .split(',')
-                    .map(|x| x.trim().parse::<f64>())
-                    .collect::<Result<_, _>>()
-                    .ok()
-                    .filter(|v: &Vec<f64>| {
-                        v.len() == 4 && v.iter().all(|x| x.is_finite() && *x >= 0.0)
-                    })
-                    .with_context(|| {
-                        format!(
-                            "{}: mpiscope/loggp `{v}` is not four non-negative numbers L,o,g,G",
-                            a.platform.display()
-                        )
-                    })?;
-                p = LogGp {
-                    l: Some(v[0]),
-                    o: v[1],
-                    g: v[2],
-                    big_g: Some(v[3]),
-                };
+    match &mut config.network {
+        NetworkKind::Flow(flow) => {
+            if let Some(spec) = &a.lat_factor {
+                flow.lat_factors =
+                    parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
             }
+            if let Some(spec) = &a.bw_factor {
+                flow.bw_factors =
+                    parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
+            }
+            if let Some(w) = a.weight_s {
+                if !(w.is_finite() && w >= 0.0) {
+                    bail!("--weight-s {w}: expected a non-negative number");
+                }
+                flow.weight_s = w;
+            }
+        }
+        NetworkKind::LogGp(p) => {
             if let Some(s) = &a.loggp {
                 let v: Vec<f64> = s
                     .split(',')
@@ -230,10 +153,8 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
                 p.o = v[0];
                 p.g = v[1];
             }
-            NetworkKind::LogGp(p)
         }
-        other => bail!("--network {other}: expected flow, smpi or loggp"),
-    };
+    }
     let mut forced = HashMap::new();
     for f in &a.algorithms {
         let (c, n) = f
@@ -349,7 +270,10 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
 fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {
     let mapping = match &a.hostfile {
         Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
-        None => parse_mapping(&a.mapping)?,
+        None => a
+            .mapping
+            .parse::<Mapping>()
+            .map_err(|e| anyhow!("--mapping: {e}"))?,
     };
     platform::map_ranks(platform, n, &mapping).with_context(|| format!("cannot place {n} ranks"))
 }

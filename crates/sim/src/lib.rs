@@ -7,7 +7,8 @@
 //!   Open MPI / MPICH selectors;
 //! * [`engine`]: the discrete-event kernel and the MPI semantics (matching, eager and
 //!   rendezvous sends, requests, probes, collectives);
-//! * [`workload`]: what ranks do: SimGrid time-independent traces, mpiscope traces, skeletons.
+//! * [`workload`]: what ranks do: SimGrid time-independent traces, mpiscope traces, skeletons;
+//! * [`options`]: a configuration from a platform file's own options.
 //!
 //! The simulator knows nothing of MPI libraries or of the command line. Output is a pure
 //! function of (input, platform, configuration, seed).
@@ -16,6 +17,7 @@ pub mod coll;
 pub mod cpu;
 pub mod engine;
 pub mod network;
+pub mod options;
 pub mod platform;
 pub mod report;
 pub mod time;

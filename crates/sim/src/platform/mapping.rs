@@ -142,6 +142,50 @@ pub enum Mapping {
     Hostfile(Hostfile),
 }
 
+impl std::str::FromStr for Mapping {
+    type Err = String;
+
+    /// `sequential[:K]` (K ranks per host, hosts in order), `round-robin`,
+    /// `random[:SEED[:K]]` (hosts in a seeded random order, K ranks each). Hostfiles are
+    /// read with [`Hostfile::from_path`].
+    fn from_str(s: &str) -> Result<Mapping, String> {
+        let (name, arg) = s.split_once(':').map_or((s, None), |(a, b)| (a, Some(b)));
+        let number = |what: &str, v: Option<&str>, default: u64| -> Result<u64, String> {
+            v.map_or(Ok(default), |v| {
+                v.parse()
+                    .map_err(|_| format!("mapping `{s}`: {what} `{v}` is not a number"))
+            })
+        };
+        let per_host = |v: Option<&str>| -> Result<u32, String> {
+            let k = number("K", v, 1)?;
+            u32::try_from(k)
+                .ok()
+                .filter(|k| *k >= 1)
+                .ok_or_else(|| format!("mapping `{s}`: K must be between 1 and 2^32-1"))
+        };
+        match name {
+            "sequential" => Ok(Mapping::Sequential {
+                ranks_per_host: per_host(arg)?,
+            }),
+            "round-robin" | "roundrobin" if arg.is_none() => Ok(Mapping::RoundRobin),
+            "random" => {
+                let (seed, k) =
+                    match arg.map(|a| a.split_once(':').map_or((a, None), |(x, y)| (x, Some(y)))) {
+                        None => (None, None),
+                        Some((seed, k)) => (Some(seed), k),
+                    };
+                Ok(Mapping::Random {
+                    seed: number("SEED", seed, 0)?,
+                    ranks_per_host: per_host(k)?,
+                })
+            }
+            _ => Err(format!(
+                "mapping `{s}`: expected sequential[:K], round-robin or random[:SEED[:K]]"
+            )),
+        }
+    }
+}
+
 /// SplitMix64: a small, fast, well-mixed 64-bit generator (Vigna), enough for drawing a
 /// permutation reproducibly.
 #[derive(Debug, Clone)]
@@ -259,6 +303,52 @@ mod tests {
         let mut s = ClusterSpec::new(n, 1e9, 1e-6);
         s.prefix = "n".into();
         cluster(s).unwrap()
+    }
+
+    #[test]
+    fn mapping_from_str() {
+        let m = |s: &str| s.parse::<Mapping>();
+        assert_eq!(
+            m("sequential"),
+            Ok(Mapping::Sequential { ranks_per_host: 1 })
+        );
+        assert_eq!(
+            m("sequential:4"),
+            Ok(Mapping::Sequential { ranks_per_host: 4 })
+        );
+        assert_eq!(m("round-robin"), Ok(Mapping::RoundRobin));
+        assert_eq!(
+            m("random"),
+            Ok(Mapping::Random {
+                seed: 0,
+                ranks_per_host: 1
+            })
+        );
+        assert_eq!(
+            m("random:7"),
+            Ok(Mapping::Random {
+                seed: 7,
+                ranks_per_host: 1
+            })
+        );
+        assert_eq!(
+            m("random:7:2"),
+            Ok(Mapping::Random {
+                seed: 7,
+                ranks_per_host: 2
+            })
+        );
+        for bad in [
+            "sequential:0",
+            "sequential:x",
+            "random:x",
+            "random:1:0",
+            "diagonal",
+            "round-robin:2",
+        ] {
+            let e = m(bad).unwrap_err();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -1,0 +1,126 @@
+//! A simulation configured by a platform file's own options.
+//!
+//! A platform carries the parameters that were measured with it (eager threshold, SMPI
+//! factors, LogGP values, written by `mpiscope calibrate` or found in a SimGrid `<config>`).
+//! [`SimConfig::for_platform`] turns them into a configuration; front ends (`mpiscope replay`,
+//! `mpiscope hpl`, `mpiscope plan`) apply their own overrides on top.
+
+use crate::engine::{NetworkKind, SimConfig};
+use crate::network::loggp::LogGp;
+use crate::network::FlowConfig;
+use crate::platform::Platform;
+
+/// Network models by the names the command line uses.
+pub const NETWORK_MODELS: &[&str] = &["flow", "smpi", "loggp"];
+
+impl SimConfig {
+    /// The configuration `platform`'s options describe, with the network model `network`
+    /// (`flow`: SimGrid's CM02 with the platform's factors; `smpi`: SMPI's default factors;
+    /// `loggp`: LogGP with the platform's `mpiscope/loggp` values when present). Options read:
+    /// `smpi/send-is-detached-thresh` (default 65536 as in SMPI), the flow model's options
+    /// ([`FlowConfig::from_options`]) and `mpiscope/loggp` (`L,o,g,G`). Errors name the option.
+    pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
+        let options = &platform.config;
+        let eager_threshold = match options.get("smpi/send-is-detached-thresh") {
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| format!("smpi/send-is-detached-thresh `{v}` is not a byte count"))?,
+            None => 65536,
+        };
+        let network = match network {
+            "flow" => NetworkKind::Flow(FlowConfig::from_options(options)?),
+            "smpi" => NetworkKind::Flow(FlowConfig::smpi()),
+            "loggp" => NetworkKind::LogGp(match options.get("mpiscope/loggp") {
+                Some(v) => parse_loggp(v)?,
+                None => LogGp::default(),
+            }),
+            other => {
+                return Err(format!(
+                    "network model `{other}`: expected {}",
+                    NETWORK_MODELS.join(", ")
+                ))
+            }
+        };
+        Ok(SimConfig {
+            eager_threshold,
+            network,
+            ..SimConfig::default()
+        })
+    }
+}
+
+/// `L,o,g,G` in seconds (and seconds per byte), as `mpiscope calibrate` writes them.
+fn parse_loggp(v: &str) -> Result<LogGp, String> {
+    let values: Vec<f64> = v
+        .split(',')
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .ok()
+        .filter(|v: &Vec<f64>| v.len() == 4 && v.iter().all(|x| x.is_finite() && *x >= 0.0))
+        .ok_or_else(|| format!("mpiscope/loggp `{v}` is not four non-negative numbers L,o,g,G"))?;
+    Ok(LogGp {
+        l: Some(values[0]),
+        o: values[1],
+        g: values[2],
+        big_g: Some(values[3]),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::toml::from_toml_str;
+
+    fn platform(config: &str) -> Platform {
+        from_toml_str(
+            &format!(
+                "[cluster]\nhosts = 2\nbandwidth = \"1GBps\"\nlatency = \"1us\"\n[config]\n{config}"
+            ),
+            "test.toml",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn platform_options_become_the_configuration() {
+        let p = platform(
+            "\"smpi/send-is-detached-thresh\" = 512\n\"smpi/bw-factor\" = \"0:0.5\"\n\
+             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"",
+        );
+        let c = SimConfig::for_platform(&p, "flow").unwrap();
+        assert_eq!(c.eager_threshold, 512);
+        match c.network {
+            NetworkKind::Flow(f) => assert_eq!(f.bw_factors, vec![(0, 0.5)]),
+            other => panic!("{other:?}"),
+        }
+        let c = SimConfig::for_platform(&p, "loggp").unwrap();
+        assert_eq!(
+            c.network,
+            NetworkKind::LogGp(LogGp {
+                l: Some(1e-6),
+                o: 2e-7,
+                g: 3e-7,
+                big_g: Some(1e-9)
+            })
+        );
+    }
+
+    #[test]
+    fn defaults_without_options_and_errors_name_the_option() {
+        let c = SimConfig::for_platform(&platform(""), "flow").unwrap();
+        assert_eq!(c.eager_threshold, 65536);
+        assert_eq!(c.network, NetworkKind::Flow(FlowConfig::default()));
+        let e = SimConfig::for_platform(&platform("\"mpiscope/loggp\" = \"1,2\""), "loggp")
+            .unwrap_err();
+        assert!(e.contains("mpiscope/loggp"), "{e}");
+        let e = SimConfig::for_platform(
+            &platform("\"smpi/send-is-detached-thresh\" = \"lots\""),
+            "flow",
+        )
+        .unwrap_err();
+        assert!(e.contains("send-is-detached-thresh"), "{e}");
+        let e = SimConfig::for_platform(&platform(""), "packet").unwrap_err();
+        assert!(e.contains("packet"), "{e}");
+    }
+}
