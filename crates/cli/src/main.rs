@@ -3,6 +3,7 @@
 mod bench;
 mod calibrate;
 mod launch;
+mod plan;
 mod replay;
 
 use std::path::PathBuf;
@@ -70,6 +71,10 @@ enum Command {
     /// Fit the simulator's network model to `mpiscope-bench --json` results and write a
     /// platform: `mpiscope calibrate results.json -o calibrated.toml`.
     Calibrate(calibrate::CalibrateArgs),
+    /// Run a capacity-planning study: `mpiscope plan STUDY.toml` sweeps node speed, link
+    /// bandwidth and latency, topologies or mappings over a workload and writes
+    /// results.csv, results.json and SVG figures (resumable; shares points under mpirun).
+    Plan(plan::PlanArgs),
     /// Per-function counts, times and bytes; per-rank compute versus MPI time.
     Report {
         /// Run directory written by `mpiscope trace`.
@@ -153,6 +158,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Replay(args) => replay::replay(args),
         Command::Bench(args) => bench::bench(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
+        Command::Plan(args) => plan::plan(args),
         Command::Dump {
             dir,
             rank,

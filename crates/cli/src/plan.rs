@@ -1,0 +1,139 @@
+//! `mpiscope plan STUDY.toml`: a capacity-planning sweep (see `mpiscope_plan::study` for the
+//! file). Runs this process's share of the points on all cores, resumes from finished
+//! points, and writes results.csv, results.json and the study's figures.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use mpiscope_plan::study::WorkloadSpec;
+use mpiscope_plan::{ReplayRunner, RunOptions, Share, Study, WorkloadRunner};
+
+/// Options of `mpiscope plan`.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The study file (TOML): workload, base platform, axes, figures.
+    study: PathBuf,
+    /// Output directory (default: the study file's name without `.toml`, next to it).
+    #[arg(short, long)]
+    out: Option<PathBuf>,
+    /// Points simulated at once (default: the number of cores).
+    #[arg(short, long)]
+    jobs: Option<usize>,
+    /// Run only point N (again, even if finished), as each point's record says.
+    #[arg(long, value_name = "N")]
+    point: Option<usize>,
+    /// Simulate nothing: write the results and figures from the points finished so far.
+    #[arg(long)]
+    report: bool,
+    /// List the points and their settings, and exit.
+    #[arg(long)]
+    list: bool,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// Runs `mpiscope plan`.
+pub fn plan(a: PlanArgs) -> Result<i32> {
+    let study = Study::from_path(&a.study)?;
+    let points = study.points();
+    if a.list {
+        let mut text = String::new();
+        for p in &points {
+            let settings: Vec<String> = study
+                .axes
+                .iter()
+                .zip(&p.values)
+                .map(|(ax, v)| format!("{} = {}", ax.name, mpiscope_plan::study::value_text(v)))
+                .collect();
+            text.push_str(&format!("{:5}  {}\n", p.index, settings.join(", ")));
+        }
+        crate::write_stdout(&text)?;
+        return Ok(0);
+    }
+    let out = a.out.clone().unwrap_or_else(|| a.study.with_extension(""));
+    if out == a.study {
+        bail!(
+            "--out: give an output directory (the study file {} has no extension)",
+            a.study.display()
+        );
+    }
+    let share = Share::from_launcher(|k| std::env::var(k).ok());
+    if !a.report {
+        let runner: Box<dyn WorkloadRunner> = match &study.workload {
+            WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => {
+                Box::new(ReplayRunner::new(&study.workload)?)
+            }
+            WorkloadSpec::Hpl(p) => bail!(
+                "{}: workload hpl = {}: this build has no HPL skeleton yet",
+                a.study.display(),
+                p.display()
+            ),
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let options = RunOptions {
+            out: out.clone(),
+            threads: a.jobs.unwrap_or(cores).max(1),
+            share,
+            only: a.point,
+            command: format!(
+                "mpiscope plan {} --out {}",
+                a.study.display(),
+                out.display()
+            ),
+        };
+        let bar = (!a.quiet).then(|| {
+            let b = indicatif::ProgressBar::new(points.len() as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} points [{elapsed} elapsed, {eta} left]",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+        let summary = mpiscope_plan::run(&study, runner.as_ref(), &options, &|p| {
+            if let Some(b) = &bar {
+                b.set_length(p.total as u64);
+                b.set_position(p.done as u64);
+            }
+        })
+        .with_context(|| format!("study {}", a.study.display()))?;
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        eprintln!(
+            "mpiscope plan: {} point(s) simulated, {} already finished{}",
+            summary.simulated,
+            summary.reused,
+            if share.size > 1 {
+                format!(" (share {} of {})", share.rank, share.size)
+            } else {
+                String::new()
+            }
+        );
+        if !summary.failed.is_empty() {
+            for (p, why) in &summary.failed {
+                eprintln!("mpiscope plan: point {p} failed: {why}");
+            }
+            bail!(
+                "{} of the study's points failed (finished points are kept: fix and rerun)",
+                summary.failed.len()
+            );
+        }
+    }
+    let written = mpiscope_plan::write_results(&study, &out)?;
+    if !written.missing.is_empty() {
+        eprintln!(
+            "mpiscope plan: {} of {} points not finished yet (other processes, or rerun); \
+             results cover the finished ones",
+            written.missing.len(),
+            points.len()
+        );
+    }
+    for f in &written.files {
+        eprintln!("wrote {}", f.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,360 @@
+//! Figures of a study: line charts (hand-written SVG) of one result column against another,
+//! a line per value of a `series` column, a panel per value of a `panels` column. Numeric
+//! axes switch to a log scale when the values span two decades or more; an x column whose
+//! values are not all numbers is drawn as evenly spaced categories.
+
+use std::fmt::Write;
+
+use crate::study::FigureSpec;
+use crate::table::Table;
+
+const PANEL_W: f64 = 440.0;
+const PANEL_H: f64 = 320.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 50.0;
+const COLORS: &[&str] = &[
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// A numeric axis: linear or log10.
+#[derive(Debug, Clone, Copy)]
+struct Scale {
+    lo: f64,
+    hi: f64,
+    log: bool,
+}
+
+impl Scale {
+    fn of(values: impl Iterator<Item = f64> + Clone) -> Scale {
+        let lo = values.clone().fold(f64::INFINITY, f64::min);
+        let hi = values.fold(f64::NEG_INFINITY, f64::max);
+        if !lo.is_finite() {
+            return Scale {
+                lo: 0.0,
+                hi: 1.0,
+                log: false,
+            };
+        }
+        let log = lo > 0.0 && hi / lo >= 100.0;
+        if log {
+            Scale {
+                lo: 10f64.powf(lo.log10().floor()),
+                hi: 10f64.powf(hi.log10().ceil()),
+                log,
+            }
+        } else {
+            let lo = if lo > 0.0 { 0.0 } else { lo };
+            let hi = if hi <= lo { lo + 1.0 } else { hi * 1.05 };
+            Scale { lo, hi, log }
+        }
+    }
+
+    /// Position in [0, 1].
+    fn at(&self, v: f64) -> f64 {
+        if self.log {
+            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
+        } else {
+            (v - self.lo) / (self.hi - self.lo)
+        }
+    }
+
+    fn ticks(&self) -> Vec<f64> {
+        if self.log {
+            let (a, b) = (
+                self.lo.log10().round() as i32,
+                self.hi.log10().round() as i32,
+            );
+            (a..=b).map(|e| 10f64.powi(e)).collect()
+        } else {
+            let span = self.hi - self.lo;
+            let raw = span / 5.0;
+            let mag = 10f64.powf(raw.log10().floor());
+            let step = [1.0, 2.0, 5.0, 10.0]
+                .iter()
+                .map(|m| m * mag)
+                .find(|s| span / s <= 6.0)
+                .unwrap_or(10.0 * mag);
+            let mut t = (self.lo / step).ceil() * step;
+            let mut out = Vec::new();
+            while t <= self.hi + step * 1e-9 {
+                out.push(t);
+                t += step;
+            }
+            out
+        }
+    }
+}
+
+fn label(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1e5 || v.abs() < 1e-3 {
+        format!("{v:.0e}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Distinct values of a column in order of first appearance (all rows when `col` is None).
+fn groups(table: &Table, col: Option<usize>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in &table.rows {
+        let v = col.map(|c| r[c].clone()).unwrap_or_default();
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The SVG of `spec` over `table`; `title` is used when the figure has none. Rows whose x or
+/// y is empty or not a number are skipped (categorical x excepted).
+pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, String> {
+    let col = |name: &str| {
+        table
+            .column(name)
+            .ok_or_else(|| format!("{}: no column `{name}` in the results", spec.file))
+    };
+    let (xc, yc) = (col(&spec.x)?, col(&spec.y)?);
+    let sc = spec.series.as_deref().map(col).transpose()?;
+    let pc = spec.panels.as_deref().map(col).transpose()?;
+    let y_of = |r: &Vec<String>| r[yc].parse::<f64>().ok().filter(|v| v.is_finite());
+    let rows: Vec<&Vec<String>> = table.rows.iter().filter(|r| y_of(r).is_some()).collect();
+    let numeric_x = rows.iter().all(|r| r[xc].parse::<f64>().is_ok());
+    let categories = groups(table, Some(xc));
+    let x_of = |r: &Vec<String>| -> f64 {
+        if numeric_x {
+            r[xc].parse().unwrap_or(0.0)
+        } else {
+            categories.iter().position(|c| *c == r[xc]).unwrap_or(0) as f64
+        }
+    };
+    let xs = Scale::of(rows.iter().map(|r| x_of(r)));
+    let xs = if numeric_x {
+        xs
+    } else {
+        Scale {
+            lo: -0.5,
+            hi: categories.len() as f64 - 0.5,
+            log: false,
+        }
+    };
+    let ys = Scale::of(rows.iter().filter_map(|r| y_of(r)));
+    let panels = groups(table, pc);
+    let series = groups(table, sc);
+    let width = PANEL_W * panels.len().max(1) as f64;
+    let height = PANEL_H + if series.len() > 1 { 24.0 } else { 0.0 };
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
+        width / 2.0,
+        escape(spec.title.as_deref().unwrap_or(title))
+    );
+    let (pw, ph) = (PANEL_W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
+    for (pi, panel) in panels.iter().enumerate() {
+        let ox = pi as f64 * PANEL_W + LEFT;
+        let px = |v: f64| ox + xs.at(v) * pw;
+        let py = |v: f64| TOP + (1.0 - ys.at(v)) * ph;
+        if let Some(name) = &spec.panels {
+            let _ = writeln!(
+                s,
+                "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} = {}</text>",
+                ox + pw / 2.0,
+                TOP - 8.0,
+                escape(name),
+                escape(panel)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<rect x=\"{ox}\" y=\"{TOP}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#444\"/>"
+        );
+        for t in ys.ticks() {
+            let y = py(t);
+            let _ = writeln!(
+                s,
+                "<line x1=\"{ox}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
+                 <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                ox + pw,
+                ox - 4.0,
+                y + 4.0,
+                label(t)
+            );
+        }
+        if numeric_x {
+            for t in xs.ticks() {
+                let x = px(t);
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                    TOP + ph + 16.0,
+                    label(t)
+                );
+            }
+        } else {
+            for (i, c) in categories.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                    px(i as f64),
+                    TOP + ph + 16.0,
+                    escape(c)
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\
+             <text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+            ox + pw / 2.0,
+            TOP + ph + 36.0,
+            escape(&spec.x),
+            ox - 50.0,
+            TOP + ph / 2.0,
+            escape(&spec.y)
+        );
+        for (si, name) in series.iter().enumerate() {
+            let color = COLORS[si % COLORS.len()];
+            let mut pts: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| pc.is_none_or(|c| r[c] == *panel) && sc.is_none_or(|c| r[c] == *name))
+                .filter_map(|r| Some((x_of(r), y_of(r)?)))
+                .filter(|(x, y)| (!xs.log || *x > 0.0) && (!ys.log || *y > 0.0))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let path: Vec<String> = pts
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .collect();
+            if pts.len() > 1 {
+                let _ = writeln!(
+                    s,
+                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                    path.join(" ")
+                );
+            }
+            for p in &path {
+                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
+                let _ = writeln!(
+                    s,
+                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"3.5\" fill=\"{color}\"/>"
+                );
+            }
+        }
+    }
+    if series.len() > 1 {
+        let y = PANEL_H + 8.0;
+        let mut x = LEFT;
+        if let Some(name) = &spec.series {
+            let _ = writeln!(
+                s,
+                "<text x=\"{x}\" y=\"{}\">{}:</text>",
+                y + 4.0,
+                escape(name)
+            );
+            x += 10.0 + 7.0 * name.len() as f64;
+        }
+        for (si, name) in series.iter().enumerate() {
+            let color = COLORS[si % COLORS.len()];
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{color}\"/>\
+                 <text x=\"{}\" y=\"{}\">{}</text>",
+                y,
+                x + 18.0,
+                y + 4.0,
+                escape(name)
+            );
+            x += 30.0 + 7.0 * name.len() as f64;
+        }
+    }
+    s.push_str("</svg>\n");
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        let row = |sw: &str, m: &str, t: &str| vec![sw.to_owned(), m.to_owned(), t.to_owned()];
+        Table {
+            columns: vec!["switches".into(), "mapping".into(), "time_s".into()],
+            rows: vec![
+                row("1", "sequential", "30"),
+                row("2", "sequential", "20"),
+                row("1", "random", "60"),
+                row("2", "random", "40"),
+            ],
+        }
+    }
+
+    #[test]
+    fn one_line_per_series_through_its_points() {
+        let spec = FigureSpec {
+            file: "f.svg".into(),
+            x: "switches".into(),
+            y: "time_s".into(),
+            series: Some("mapping".into()),
+            panels: None,
+            title: None,
+        };
+        let svg = render(&spec, &table(), "study").unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert_eq!(svg.matches("<circle").count(), 4);
+        assert!(svg.contains(">sequential<") && svg.contains(">random<"));
+        // y from 0 to 63: the random line (60) is drawn higher (smaller y) than sequential (30).
+        let ys: Vec<f64> = svg
+            .lines()
+            .filter(|l| l.starts_with("<circle"))
+            .map(|l| {
+                let a = l.split("cy=\"").nth(1).unwrap();
+                a[..a.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert!(ys[2] < ys[0] && ys[3] < ys[1], "{ys:?}");
+    }
+
+    #[test]
+    fn panels_and_categories_and_errors() {
+        let spec = FigureSpec {
+            file: "f.svg".into(),
+            x: "mapping".into(),
+            y: "time_s".into(),
+            series: None,
+            panels: Some("switches".into()),
+            title: Some("T".into()),
+        };
+        let svg = render(&spec, &table(), "study").unwrap();
+        assert!(svg.contains("switches = 1") && svg.contains("switches = 2"));
+        assert!(svg.contains(">T<"));
+        let bad = FigureSpec {
+            y: "gflops".into(),
+            ..spec
+        };
+        assert!(render(&bad, &table(), "s").unwrap_err().contains("gflops"));
+    }
+
+    #[test]
+    fn log_scale_over_two_decades() {
+        let s = Scale::of([0.1, 1.0, 10.0].into_iter());
+        assert!(s.log);
+        assert_eq!(s.ticks(), vec![0.1, 1.0, 10.0]);
+        assert!((s.at(1.0) - 0.5).abs() < 1e-12);
+        let s = Scale::of([1.0, 3.0].into_iter());
+        assert!(!s.log);
+        assert_eq!(s.ticks().first(), Some(&0.0));
+    }
+}

@@ -1,0 +1,299 @@
+//! One point of a study: its platform and configuration, built from the base and the axis
+//! values, and the simulation of the workload on it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use mpiscope_sim::platform::{self, Mapping, Platform};
+use mpiscope_sim::report::Report;
+use mpiscope_sim::workload::{ti, trace, RankWorkload};
+use mpiscope_sim::{SimConfig, Simulation};
+use serde::Serialize;
+
+use crate::study::{factor, value_text, PlatformSpec, Point, Study, Target, WorkloadSpec};
+use crate::PlanError;
+
+/// What a point simulates, fully resolved: enough to reproduce it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointConfig {
+    /// The base platform file, or the inline platform's TOML after the axis values.
+    pub platform: String,
+    /// Multipliers applied to every host speed, link bandwidth and link latency.
+    pub scale_speed: f64,
+    /// See `scale_speed`.
+    pub scale_bandwidth: f64,
+    /// See `scale_speed`.
+    pub scale_latency: f64,
+    /// Network model.
+    pub network: String,
+    /// Rank placement.
+    pub mapping: String,
+}
+
+/// One simulated configuration of a point (a trace replay has one, an HPL.dat several).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Measure {
+    /// Workload labels (HPL: `n`, `nb`, `p`, `q`, `tv`), in column order.
+    pub labels: Vec<(String, String)>,
+    /// Simulated time, seconds.
+    pub time_s: f64,
+    /// Floating-point rate, when the workload defines one (HPL).
+    pub gflops: Option<f64>,
+    /// Energy of the hosts used, joules.
+    pub energy_j: f64,
+    /// Wall-clock time of the simulation, seconds.
+    pub sim_wall_s: f64,
+}
+
+/// Runs a workload on a platform; the HPL skeleton and trace replays implement it.
+pub trait WorkloadRunner: Sync {
+    /// Simulates the workload with `config` on `platform`, ranks placed by `mapping`.
+    fn run(
+        &self,
+        platform: &Platform,
+        config: &SimConfig,
+        mapping: &Mapping,
+    ) -> Result<Vec<Measure>, PlanError>;
+}
+
+impl PointConfig {
+    /// The configuration of `point` in `study`.
+    pub fn of(study: &Study, point: &Point) -> Result<PointConfig, PlanError> {
+        let mut table = match &study.platform {
+            PlatformSpec::Inline(t) => Some(t.clone()),
+            PlatformSpec::File(_) => None,
+        };
+        let mut c = PointConfig {
+            platform: String::new(),
+            scale_speed: 1.0,
+            scale_bandwidth: 1.0,
+            scale_latency: 1.0,
+            network: study.network.clone(),
+            mapping: study.mapping.clone(),
+        };
+        for (axis, value) in study.axes.iter().zip(&point.values) {
+            match &axis.target {
+                Target::ScaleSpeed => c.scale_speed *= factor(value).unwrap_or(1.0),
+                Target::ScaleBandwidth => c.scale_bandwidth *= factor(value).unwrap_or(1.0),
+                Target::ScaleLatency => c.scale_latency *= factor(value).unwrap_or(1.0),
+                Target::Mapping => c.mapping = value_text(value),
+                Target::Network => c.network = value_text(value),
+                Target::PlatformKey(path) => {
+                    let t = table.as_mut().ok_or_else(|| PlanError::Study {
+                        path: study.path.display().to_string(),
+                        message: format!("axis `{}`: the platform is not inline", axis.name),
+                    })?;
+                    set_key(t, path, value.clone()).map_err(|m| PlanError::Study {
+                        path: study.path.display().to_string(),
+                        message: format!("axis `{}`: {m}", axis.name),
+                    })?;
+                }
+            }
+        }
+        c.platform = match (&study.platform, table) {
+            (_, Some(t)) => toml::to_string(&t).map_err(|e| PlanError::Study {
+                path: study.path.display().to_string(),
+                message: format!("platform: {e}"),
+            })?,
+            (PlatformSpec::File(p), None) => p.display().to_string(),
+            (PlatformSpec::Inline(_), None) => unreachable!("an inline platform has a table"),
+        };
+        Ok(c)
+    }
+
+    /// Builds the platform (scaled) and the simulation configuration.
+    pub fn build(
+        &self,
+        study: &Study,
+        point: usize,
+    ) -> Result<(Platform, SimConfig, Mapping), PlanError> {
+        let name = format!("{} (point {point})", study.path.display());
+        let mut platform = match &study.platform {
+            PlatformSpec::Inline(_) => platform::toml::from_toml_str(&self.platform, &name),
+            PlatformSpec::File(p) => platform::load(p),
+        }
+        .map_err(|e| PlanError::Platform {
+            point,
+            message: e.to_string(),
+        })?;
+        for h in &mut platform.hosts {
+            h.speed *= self.scale_speed;
+        }
+        for l in &mut platform.links {
+            l.bandwidth *= self.scale_bandwidth;
+            l.latency *= self.scale_latency;
+        }
+        let config = SimConfig::for_platform(&platform, &self.network).map_err(|message| {
+            PlanError::Platform {
+                point,
+                message: format!("{name}: {message}"),
+            }
+        })?;
+        let mapping = self
+            .mapping
+            .parse::<Mapping>()
+            .map_err(|message| PlanError::Platform { point, message })?;
+        Ok((platform, config, mapping))
+    }
+}
+
+/// Sets `path` (dotted key below `platform`) in a TOML table, creating tables on the way.
+fn set_key(table: &mut toml::Table, path: &[String], value: toml::Value) -> Result<(), String> {
+    let (last, parents) = path.split_last().ok_or("empty key")?;
+    let mut t = table;
+    for p in parents {
+        t = match t
+            .entry(p.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+        {
+            toml::Value::Table(inner) => inner,
+            _ => return Err(format!("platform.{}: `{p}` is not a table", path.join("."))),
+        };
+    }
+    t.insert(last.clone(), value);
+    Ok(())
+}
+
+/// Replays a recorded workload: an mpiscope run directory or a SimGrid TI trace.
+pub struct ReplayRunner {
+    workload: WorkloadSpec,
+}
+
+impl ReplayRunner {
+    /// A runner for a trace or TI workload (not HPL).
+    pub fn new(workload: &WorkloadSpec) -> Result<ReplayRunner, PlanError> {
+        match workload {
+            WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => Ok(ReplayRunner {
+                workload: workload.clone(),
+            }),
+            WorkloadSpec::Hpl(p) => Err(PlanError::Workload(format!(
+                "{}: an HPL workload needs the HPL skeleton's runner",
+                p.display()
+            ))),
+        }
+    }
+}
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> PlanError {
+    PlanError::Workload(format!("{}: {e}", path.display()))
+}
+
+impl WorkloadRunner for ReplayRunner {
+    fn run(
+        &self,
+        platform: &Platform,
+        config: &SimConfig,
+        mapping: &Mapping,
+    ) -> Result<Vec<Measure>, PlanError> {
+        let started = Instant::now();
+        let (workloads, hosts): (Vec<Box<dyn RankWorkload>>, Vec<u32>) = match &self.workload {
+            WorkloadSpec::Trace(dir) => {
+                let run = mpiscope_trace::RunDir::open(dir).map_err(|e| io_err(dir, e))?;
+                let hosts = platform::map_ranks(platform, run.ranks(), mapping)
+                    .map_err(|e| io_err(dir, e))?;
+                let speeds: Vec<f64> = hosts
+                    .iter()
+                    .map(|&h| platform.hosts[h as usize].speed)
+                    .collect();
+                let (w, _) = trace::load_with_callsites(
+                    &run,
+                    trace::TraceOptions {
+                        traced_speed: None,
+                        callsites_by_size: false,
+                    },
+                    &speeds,
+                )
+                .map_err(|e| io_err(dir, e))?;
+                (w, hosts)
+            }
+            WorkloadSpec::Ti(index) => {
+                let w = ti::load(index, ti::TiOptions::default()).map_err(|e| io_err(index, e))?;
+                let hosts = platform::map_ranks(platform, w.len() as u32, mapping)
+                    .map_err(|e| io_err(index, e))?;
+                (w, hosts)
+            }
+            WorkloadSpec::Hpl(p) => return Err(io_err(p, "not a replay workload")),
+        };
+        let sim = Simulation::new(platform, config.clone(), hosts.clone(), workloads)
+            .map_err(|e| PlanError::Simulation(e.to_string()))?;
+        let result = sim
+            .run()
+            .map_err(|e| PlanError::Simulation(e.to_string()))?;
+        let wall = started.elapsed().as_secs_f64();
+        let report = Report::new(platform, &result, &hosts, wall);
+        Ok(vec![Measure {
+            labels: Vec::new(),
+            time_s: report.makespan_s,
+            gflops: None,
+            energy_j: report.energy_j,
+            sim_wall_s: wall,
+        }])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_values_land_in_the_platform_and_the_configuration() {
+        let text = r#"
+workload = { trace = "run" }
+[platform.fat_tree]
+topology = "2;4,4;1,4;1,1"
+bandwidth = "10Gbps"
+latency = "24us"
+speed = "1Gf"
+[[axis]]
+set = "platform.fat_tree.topology"
+values = [1, 2]
+format = "2;4,4;1,{};1,1"
+[[axis]]
+set = "scale.latency"
+values = [10]
+[[axis]]
+set = "mapping"
+values = ["random:3"]
+"#;
+        let study = Study::parse(text, Path::new("s.toml")).unwrap();
+        let points = study.points();
+        let c = PointConfig::of(&study, &points[0]).unwrap();
+        assert!(c.platform.contains("2;4,4;1,1;1,1"), "{}", c.platform);
+        assert_eq!(c.scale_latency, 10.0);
+        assert_eq!(c.mapping, "random:3");
+        let (p, config, mapping) = c.build(&study, 0).unwrap();
+        assert_eq!(p.hosts.len(), 16);
+        // Every cable's latency is multiplied.
+        assert!(p
+            .links
+            .iter()
+            .all(|l| (l.latency - 240e-6).abs() < 1e-12 || l.latency == 0.0));
+        assert_eq!(config.eager_threshold, 65536);
+        assert_eq!(
+            mapping,
+            Mapping::Random {
+                seed: 3,
+                ranks_per_host: 1
+            }
+        );
+        // The second point has two top switches: more links than the first.
+        let c2 = PointConfig::of(&study, &points[1]).unwrap();
+        let (p2, _, _) = c2.build(&study, 1).unwrap();
+        assert!(p2.links.len() > p.links.len());
+    }
+
+    #[test]
+    fn a_key_below_a_value_is_an_error() {
+        let text = r#"
+workload = { trace = "run" }
+[platform]
+name = "x"
+[[axis]]
+set = "platform.name.inner"
+values = [1]
+"#;
+        let study = Study::parse(text, Path::new("s.toml")).unwrap();
+        let e = PointConfig::of(&study, &study.points()[0]).unwrap_err();
+        assert!(e.to_string().contains("not a table"), "{e}");
+    }
+}
