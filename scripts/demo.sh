@@ -30,3 +30,9 @@ echo
 echo "== the same run on a 64-host fat tree, ranks spread at random over the hosts"
 target/release/mpiscope replay target/demo/trace --platform examples/platforms/fat-tree-64.xml \
   --mapping random:1 --quiet --json | grep makespan_s
+echo
+echo "== mpiscope plan examples/studies/what-if.toml --trace target/demo/trace: 10x faster or slower nodes, links, latency"
+rm -rf target/demo/what-if
+target/release/mpiscope plan examples/studies/what-if.toml --trace target/demo/trace \
+  --out target/demo/what-if --quiet
+cat target/demo/what-if/results.csv

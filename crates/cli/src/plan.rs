@@ -14,6 +14,15 @@ use mpiscope_plan::{ReplayRunner, RunOptions, Share, Study, WorkloadRunner};
 pub struct PlanArgs {
     /// The study file (TOML): workload, base platform, axes, figures.
     study: PathBuf,
+    /// Run the study over this trace (an mpiscope run directory) instead of its workload.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["ti", "hpl"])]
+    trace: Option<PathBuf>,
+    /// Run the study over this SimGrid time-independent trace index.
+    #[arg(long, value_name = "FILE", conflicts_with = "hpl")]
+    ti: Option<PathBuf>,
+    /// Run the study over the HPL skeleton with this HPL.dat.
+    #[arg(long, value_name = "FILE")]
+    hpl: Option<PathBuf>,
     /// Output directory (default: the study file's name without `.toml`, next to it).
     #[arg(short, long)]
     out: Option<PathBuf>,
@@ -36,7 +45,14 @@ pub struct PlanArgs {
 
 /// Runs `mpiscope plan`.
 pub fn plan(a: PlanArgs) -> Result<i32> {
-    let study = Study::from_path(&a.study)?;
+    let mut study = Study::from_path(&a.study)?;
+    if let Some(p) = &a.trace {
+        study.workload = Some(WorkloadSpec::Trace(p.clone()));
+    } else if let Some(p) = &a.ti {
+        study.workload = Some(WorkloadSpec::Ti(p.clone()));
+    } else if let Some(p) = &a.hpl {
+        study.workload = Some(WorkloadSpec::Hpl(p.clone()));
+    }
     let points = study.points();
     if a.list {
         let mut text = String::new();
@@ -62,10 +78,15 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     let share = Share::from_launcher(|k| std::env::var(k).ok());
     if !a.report {
         let runner: Box<dyn WorkloadRunner> = match &study.workload {
-            WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => {
-                Box::new(ReplayRunner::new(&study.workload)?)
+            None => bail!(
+                "{}: no workload: give one in the study (workload = {{ trace = \"DIR\" }}) \
+                 or with --trace DIR, --ti FILE or --hpl HPL.dat",
+                a.study.display()
+            ),
+            Some(w @ (WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_))) => {
+                Box::new(ReplayRunner::new(w, study.traced_speed)?)
             }
-            WorkloadSpec::Hpl(p) => bail!(
+            Some(WorkloadSpec::Hpl(p)) => bail!(
                 "{}: workload hpl = {}: this build has no HPL skeleton yet",
                 a.study.display(),
                 p.display()

@@ -207,6 +207,42 @@ fn plan_sweeps_resumes_and_shares_points() {
     assert_eq!(shared.lines().count(), 7);
 }
 
+/// The shipped generic study runs over any trace given on the command line.
+#[test]
+fn plan_what_if_study_over_a_given_trace() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    workload(dir);
+    let study = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/studies/what-if.toml");
+    let study = study.to_str().unwrap();
+    let o = plan(
+        dir,
+        &[study, "--ti", "index.txt", "--out", "w", "--quiet"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("w/results.json")).unwrap())
+            .unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 7, "{j}");
+    let t = |varied: &str, value: f64| {
+        rows.iter()
+            .find(|r| r["varied"] == varied && r["value"].as_f64() == Some(value))
+            .unwrap_or_else(|| panic!("{varied} {value}: {j}"))["time_s"]
+            .as_f64()
+            .unwrap()
+    };
+    // The fat tree's hosts compute at 10 Gf: 1 Gflop takes 0.1 s, 1 s at a tenth the speed.
+    assert!((t("node speed", 0.1) - t("node speed", 1.0) - 0.9).abs() < 1e-6);
+    assert!(
+        t("bandwidth", 0.1) > t("node speed", 1.0) && t("bandwidth", 10.0) < t("node speed", 1.0)
+    );
+    assert!(t("latency", 10.0) > t("latency", 0.1));
+    let svg = std::fs::read_to_string(dir.join("w/what-if.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
+}
+
 #[test]
 fn plan_reports_bad_studies() {
     let tmp = tempdir();

@@ -1,6 +1,6 @@
 //! Figures of a study: line charts (hand-written SVG) of one result column against another,
 //! a line per value of a `series` column, a panel per value of a `panels` column. Numeric
-//! axes switch to a log scale when the values span two decades or more; an x column whose
+//! axes switch to a log scale when the largest value is 20 times the smallest or more; an x column whose
 //! values are not all numbers is drawn as evenly spaced categories.
 
 use std::fmt::Write;
@@ -37,7 +37,7 @@ impl Scale {
                 log: false,
             };
         }
-        let log = lo > 0.0 && hi / lo >= 100.0;
+        let log = lo > 0.0 && hi / lo >= 20.0;
         if log {
             Scale {
                 lo: 10f64.powf(lo.log10().floor()),
@@ -151,7 +151,9 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
     let ys = Scale::of(rows.iter().filter_map(|r| y_of(r)));
     let panels = groups(table, pc);
     let series = groups(table, sc);
-    let width = PANEL_W * panels.len().max(1) as f64;
+    let title = spec.title.as_deref().unwrap_or(title);
+    // Room for the title at about 8 px per character of 15 px text.
+    let width = (PANEL_W * panels.len().max(1) as f64).max(8.0 * title.len() as f64 + 40.0);
     let height = PANEL_H + if series.len() > 1 { 24.0 } else { 0.0 };
     let mut s = String::new();
     let _ = write!(
@@ -160,7 +162,7 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
          font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
         width / 2.0,
-        escape(spec.title.as_deref().unwrap_or(title))
+        escape(title)
     );
     let (pw, ph) = (PANEL_W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
     for (pi, panel) in panels.iter().enumerate() {

@@ -19,7 +19,7 @@ pub mod table;
 
 use std::path::{Path, PathBuf};
 
-pub use point::{Measure, PointConfig, ReplayRunner, WorkloadRunner};
+pub use point::{Measure, PointConfig, PointSetup, ReplayRunner, WorkloadRunner};
 pub use run::{run, Progress, RunOptions, RunSummary, Share};
 pub use study::Study;
 pub use table::Table;

@@ -45,15 +45,23 @@ pub struct Measure {
     pub sim_wall_s: f64,
 }
 
+/// A point ready to simulate.
+pub struct PointSetup {
+    /// The platform, with the point's values and scales applied.
+    pub platform: Platform,
+    /// The simulation's configuration.
+    pub config: SimConfig,
+    /// Rank placement.
+    pub mapping: Mapping,
+    /// The factor applied to every host's speed (trace replays keep compute bursts at their
+    /// traced durations on the unscaled hosts, so that this factor speeds them up).
+    pub scale_speed: f64,
+}
+
 /// Runs a workload on a platform; the HPL skeleton and trace replays implement it.
 pub trait WorkloadRunner: Sync {
-    /// Simulates the workload with `config` on `platform`, ranks placed by `mapping`.
-    fn run(
-        &self,
-        platform: &Platform,
-        config: &SimConfig,
-        mapping: &Mapping,
-    ) -> Result<Vec<Measure>, PlanError>;
+    /// Simulates the workload on `setup`.
+    fn run(&self, setup: &PointSetup) -> Result<Vec<Measure>, PlanError>;
 }
 
 impl PointConfig {
@@ -102,11 +110,7 @@ impl PointConfig {
     }
 
     /// Builds the platform (scaled) and the simulation configuration.
-    pub fn build(
-        &self,
-        study: &Study,
-        point: usize,
-    ) -> Result<(Platform, SimConfig, Mapping), PlanError> {
+    pub fn build(&self, study: &Study, point: usize) -> Result<PointSetup, PlanError> {
         let name = format!("{} (point {point})", study.path.display());
         let mut platform = match &study.platform {
             PlatformSpec::Inline(_) => platform::toml::from_toml_str(&self.platform, &name),
@@ -133,7 +137,12 @@ impl PointConfig {
             .mapping
             .parse::<Mapping>()
             .map_err(|message| PlanError::Platform { point, message })?;
-        Ok((platform, config, mapping))
+        Ok(PointSetup {
+            platform,
+            config,
+            mapping,
+            scale_speed: self.scale_speed,
+        })
     }
 }
 
@@ -157,14 +166,21 @@ fn set_key(table: &mut toml::Table, path: &[String], value: toml::Value) -> Resu
 /// Replays a recorded workload: an mpiscope run directory or a SimGrid TI trace.
 pub struct ReplayRunner {
     workload: WorkloadSpec,
+    traced_speed: Option<f64>,
 }
 
 impl ReplayRunner {
-    /// A runner for a trace or TI workload (not HPL).
-    pub fn new(workload: &WorkloadSpec) -> Result<ReplayRunner, PlanError> {
+    /// A runner for a trace or TI workload (not HPL). `traced_speed` (flop/s) turns an
+    /// mpiscope trace's compute bursts into flops; `None` keeps their traced durations on
+    /// the base platform's hosts (before `scale.speed`).
+    pub fn new(
+        workload: &WorkloadSpec,
+        traced_speed: Option<f64>,
+    ) -> Result<ReplayRunner, PlanError> {
         match workload {
             WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => Ok(ReplayRunner {
                 workload: workload.clone(),
+                traced_speed,
             }),
             WorkloadSpec::Hpl(p) => Err(PlanError::Workload(format!(
                 "{}: an HPL workload needs the HPL skeleton's runner",
@@ -179,12 +195,8 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> PlanError {
 }
 
 impl WorkloadRunner for ReplayRunner {
-    fn run(
-        &self,
-        platform: &Platform,
-        config: &SimConfig,
-        mapping: &Mapping,
-    ) -> Result<Vec<Measure>, PlanError> {
+    fn run(&self, setup: &PointSetup) -> Result<Vec<Measure>, PlanError> {
+        let (platform, mapping) = (&setup.platform, &setup.mapping);
         let started = Instant::now();
         let (workloads, hosts): (Vec<Box<dyn RankWorkload>>, Vec<u32>) = match &self.workload {
             WorkloadSpec::Trace(dir) => {
@@ -193,12 +205,12 @@ impl WorkloadRunner for ReplayRunner {
                     .map_err(|e| io_err(dir, e))?;
                 let speeds: Vec<f64> = hosts
                     .iter()
-                    .map(|&h| platform.hosts[h as usize].speed)
+                    .map(|&h| platform.hosts[h as usize].speed / setup.scale_speed)
                     .collect();
                 let (w, _) = trace::load_with_callsites(
                     &run,
                     trace::TraceOptions {
-                        traced_speed: None,
+                        traced_speed: self.traced_speed,
                         callsites_by_size: false,
                     },
                     &speeds,
@@ -214,7 +226,7 @@ impl WorkloadRunner for ReplayRunner {
             }
             WorkloadSpec::Hpl(p) => return Err(io_err(p, "not a replay workload")),
         };
-        let sim = Simulation::new(platform, config.clone(), hosts.clone(), workloads)
+        let sim = Simulation::new(platform, setup.config.clone(), hosts.clone(), workloads)
             .map_err(|e| PlanError::Simulation(e.to_string()))?;
         let result = sim
             .run()
@@ -261,7 +273,12 @@ values = ["random:3"]
         assert!(c.platform.contains("2;4,4;1,1;1,1"), "{}", c.platform);
         assert_eq!(c.scale_latency, 10.0);
         assert_eq!(c.mapping, "random:3");
-        let (p, config, mapping) = c.build(&study, 0).unwrap();
+        let PointSetup {
+            platform: p,
+            config,
+            mapping,
+            ..
+        } = c.build(&study, 0).unwrap();
         assert_eq!(p.hosts.len(), 16);
         // Every cable's latency is multiplied.
         assert!(p
@@ -278,7 +295,7 @@ values = ["random:3"]
         );
         // The second point has two top switches: more links than the first.
         let c2 = PointConfig::of(&study, &points[1]).unwrap();
-        let (p2, _, _) = c2.build(&study, 1).unwrap();
+        let p2 = c2.build(&study, 1).unwrap().platform;
         assert!(p2.links.len() > p.links.len());
     }
 

@@ -129,8 +129,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 fn describe(study: &Study, point: &Point, command: &str) -> Result<PointRecord, PlanError> {
     let config = PointConfig::of(study, point)?;
     let config = serde_json::to_value(&config).map_err(|e| PlanError::Workload(e.to_string()))?;
-    let workload = format!("{:?}", study.workload);
-    let key_text = format!("{workload}\n{config}");
+    let key_text = format!("{}\n{config}", workload_fingerprint(study));
     Ok(PointRecord {
         study: study.name.clone(),
         point: point.index,
@@ -146,6 +145,20 @@ fn describe(study: &Study, point: &Point, command: &str) -> Result<PointRecord, 
         command: format!("{command} --point {}", point.index),
         measures: Vec::new(),
     })
+}
+
+/// The workload's path and the contents of its main file (the HPL.dat, the run's manifest,
+/// the TI index): a re-recorded trace or an edited HPL.dat invalidates finished points.
+fn workload_fingerprint(study: &Study) -> String {
+    use crate::study::WorkloadSpec;
+    let (path, main) = match &study.workload {
+        None => return "no workload".into(),
+        Some(WorkloadSpec::Hpl(p)) => (p, p.clone()),
+        Some(WorkloadSpec::Ti(p)) => (p, p.clone()),
+        Some(WorkloadSpec::Trace(p)) => (p, p.join("manifest.json")),
+    };
+    let contents = std::fs::read(&main).unwrap_or_default();
+    format!("{:?} {}", study.workload, fnv1a(&contents)) + &format!(" {}", path.display())
 }
 
 /// Reads the record of a finished point if it matches `key`.
@@ -223,9 +236,7 @@ pub fn run(
                 let started = Instant::now();
                 let outcome = PointConfig::of(study, point)
                     .and_then(|c| c.build(study, point.index))
-                    .and_then(|(platform, config, mapping)| {
-                        runner.run(&platform, &config, &mapping)
-                    })
+                    .and_then(|setup| runner.run(&setup))
                     .and_then(|measures| {
                         let mut r = record.clone();
                         r.measures = measures;

@@ -2,9 +2,12 @@
 //!
 //! ```toml
 //! name = "HPL on pruned fat trees"
-//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } or { ti = "index.txt" }
+//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } or { ti = "index.txt" };
+//!                                     # optional: `mpiscope plan --trace DIR` gives it
 //! network = "flow"                    # flow (default) | smpi | loggp
 //! mapping = "sequential"              # baseline placement (see `Mapping`'s syntax)
+//! traced_speed = "2Gf"                # optional: the traced machine's speed (trace bursts
+//!                                     # become flops; default: they keep their durations)
 //! mode = "grid"                       # grid (every combination, default) | one-at-a-time
 //!
 //! [platform]                          # a TOML platform inline, as in a platform file,
@@ -126,14 +129,18 @@ pub struct Study {
     pub path: PathBuf,
     /// Its name.
     pub name: String,
-    /// What runs.
-    pub workload: WorkloadSpec,
+    /// What runs (the command line may give it instead: a generic study over any trace).
+    pub workload: Option<WorkloadSpec>,
     /// On what.
     pub platform: PlatformSpec,
     /// Baseline network model.
     pub network: String,
     /// Baseline mapping.
     pub mapping: String,
+    /// Speed of the traced machine (flop/s): an mpiscope trace's compute bursts become
+    /// `duration x traced_speed` flops. `None`: bursts keep their traced durations on the
+    /// base platform's hosts, and only `scale.speed` changes them.
+    pub traced_speed: Option<f64>,
     /// How axes combine.
     pub mode: Mode,
     /// Swept parameters.
@@ -157,10 +164,11 @@ pub struct Point {
 #[serde(deny_unknown_fields)]
 struct StudyFile {
     name: Option<String>,
-    workload: WorkloadFile,
+    workload: Option<WorkloadFile>,
     platform: toml::Table,
     network: Option<String>,
     mapping: Option<String>,
+    traced_speed: Option<toml::Value>,
     mode: Option<String>,
     #[serde(default)]
     axis: Vec<AxisFile>,
@@ -186,6 +194,9 @@ struct AxisFile {
     baseline: Option<toml::Value>,
 }
 
+/// Result columns the HPL skeleton adds (one row per configuration of the HPL.dat).
+pub const HPL_LABELS: &[&str] = &["n", "nb", "p", "q", "tv"];
+
 /// Result columns every workload provides.
 pub const METRICS: &[&str] = &["time_s", "gflops", "energy_j", "sim_wall_s"];
 
@@ -208,11 +219,12 @@ impl Study {
         let f: StudyFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let rel = |p: PathBuf| if p.is_absolute() { p } else { dir.join(p) };
-        let workload = match (f.workload.hpl, f.workload.trace, f.workload.ti) {
-            (Some(p), None, None) => WorkloadSpec::Hpl(rel(p)),
-            (None, Some(p), None) => WorkloadSpec::Trace(rel(p)),
-            (None, None, Some(p)) => WorkloadSpec::Ti(rel(p)),
-            _ => return Err(err(
+        let workload = match f.workload.map(|w| (w.hpl, w.trace, w.ti)) {
+            None => None,
+            Some((Some(p), None, None)) => Some(WorkloadSpec::Hpl(rel(p))),
+            Some((None, Some(p), None)) => Some(WorkloadSpec::Trace(rel(p))),
+            Some((None, None, Some(p))) => Some(WorkloadSpec::Ti(rel(p))),
+            Some(_) => return Err(err(
                 "workload: give exactly one of hpl = \"HPL.dat\", trace = \"DIR\", ti = \"FILE\""
                     .into(),
             )),
@@ -233,6 +245,21 @@ impl Study {
         mapping
             .parse::<mpiscope_sim::platform::Mapping>()
             .map_err(|m| err(format!("mapping: {m}")))?;
+        let traced_speed = match &f.traced_speed {
+            None => None,
+            Some(v) => Some(
+                match v {
+                    toml::Value::String(s) => mpiscope_sim::platform::units::parse_speed(s).ok(),
+                    other => factor(other),
+                }
+                .filter(|x| x.is_finite() && *x > 0.0)
+                .ok_or_else(|| {
+                    err(format!(
+                        "traced_speed {v}: expected a speed such as \"2Gf\""
+                    ))
+                })?,
+            ),
+        };
         let mode = match f.mode.as_deref() {
             None | Some("grid") => Mode::Grid,
             Some("one-at-a-time") => Mode::OneAtATime,
@@ -311,6 +338,7 @@ impl Study {
             platform,
             network,
             mapping,
+            traced_speed,
             mode,
             axes,
             figures: f.figure,
@@ -345,7 +373,8 @@ impl Study {
             || METRICS.contains(&name)
             || matches!(name, "varied" | "value" | "point")
             || match self.workload {
-                WorkloadSpec::Hpl(_) => matches!(name, "n" | "nb" | "p" | "q" | "tv"),
+                // Without a workload yet (given on the command line), HPL's labels may come.
+                Some(WorkloadSpec::Hpl(_)) | None => HPL_LABELS.contains(&name),
                 _ => false,
             }
     }
@@ -475,7 +504,7 @@ series = "mapping"
     #[test]
     fn grid_points_in_order_with_formatted_values() {
         let s = Study::parse(FIG_5_3, Path::new("/studies/topo.toml")).unwrap();
-        assert_eq!(s.workload, WorkloadSpec::Trace("/studies/run".into()));
+        assert_eq!(s.workload, Some(WorkloadSpec::Trace("/studies/run".into())));
         assert_eq!(s.axes[0].name, "top switches");
         assert_eq!(s.axes[1].name, "mapping");
         let points = s.points();
@@ -539,6 +568,7 @@ baseline = 1
     fn errors_name_the_file_and_the_key() {
         let bad = [
             ("workload = {}\n[platform]\nfile = \"p\"", "workload"),
+            ("[platform]\nfile = \"p\"\n[[axis]]\nset = \"scale.speed\"\nvalues = [1]\n[[figure]]\nfile = \"f.svg\"\nx = \"scale.speed\"\ny = \"joy\"", "joy"),
             (
                 "workload = { trace = \"r\" }\nplatform = { file = \"p\" }\n[[axis]]\nset = \"platform.x\"\nvalues = [1]",
                 "inline platform",
