@@ -144,6 +144,21 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             );
         }
     }
+    if share.size > 1 && !a.report {
+        // Processes sharing the study finish at different times: only one that sees every
+        // point finished writes the results (the last to finish always does), so a partial
+        // table never overwrites a complete one.
+        let (_, missing) = mpiscope_plan::run::collect(&study, &out)?;
+        if !missing.is_empty() {
+            eprintln!(
+                "mpiscope plan: {} of {} points are another process's and not finished yet; \
+                 the last process to finish writes the results (or run with --report)",
+                missing.len(),
+                points.len()
+            );
+            return Ok(0);
+        }
+    }
     let written = mpiscope_plan::write_results(&study, &out)?;
     if !written.missing.is_empty() {
         eprintln!(

@@ -7,7 +7,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{mpiscope, tempdir};
+use common::{mpi_lock, mpiscope, tempdir, Mpi};
 
 /// Rank 0 computes 1 Gflop then sends 100 MB to rank 1.
 fn workload(dir: &Path) {
@@ -192,10 +192,11 @@ fn plan_sweeps_resumes_and_shares_points() {
         text(&o)
     );
     assert!(
-        text(&o).contains("3 of 6 points not finished yet"),
+        text(&o).contains("3 of 6 points are another process's"),
         "{}",
         text(&o)
     );
+    assert!(!out.join("results.csv").exists());
     let o = plan(
         dir,
         &["study.toml", "--quiet", "--out", "shared"],
@@ -205,6 +206,51 @@ fn plan_sweeps_resumes_and_shares_points() {
     assert!(!text(&o).contains("not finished"), "{}", text(&o));
     let shared = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert_eq!(shared.lines().count(), 7);
+}
+
+/// Under real `mpirun` (Open MPI and MPICH's Hydra), each process takes its share of the
+/// points and together they finish the study.
+#[test]
+fn plan_under_mpirun_shares_the_points() {
+    for mpi in [Mpi::OpenMpi, Mpi::Mpich] {
+        let tmp = tempdir();
+        let dir = tmp.path();
+        workload(dir);
+        std::fs::write(dir.join("study.toml"), STUDY).unwrap();
+        let o = {
+            let _guard = mpi_lock();
+            let launcher = mpi.launcher(2);
+            Command::new(&launcher[0])
+                .args(&launcher[1..])
+                .arg(mpiscope())
+                .args(["plan", "study.toml", "--quiet", "--jobs", "1"])
+                .current_dir(dir)
+                .output()
+                .expect("launch mpirun")
+        };
+        let t = text(&o);
+        assert!(o.status.success(), "{}: {t}", mpi.name());
+        assert!(
+            t.contains("share 0 of 2") && t.contains("share 1 of 2"),
+            "{}: {t}",
+            mpi.name()
+        );
+        assert_eq!(
+            t.matches("2 point(s) simulated").count(),
+            2,
+            "{}: {t}",
+            mpi.name()
+        );
+        // Whoever finished last wrote the complete results (the other may have written a
+        // partial table first; the final one has every point).
+        let o = plan(dir, &["study.toml", "--quiet", "--report"], &[]);
+        assert!(
+            o.status.success() && !text(&o).contains("not finished"),
+            "{}",
+            text(&o)
+        );
+        assert_eq!(rows(dir).len(), 4, "{}", mpi.name());
+    }
 }
 
 /// The shipped generic study runs over any trace given on the command line.
