@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The HPL skeleton against real HPL on this host (issue: Plan, "Validation against real HPL").
+#
+# 1. Calibrates this host unless PLATFORM is given: `mpiscope bench` (SEND & RECV sweep,
+#    eager and message-rate probes, 2 ranks) then `mpiscope calibrate` (network factors, and
+#    dgemm/dtrsm timed with Debian's OpenBLAS on one thread), into target/bench-hpl/.
+# 2. Reads the real runs from target/bench-hpl/real.csv (scripts/bench-hpl-real.sh: hpcc's
+#    HPL at 1x1, 1x2, 2x1, 2x2 and several N, several rounds) and takes the median time per
+#    (P, Q, N).
+# 3. Runs `mpiscope hpl target/bench-hpl/HPL.dat` (the same configurations) on the calibrated
+#    platform, all ranks on its one host, and prints per (P, Q, N): measured median, min and
+#    max, predicted time, and the error of the prediction against the median.
+# Usage: scripts/bench-hpl-validate.sh [PLATFORM]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=target/bench-hpl
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+if [ ! -s "$out/real.csv" ] || [ ! -s "$out/HPL.dat" ]; then
+  echo "no measurements: run scripts/bench-hpl-real.sh first" >&2
+  exit 1
+fi
+cargo build --release -q -p mpiscope -p mpiscope-bench
+platform=${1:-}
+if [ -z "$platform" ]; then
+  platform=$out/calibrated.toml
+  target/release/mpiscope bench -np 2 --bytes m8 M4194304 K4 \
+    --only send_recv,eager_send,message_rate T100 --json --output "$out/p2p.json"
+  target/release/mpiscope calibrate "$out/p2p.json" -o "$platform" > "$out/calibrate.txt"
+fi
+target/release/mpiscope hpl "$out/HPL.dat" --platform "$platform" > "$out/predicted.txt"
+# Predicted WR lines: T/V N NB P Q Time Gflops.
+awk '$1 ~ /^WR/ && NF == 7 { printf "%s,%s,%s,%s\n", $4, $5, $2, $6 }' "$out/predicted.txt" \
+  > "$out/predicted.csv"
+echo "   P x Q       N   measured median (min-max) s   predicted s    error"
+tail -n +2 "$out/real.csv" | awk -F, '{ print $3 "," $4 "," $5 "," $7 }' | sort -t, -k1,1n -k2,2n -k3,3n -k4,4g |
+  awk -F, -v pred="$out/predicted.csv" '
+    BEGIN { while ((getline line < pred) > 0) { split(line, f, ","); p[f[1] "," f[2] "," f[3]] = f[4] } }
+    { key = $1 "," $2 "," $3; t[key, ++n[key]] = $4; if (!(key in seen)) { seen[key] = 1; order[++k] = key } }
+    END {
+      for (i = 1; i <= k; i++) {
+        key = order[i]; c = n[key]
+        med = (c % 2) ? t[key, (c + 1) / 2] : (t[key, c / 2] + t[key, c / 2 + 1]) / 2
+        split(key, f, ",")
+        if (key in p) err = sprintf("%+6.1f%%", (p[key] - med) / med * 100); else err = "   n/a"
+        printf "%4s x %-3s %7s   %8.3f (%.3f-%.3f)          %10s   %s\n", f[1], f[2], f[3], med, t[key, 1], t[key, c], (key in p) ? p[key] : "-", err
+      }
+    }'
