@@ -28,8 +28,9 @@ if [ -z "$platform" ]; then
   target/release/mpiscope calibrate "$out/p2p.json" -o "$platform" > "$out/calibrate.txt"
 fi
 target/release/mpiscope hpl "$out/HPL.dat" --platform "$platform" > "$out/predicted.txt"
-# Predicted WR lines: T/V N NB P Q Time Gflops.
-awk '$1 ~ /^WR/ && NF == 7 { printf "%s,%s,%s,%s\n", $4, $5, $2, $6 }' "$out/predicted.txt" \
+# Predicted WR lines: T/V N NB P Q Time Gflops (time from Gflops: HPL prints 2 decimals).
+awk '$1 ~ /^WR/ && NF == 7 { n = $2; t = (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9)
+    printf "%s,%s,%s,%.6f\n", $4, $5, n, t }' "$out/predicted.txt" \
   > "$out/predicted.csv"
 echo "   P x Q       N   measured median (min-max) s   predicted s    error"
 tail -n +2 "$out/real.csv" | awk -F, '{ print $3 "," $4 "," $5 "," $7 }' | sort -t, -k1,1n -k2,2n -k3,3n -k4,4g |
