@@ -79,7 +79,8 @@ impl PointConfig {
             network: study.network.clone(),
             mapping: study.mapping.clone(),
         };
-        for (axis, value) in study.axes.iter().zip(&point.values) {
+        for (axis, raw) in study.axes.iter().zip(&point.values) {
+            let value = &axis.applied(raw);
             match &axis.target {
                 Target::ScaleSpeed => c.scale_speed *= factor(value).unwrap_or(1.0),
                 Target::ScaleBandwidth => c.scale_bandwidth *= factor(value).unwrap_or(1.0),

@@ -23,7 +23,8 @@
 //!                                     # (multiply every host speed / link bandwidth /
 //!                                     # link latency), mapping, network
 //! values = [1, 2, 4, 8, 16]
-//! format = "2;16,32;1,{};1,1"         # optional: the value replaces {} (the result is a string)
+//! format = "2;16,32;1,{};1,1"         # optional: the value replaces {} in what is set
+//!                                     # (results keep the value itself: 1, 2, 4, ...)
 //! baseline = 16                       # one-at-a-time: the value when another axis varies
 //!
 //! [[figure]]
@@ -86,10 +87,22 @@ pub struct Axis {
     pub name: String,
     /// What it changes.
     pub target: Target,
-    /// Its values, already formatted.
+    /// Its values, as written (and as the results show them).
     pub values: Vec<toml::Value>,
     /// The value used while another axis varies (one-at-a-time mode).
     pub baseline: Option<toml::Value>,
+    /// A template the value replaces `{}` in before it is applied.
+    pub format: Option<String>,
+}
+
+impl Axis {
+    /// What value `v` sets: `v` itself, or the format with `{}` replaced by it.
+    pub fn applied(&self, v: &toml::Value) -> toml::Value {
+        match &self.format {
+            None => v.clone(),
+            Some(f) => toml::Value::String(f.replace("{}", &value_text(v))),
+        }
+    }
 }
 
 /// How axes combine into points.
@@ -299,33 +312,26 @@ impl Study {
             if a.values.is_empty() {
                 return Err(at("no values".into()));
             }
-            let format = |v: toml::Value| -> Result<toml::Value, PlanError> {
-                Ok(match &a.format {
-                    None => v,
-                    Some(f) if f.contains("{}") => {
-                        toml::Value::String(f.replace("{}", &value_text(&v)))
-                    }
-                    Some(f) => return Err(at(format!("format `{f}` has no {{}}"))),
-                })
-            };
-            let values = a
-                .values
-                .into_iter()
-                .map(format)
-                .collect::<Result<Vec<_>, _>>()?;
-            let baseline = a.baseline.map(format).transpose()?;
-            for v in values.iter().chain(&baseline) {
-                check_value(&target, v).map_err(|m| at(format!("value {v}: {m}")))?;
+            if let Some(f) = &a.format {
+                if !f.contains("{}") {
+                    return Err(at(format!("format `{f}` has no {{}}")));
+                }
             }
-            if mode == Mode::OneAtATime && baseline.is_none() {
-                return Err(at("one-at-a-time mode needs a baseline value".into()));
-            }
-            axes.push(Axis {
+            let axis = Axis {
                 name: a.name.unwrap_or_else(|| a.set.clone()),
                 target,
-                values,
-                baseline,
-            });
+                values: a.values,
+                baseline: a.baseline,
+                format: a.format,
+            };
+            for v in axis.values.iter().chain(&axis.baseline) {
+                check_value(&axis.target, &axis.applied(v))
+                    .map_err(|m| at(format!("value {v}: {m}")))?;
+            }
+            if mode == Mode::OneAtATime && axis.baseline.is_none() {
+                return Err(at("one-at-a-time mode needs a baseline value".into()));
+            }
+            axes.push(axis);
         }
         let study = Study {
             path: path.to_path_buf(),
@@ -502,7 +508,7 @@ series = "mapping"
 "#;
 
     #[test]
-    fn grid_points_in_order_with_formatted_values() {
+    fn grid_points_in_order_with_raw_values() {
         let s = Study::parse(FIG_5_3, Path::new("/studies/topo.toml")).unwrap();
         assert_eq!(s.workload, Some(WorkloadSpec::Trace("/studies/run".into())));
         assert_eq!(s.axes[0].name, "top switches");
@@ -522,13 +528,17 @@ series = "mapping"
         assert_eq!(
             text,
             [
-                "2;16,32;1,1;1,1 sequential",
-                "2;16,32;1,1;1,1 random:1",
-                "2;16,32;1,2;1,1 sequential",
-                "2;16,32;1,2;1,1 random:1",
-                "2;16,32;1,16;1,1 sequential",
-                "2;16,32;1,16;1,1 random:1"
+                "1 sequential",
+                "1 random:1",
+                "2 sequential",
+                "2 random:1",
+                "16 sequential",
+                "16 random:1"
             ]
+        );
+        assert_eq!(
+            s.axes[0].applied(&points[4].values[0]),
+            toml::Value::String("2;16,32;1,16;1,1".into())
         );
         assert!(points.iter().enumerate().all(|(i, p)| p.index == i));
     }
