@@ -147,7 +147,7 @@ pub fn fit_kernel(
 /// The host's compute model: the dgemm fit (its speed is the host's) and the dtrsm fit
 /// when dtrsm was timed, both with the lower-order term, plus the seed's one-term fits for
 /// comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComputeModel {
     /// `t = a m n k + c m n`.
     pub dgemm: KernelFit,
@@ -157,6 +157,9 @@ pub struct ComputeModel {
     pub dgemm_one_term: KernelFit,
     /// `t = b m^2 n`.
     pub dtrsm_one_term: Option<KernelFit>,
+    /// Per-core dgemm speed with 1, 2, ... cores busy, relative to one (empty: not
+    /// measured). Written as `mpiscope/core-efficiency`.
+    pub core_efficiency: Vec<f64>,
 }
 
 impl ComputeModel {
@@ -167,6 +170,7 @@ impl ComputeModel {
             dtrsm: fit_kernel(samples, Kernel::Dtrsm, true).ok(),
             dgemm_one_term: fit_kernel(samples, Kernel::Dgemm, false)?,
             dtrsm_one_term: fit_kernel(samples, Kernel::Dtrsm, false).ok(),
+            core_efficiency: Vec::new(),
         })
     }
 

@@ -271,7 +271,8 @@ impl Network {
     /// format, with the factors as options for the replay. With `compute`, the host's speed
     /// is the fitted dgemm speed and the kernel models go to `[config]` as
     /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`) and
-    /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`).
+    /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`), with the per-core speed
+    /// factors under load as `mpiscope/core-efficiency` when measured.
     pub fn platform_toml(
         &self,
         cores: u32,
@@ -303,6 +304,18 @@ impl Network {
                     one.max_error * 100.0,
                     f.seconds_per_work,
                     f.seconds_per_element,
+                );
+            }
+            if !c.core_efficiency.is_empty() {
+                let e: Vec<String> = c
+                    .core_efficiency
+                    .iter()
+                    .map(|e| format!("{e:.4}"))
+                    .collect();
+                kernels += &format!(
+                    "# per-core dgemm speed with 1, 2, ... cores busy, relative to one core alone\n\
+                     \"mpiscope/core-efficiency\" = \"{}\"\n",
+                    e.join(" ")
                 );
             }
         }

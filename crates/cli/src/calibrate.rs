@@ -30,6 +30,10 @@ pub struct CalibrateArgs {
     /// Timed calls per kernel shape (the median is kept).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     kernel_samples: u32,
+    /// Cores busy at once when measuring the per-core speed under load (default: the
+    /// benchmark's process count, the platform's cores; 1 skips the measurement).
+    #[arg(long, value_name = "N")]
+    busy_cores: Option<u32>,
     /// Print the fit as JSON.
     #[arg(long)]
     json: bool,
@@ -68,7 +72,15 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let compute = if a.no_compute {
         None
     } else {
-        Some(ComputeModel::fit(&kernels)?)
+        let mut model = ComputeModel::fit(&kernels)?;
+        let busy = a.busy_cores.unwrap_or(np.max(1));
+        if busy > 1 {
+            // HPL's trailing update shape; each count runs for half a second, three times.
+            eprintln!("timing dgemm with 1 to {busy} cores busy");
+            let speeds = mpiscope_kernels::core_speeds(busy as usize, (2048, 2048, 128), 0.5, 3);
+            model.core_efficiency = speeds.iter().map(|s| s / speeds[0]).collect();
+        }
+        Some(model)
     };
     std::fs::write(
         &a.output,
@@ -146,6 +158,18 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                     one.seconds_per_work,
                     one.r2,
                     one.max_error * 100.0,
+                );
+            }
+            if !c.core_efficiency.is_empty() {
+                let e: Vec<String> = c
+                    .core_efficiency
+                    .iter()
+                    .map(|e| format!("{e:.3}"))
+                    .collect();
+                s += &format!(
+                    "per-core dgemm speed with 1..{} cores busy, relative to one alone: {}\n",
+                    e.len(),
+                    e.join(", ")
                 );
             }
         }

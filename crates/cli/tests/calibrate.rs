@@ -157,6 +157,13 @@ fn calibrate_a_real_benchmark_run() {
     let text = std::fs::read_to_string(&platform).unwrap();
     assert!(text.contains(&format!("speed = {flops:e}")), "{text}");
     assert!(text.contains("\"mpiscope/dgemm\" = \""), "{text}");
+    // The bench ran on 2 ranks: dgemm was timed with 1 and 2 cores busy, the first factor
+    // is 1 by definition, and the platform carries them for the CPU model.
+    let eff = fit["compute"]["core_efficiency"].as_array().unwrap();
+    assert_eq!(eff.len(), 2, "{fit}");
+    assert_eq!(eff[0].as_f64(), Some(1.0));
+    assert!(eff[1].as_f64().unwrap() > 0.0, "{fit}");
+    assert!(text.contains("\"mpiscope/core-efficiency\" = \"1.0000 "), "{text}");
     // The sender-side operations give LogGP's o and g; 8 B goes eagerly in Open MPI.
     let p = &fit["protocol"];
     assert!(p["largest_eager"].as_u64().unwrap() >= 8, "{p}");

@@ -90,29 +90,33 @@ pub fn time_dgemm(m: usize, n: usize, k: usize, samples: usize) -> f64 {
     let a = matrix(m * k, 1);
     let b = matrix(k * n, 2);
     let mut c = vec![0.0; m * n];
-    median_time(samples, &mut || {
-        // SAFETY: the slices hold exactly m*k, k*n and m*n elements with leading
-        // dimensions m, k and m, as the column-major call requires.
-        unsafe {
-            cblas_sys::cblas_dgemm(
-                cblas_sys::CblasColMajor,
-                cblas_sys::CblasNoTrans,
-                cblas_sys::CblasNoTrans,
-                m as i32,
-                n as i32,
-                k as i32,
-                1.0,
-                a.as_ptr(),
-                m as i32,
-                b.as_ptr(),
-                k as i32,
-                // Scale C down each call so repeated accumulation stays bounded.
-                0.5,
-                c.as_mut_ptr(),
-                m as i32,
-            )
-        }
-    })
+    median_time(samples, &mut || dgemm(m, n, k, &a, &b, &mut c))
+}
+
+/// `C = A B + C / 2` (column major, `A` m x k, `B` k x n); C is scaled down each call so
+/// repeated accumulation stays bounded.
+fn dgemm(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // SAFETY: the slices hold at least m*k, k*n and m*n elements (checked above) with
+    // leading dimensions m, k and m, as the column-major call requires.
+    unsafe {
+        cblas_sys::cblas_dgemm(
+            cblas_sys::CblasColMajor,
+            cblas_sys::CblasNoTrans,
+            cblas_sys::CblasNoTrans,
+            m as i32,
+            n as i32,
+            k as i32,
+            1.0,
+            a.as_ptr(),
+            m as i32,
+            b.as_ptr(),
+            k as i32,
+            0.5,
+            c.as_mut_ptr(),
+            m as i32,
+        )
+    }
 }
 
 /// Times `B = L^-1 B` with `L` a unit lower triangle of order `order` and `B` order x n (the
@@ -169,9 +173,68 @@ pub fn measure(
     out
 }
 
+/// Per-core dgemm speed (flop/s) with 1, 2, ..., `cores` cores busy: `k` threads each run
+/// `m x n x k` products for `seconds` at once, and entry `k - 1` is their mean rate; each
+/// count is measured `rounds` times and the median kept. Cores that share caches and memory
+/// bandwidth run slower together; the simulator takes the ratios to the first entry as
+/// `mpiscope/core-efficiency`.
+pub fn core_speeds(
+    cores: usize,
+    shape: (usize, usize, usize),
+    seconds: f64,
+    rounds: usize,
+) -> Vec<f64> {
+    let (m, n, k) = shape;
+    let flops = 2.0 * (m * n * k) as f64;
+    (1..=cores.max(1))
+        .map(|busy| {
+            let mut rates: Vec<f64> = (0..rounds.max(1))
+                .map(|_| {
+                    let start = std::sync::Barrier::new(busy);
+                    let per_thread: Vec<f64> = std::thread::scope(|s| {
+                        let handles: Vec<_> = (0..busy)
+                            .map(|_| {
+                                s.spawn(|| {
+                                    let a = matrix(m * k, 1);
+                                    let b = matrix(k * n, 2);
+                                    let mut c = vec![0.0; m * n];
+                                    start.wait();
+                                    let t0 = Instant::now();
+                                    let mut calls = 0u32;
+                                    while calls == 0 || t0.elapsed().as_secs_f64() < seconds {
+                                        dgemm(m, n, k, &a, &b, &mut c);
+                                        calls += 1;
+                                    }
+                                    f64::from(calls) * flops / t0.elapsed().as_secs_f64()
+                                })
+                            })
+                            .collect();
+                        handles
+                            .into_iter()
+                            .map(|h| h.join().unwrap_or(0.0))
+                            .collect()
+                    });
+                    per_thread.iter().sum::<f64>() / busy as f64
+                })
+                .collect();
+            rates.sort_by(f64::total_cmp);
+            rates[rates.len() / 2]
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One rate per busy-core count, every one a real measurement (positive, finite).
+    #[test]
+    fn core_speeds_has_one_rate_per_busy_count() {
+        use_one_thread();
+        let s = core_speeds(2, (64, 64, 64), 0.005, 1);
+        assert_eq!(s.len(), 2);
+        assert!(s.iter().all(|r| r.is_finite() && *r > 0.0), "{s:?}");
+    }
 
     /// The timed calls compute what they claim: a 2x2 product and a 2x2 unit solve.
     #[test]

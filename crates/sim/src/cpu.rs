@@ -1,8 +1,11 @@
 //! Hosts' CPUs: computations share a host's cores.
 //!
 //! `n` computations on a host with `c` cores of speed `s` each run at `s * min(1, c / n)`
-//! (SimGrid's Cas01 model: each computation is bounded by one core). Rates change when a
-//! computation starts or ends on the host; remaining work is updated lazily.
+//! (SimGrid's Cas01 model: each computation is bounded by one core), times an optional
+//! efficiency `e(k)` for `k = min(n, c)` busy cores: cores that share caches and memory
+//! bandwidth each run slower when their neighbours work too (measured by `mpiscope
+//! calibrate`; 1 by default, as in SimGrid). Rates change when a computation starts or
+//! ends on the host; remaining work is updated lazily.
 //! The model also integrates each host's utilization for energy estimates.
 
 use std::cmp::Reverse;
@@ -38,15 +41,24 @@ struct HostCpu {
 #[derive(Debug, Default)]
 pub struct CpuModel {
     hosts: Vec<HostCpu>,
+    /// Per-core speed factor with `k` busy cores at index `k - 1` (the last entry beyond).
+    efficiency: Vec<f64>,
     execs: Vec<Exec>,
     free: Vec<ExecId>,
     heap: BinaryHeap<Reverse<(Time, ExecId, u32)>>,
 }
 
 impl CpuModel {
-    /// The CPUs of `platform`'s hosts.
+    /// The CPUs of `platform`'s hosts, every core at full speed whatever its neighbours do.
     pub fn new(platform: &Platform) -> CpuModel {
+        CpuModel::with_efficiency(platform, &[])
+    }
+
+    /// The CPUs of `platform`'s hosts, a core running at `efficiency[k - 1]` of its speed
+    /// when `k` cores of its host are busy (the last entry for more; empty: 1).
+    pub fn with_efficiency(platform: &Platform, efficiency: &[f64]) -> CpuModel {
         CpuModel {
+            efficiency: efficiency.to_vec(),
             hosts: platform
                 .hosts
                 .iter()
@@ -75,7 +87,14 @@ impl CpuModel {
         let rate = if n == 0.0 {
             0.0
         } else {
-            speed * (cores / n).min(1.0)
+            let busy = n.min(cores) as usize;
+            let e = self
+                .efficiency
+                .get(busy - 1)
+                .or(self.efficiency.last())
+                .copied()
+                .unwrap_or(1.0);
+            speed * e * (cores / n).min(1.0)
         };
         for i in 0..self.hosts[host as usize].running.len() {
             let id = self.hosts[host as usize].running[i];
@@ -196,6 +215,32 @@ mod tests {
             }
         }
         panic!("computation {id} never ends");
+    }
+
+    #[test]
+    fn busy_neighbours_slow_each_core_by_the_efficiency() {
+        let host = Host {
+            name: "h".into(),
+            speed: 1e9,
+            cores: 2,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        };
+        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let mut cpu = CpuModel::with_efficiency(&p, &[1.0, 0.8]);
+        // Alone: 1 Gflop/s. Two together: 0.8 Gflop/s each; three on two cores: 0.8 * 2/3.
+        let a = cpu.start(Time::ZERO, 0, 1e6);
+        assert_eq!(end_of(&mut cpu, a), Time::from_secs(1e-3));
+        let t = Time::from_secs(1e-3);
+        // `c` (0.4 Mflop) ends after 0.5 ms at 0.8 Gflop/s; `b` then runs alone at full
+        // speed for its last 0.4 Mflop: 0.4 ms more.
+        let b = cpu.start(t, 0, 8e5);
+        let c = cpu.start(t, 0, 4e5);
+        assert_eq!(end_of(&mut cpu, c), t.plus(Time::from_secs(5e-4)));
+        assert_eq!(end_of(&mut cpu, b), t.plus(Time::from_secs(9e-4)));
+        let t = t.plus(Time::from_secs(9e-4));
+        let ids: Vec<ExecId> = (0..3).map(|_| cpu.start(t, 0, 1.6e6)).collect();
+        assert_eq!(end_of(&mut cpu, ids[0]), t.plus(Time::from_secs(3e-3)));
     }
 
     #[test]

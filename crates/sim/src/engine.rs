@@ -50,6 +50,9 @@ pub struct SimConfig {
     pub poll_cost: f64,
     /// Record per-rank timelines (for Chrome trace export).
     pub timeline: bool,
+    /// Per-core speed factor when `k` cores of a host are busy, at index `k - 1` (the last
+    /// entry beyond; empty: every core at full speed). See [`crate::cpu`].
+    pub core_efficiency: Vec<f64>,
 }
 
 impl Default for SimConfig {
@@ -61,6 +64,7 @@ impl Default for SimConfig {
             network: NetworkKind::Flow(FlowConfig::default()),
             poll_cost: 0.0,
             timeline: false,
+            core_efficiency: Vec::new(),
         }
     }
 }
@@ -366,7 +370,7 @@ impl<'p> Simulation<'p> {
         Ok(Simulation {
             platform,
             net,
-            cpu: CpuModel::new(platform),
+            cpu: CpuModel::with_efficiency(platform, &config.core_efficiency),
             now: Time::ZERO,
             ranks,
             workloads,

@@ -18,7 +18,9 @@ impl SimConfig {
     /// (`flow`: SimGrid's CM02 with the platform's factors; `smpi`: SMPI's default factors;
     /// `loggp`: LogGP with the platform's `mpiscope/loggp` values when present). Options read:
     /// `smpi/send-is-detached-thresh` (default 65536 as in SMPI), the flow model's options
-    /// ([`FlowConfig::from_options`]) and `mpiscope/loggp` (`L,o,g,G`). Errors name the option.
+    /// ([`FlowConfig::from_options`]), `mpiscope/loggp` (`L,o,g,G`) and
+    /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores). Errors
+    /// name the option.
     pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
         let options = &platform.config;
         let eager_threshold = match options.get("smpi/send-is-detached-thresh") {
@@ -42,12 +44,31 @@ impl SimConfig {
                 ))
             }
         };
+        let core_efficiency = match options.get("mpiscope/core-efficiency") {
+            Some(v) => parse_efficiency(v)?,
+            None => Vec::new(),
+        };
         Ok(SimConfig {
             eager_threshold,
             network,
+            core_efficiency,
             ..SimConfig::default()
         })
     }
+}
+
+/// Per-core speed factors with 1, 2, ... busy cores: positive numbers separated by spaces.
+fn parse_efficiency(v: &str) -> Result<Vec<f64>, String> {
+    v.split_whitespace()
+        .map(|x| x.parse::<f64>().ok().filter(|e| e.is_finite() && *e > 0.0))
+        .collect::<Option<Vec<f64>>>()
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "mpiscope/core-efficiency `{v}`: expected positive speed factors with 1, 2, ... \
+                 busy cores (\"1 0.8\")"
+            )
+        })
 }
 
 /// `L,o,g,G` in seconds (and seconds per byte), as `mpiscope calibrate` writes them.
@@ -86,10 +107,11 @@ mod tests {
     fn platform_options_become_the_configuration() {
         let p = platform(
             "\"smpi/send-is-detached-thresh\" = 512\n\"smpi/bw-factor\" = \"0:0.5\"\n\
-             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"",
+             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"\n\"mpiscope/core-efficiency\" = \"1 0.75\"",
         );
         let c = SimConfig::for_platform(&p, "flow").unwrap();
         assert_eq!(c.eager_threshold, 512);
+        assert_eq!(c.core_efficiency, vec![1.0, 0.75]);
         match c.network {
             NetworkKind::Flow(f) => assert_eq!(f.bw_factors, vec![(0, 0.5)]),
             other => panic!("{other:?}"),
@@ -120,6 +142,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("send-is-detached-thresh"), "{e}");
+        for bad in ["", "1 0", "1 x"] {
+            let e = SimConfig::for_platform(
+                &platform(&format!("\"mpiscope/core-efficiency\" = \"{bad}\"")),
+                "flow",
+            )
+            .unwrap_err();
+            assert!(e.contains("core-efficiency"), "{e}");
+        }
         let e = SimConfig::for_platform(&platform(""), "packet").unwrap_err();
         assert!(e.contains("packet"), "{e}");
     }
