@@ -474,7 +474,10 @@ HPL.out      output file name (if any)
         assert_eq!(e, "x/HPL.dat:23: BCAST 9 is not between 0 and 5");
         let short = DEFAULT.replace("29 30 34 35  Ns", "29 30  Ns");
         let e = HplDat::parse(&short, "HPL.dat").unwrap_err().to_string();
-        assert!(e.starts_with("HPL.dat:6: expected 4 value(s) for Ns"), "{e}");
+        assert!(
+            e.starts_with("HPL.dat:6: expected 4 value(s) for Ns"),
+            "{e}"
+        );
         let cut: String = DEFAULT.lines().take(20).collect::<Vec<_>>().join("\n");
         let e = HplDat::parse(&cut, "HPL.dat").unwrap_err().to_string();
         assert!(e.starts_with("HPL.dat:21: missing line"), "{e}");
@@ -485,6 +488,10 @@ HPL.out      output file name (if any)
         let d = HplDat::parse(DEFAULT, "HPL.dat").unwrap();
         let r = &d.runs()[0];
         // N = 29: 2/3 * 24389 + 3/2 * 841 = 16259.33... + 1261.5.
-        assert!((r.flops() - 17520.833_333_333).abs() < 1e-6, "{}", r.flops());
+        assert!(
+            (r.flops() - 17_520.833_333_333).abs() < 1e-6,
+            "{}",
+            r.flops()
+        );
     }
 }

@@ -221,9 +221,7 @@ pub fn bcast_plan(kind: Bcast, q: u32, root: u32, me: u32, len: u64) -> BcastPla
                     plan.msgs.push(send(roo2));
                 }
             } else {
-                let from_root = prev == root
-                    || me == roo2
-                    || (modified && sub(prev, 1, q) == root);
+                let from_root = prev == root || me == roo2 || (modified && sub(prev, 1, q) == root);
                 let partner = if from_root { root } else { prev };
                 plan.probe = Some(partner);
                 plan.msgs.push(recv(partner));
@@ -397,7 +395,13 @@ pub fn pivot_plan(p: u32, cur: u32, me: u32, jb: u64) -> Vec<Msg> {
             out.push(exch(row(mydist ^ (1 << k)), s, r));
         }
     } else if size_ > 1 {
-        tree_bcast(&mut out, size_, sub(me, row(ip2), p), |d| add(row(ip2), d, p), n0);
+        tree_bcast(
+            &mut out,
+            size_,
+            sub(me, row(ip2), p),
+            |d| add(row(ip2), d, p),
+            n0,
+        );
     }
     if np2 {
         if mydist & ip2 != 0 {
@@ -479,9 +483,17 @@ pub fn swap00_plan(p: u32, cur: u32, me: u32, jb: u64, n: u64) -> Vec<Option<Msg
     let np2 = size_ != 0 && partner < p;
     if np2 {
         if mydist == 0 {
-            out.push(Some(exch(row(partner), usize_, llen[partner as usize] * ldw * 8)));
+            out.push(Some(exch(
+                row(partner),
+                usize_,
+                llen[partner as usize] * ldw * 8,
+            )));
         } else if mydist == ip2 {
-            out.push(Some(exch(row(partner), llen[mydist as usize] * ldw * 8, usize_)));
+            out.push(Some(exch(
+                row(partner),
+                llen[mydist as usize] * ldw * 8,
+                usize_,
+            )));
         } else if mydist & ip2 != 0 {
             out.push(Some(Msg::Send {
                 peer: row(partner),
@@ -744,7 +756,11 @@ impl HplRank {
         };
         for m in msgs {
             match *m {
-                Msg::Send { peer: x, bytes, sync } => out.push(Action::Send {
+                Msg::Send {
+                    peer: x,
+                    bytes,
+                    sync,
+                } => out.push(Action::Send {
                     dst: peer(x),
                     tag,
                     bytes,
@@ -811,7 +827,11 @@ impl HplRank {
         let pivots = pivot_plan(p, cur, self.row, jb);
         let tag = TAG_PIVOT + (k % 8) as i64;
         for i in 0..jb {
-            let rows = if self.row == cur { mp.saturating_sub(i) } else { mp };
+            let rows = if self.row == cur {
+                mp.saturating_sub(i)
+            } else {
+                mp
+            };
             self.compute(rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64);
             let mut acts = Vec::new();
             self.actions(&pivots, false, tag, &mut acts);

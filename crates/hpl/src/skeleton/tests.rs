@@ -103,10 +103,28 @@ fn long_scatters_then_rolls() {
     assert_eq!(&root.msgs[2..], &[roll(1, 1), roll(3, 3), roll(1, 1)]);
     let two = p(2);
     assert_eq!(two.probe, Some(0));
-    assert_eq!(two.msgs[0], Msg::Recv { peer: 0, bytes: 400 });
+    assert_eq!(
+        two.msgs[0],
+        Msg::Recv {
+            peer: 0,
+            bytes: 400
+        }
+    );
     assert_eq!(sends(&two), vec![(3, 200)]);
-    assert_eq!(p(1).msgs[0], Msg::Recv { peer: 0, bytes: 200 });
-    assert_eq!(p(3).msgs[0], Msg::Recv { peer: 2, bytes: 200 });
+    assert_eq!(
+        p(1).msgs[0],
+        Msg::Recv {
+            peer: 0,
+            bytes: 200
+        }
+    );
+    assert_eq!(
+        p(3).msgs[0],
+        Msg::Recv {
+            peer: 2,
+            bytes: 200
+        }
+    );
     assert_eq!(p(3).msgs.len(), 1 + 3);
 }
 
@@ -118,7 +136,13 @@ fn long_modified_gives_root_plus_one_everything() {
     let p = |me| bcast_plan(Bcast::LongM, 4, 0, me, 90);
     let one = p(1);
     assert_eq!(one.probe, Some(0));
-    assert_eq!(one.msgs, vec![Msg::Recv { peer: 0, bytes: 720 }]);
+    assert_eq!(
+        one.msgs,
+        vec![Msg::Recv {
+            peer: 0,
+            bytes: 720
+        }]
+    );
     let root = p(0);
     assert_eq!(sends(&root), vec![(1, 720), (3, 240), (2, 240)]);
     // Then npm2 = 2 roll steps.
@@ -145,7 +169,11 @@ fn pivot_exchanges_follow_pdmxswp() {
         vec![
             exch(2, 32, 64),
             exch(1, 96, 64),
-            Msg::Send { peer: 2, bytes: 64, sync: false }
+            Msg::Send {
+                peer: 2,
+                bytes: 64,
+                sync: false
+            }
         ]
     );
     assert_eq!(pivot_plan(3, 0, 1, 4), vec![exch(0, 64, 96)]);
@@ -176,7 +204,11 @@ fn binary_exchange_swaps() {
         vec![
             exch(0, u, 88),
             exch(2, u, 88),
-            Msg::Send { peer: 0, bytes: u, sync: false }
+            Msg::Send {
+                peer: 0,
+                bytes: u,
+                sync: false
+            }
         ]
     );
     assert_eq!(msgs(swap00_plan(3, 1, 2, 3, 10)), vec![exch(1, 88, u)]);
@@ -199,21 +231,66 @@ fn spread_roll_swaps() {
     };
     assert_eq!(
         msgs(swap01_plan(2, 0, 0, 4, 10)),
-        vec![Msg::Send { peer: 1, bytes: 160, sync: false }, ex(1)]
+        vec![
+            Msg::Send {
+                peer: 1,
+                bytes: 160,
+                sync: false
+            },
+            ex(1)
+        ]
     );
     assert_eq!(
         msgs(swap01_plan(2, 0, 1, 4, 10)),
-        vec![Msg::Recv { peer: 0, bytes: 160 }, ex(0)]
+        vec![
+            Msg::Recv {
+                peer: 0,
+                bytes: 160
+            },
+            ex(0)
+        ]
     );
     // P = 4, jb = 4 (one row each, 80 bytes): spread 0 -> 2 (rows 2,3: 160), 0 -> 1, 2 -> 3;
     // then 3 roll steps, each rank sending 3 pieces and receiving 3.
-    let p4: Vec<Vec<Msg>> = (0..4).map(|me| msgs(swap01_plan(4, 0, me, 4, 10))).collect();
-    assert_eq!(p4[0][0], Msg::Send { peer: 2, bytes: 160, sync: false });
-    assert_eq!(p4[0][1], Msg::Send { peer: 1, bytes: 80, sync: false });
-    assert_eq!(p4[2][0], Msg::Recv { peer: 0, bytes: 160 });
-    assert_eq!(p4[2][1], Msg::Send { peer: 3, bytes: 80, sync: false });
+    let p4: Vec<Vec<Msg>> = (0..4)
+        .map(|me| msgs(swap01_plan(4, 0, me, 4, 10)))
+        .collect();
+    assert_eq!(
+        p4[0][0],
+        Msg::Send {
+            peer: 2,
+            bytes: 160,
+            sync: false
+        }
+    );
+    assert_eq!(
+        p4[0][1],
+        Msg::Send {
+            peer: 1,
+            bytes: 80,
+            sync: false
+        }
+    );
+    assert_eq!(
+        p4[2][0],
+        Msg::Recv {
+            peer: 0,
+            bytes: 160
+        }
+    );
+    assert_eq!(
+        p4[2][1],
+        Msg::Send {
+            peer: 3,
+            bytes: 80,
+            sync: false
+        }
+    );
     for m in &p4 {
-        let rolled: Vec<_> = m.iter().filter(|x| matches!(x, Msg::Exchange { .. })).collect();
+        let rolled: Vec<_> = m
+            .iter()
+            .filter(|x| matches!(x, Msg::Exchange { .. }))
+            .collect();
         assert_eq!(rolled.len(), 3);
     }
 }
