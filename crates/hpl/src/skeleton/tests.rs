@@ -294,3 +294,60 @@ fn spread_roll_swaps() {
         assert_eq!(rolled.len(), 3);
     }
 }
+
+fn run_1x1(n: u64, nb: u64, depth: u32) -> Run {
+    let text = format!(
+        "t\nt\nout\n6\n1\n{n}\n1\n{nb}\n0\n1\n1\n1\n16.0\n1\n2\n1\n4\n1\n2\n1\n1\n1\n0\n1\n{depth}\n\
+         0\n64\n0\n0\n1\n8\n"
+    );
+    crate::dat::HplDat::parse(&text, "t")
+        .unwrap()
+        .runs()
+        .remove(0)
+}
+
+/// Drives one rank that needs no messages (1 x 1 grid) to its end, summing its flops.
+fn total_flops(run: &Run, kernels: Kernels, speed: f64) -> f64 {
+    let mut w = workloads(run, kernels, &[speed]).remove(0);
+    let mut flops = 0.0;
+    while let Some(a) = w.next(Outcome::None) {
+        match a.unwrap() {
+            Action::Compute { flops: f } => flops += f,
+            Action::Finalize => {}
+            other => panic!("a 1 x 1 grid sends nothing: {other:?}"),
+        }
+    }
+    flops
+}
+
+#[test]
+fn one_process_computes_lu_flops() {
+    // LU of order N costs 2/3 N^3 + O(N^2): dgemm 2 m n k and dtrsm t^2 n of every step
+    // plus the panels, on N = 1000 within 0.5% of 2/3 N^3 + 3/2 N^2 (HPL's count).
+    for depth in [0, 1] {
+        let run = run_1x1(1000, 64, depth);
+        let f = total_flops(&run, Kernels::default(), 1e9);
+        let hpl = run.flops();
+        assert!((f - hpl).abs() / hpl < 0.005, "depth {depth}: {f} vs {hpl}");
+    }
+}
+
+#[test]
+fn calibrated_kernels_turn_seconds_into_flops() {
+    let mut config = BTreeMap::new();
+    config.insert("mpiscope/dgemm".to_owned(), "1e-10 2e-9".to_owned());
+    config.insert("mpiscope/dtrsm".to_owned(), "3e-10 0".to_owned());
+    let k = Kernels::from_config(&config).unwrap();
+    assert_eq!(k.dgemm, Some((1e-10, 2e-9)));
+    // dgemm 100 x 10 x 10: 1e-10 * 1e4 + 2e-9 * 1e3 = 3e-6 s, at 1 Gf/s 3000 flops.
+    assert!((k.dgemm_flops(100, 10, 10, 1e9) - 3000.0).abs() < 1e-6);
+    // dtrsm triangle 10, 100 columns: 3e-10 * 1e4 = 3e-6 s.
+    assert!((k.dtrsm_flops(10, 100, 1e9) - 3000.0).abs() < 1e-6);
+    // Without a model: the flop counts.
+    assert_eq!(Kernels::default().dgemm_flops(100, 10, 10, 1e9), 20000.0);
+    assert_eq!(Kernels::default().dtrsm_flops(10, 100, 1e9), 10000.0);
+    config.insert("mpiscope/dtrsm".to_owned(), "fast".to_owned());
+    assert!(Kernels::from_config(&config)
+        .unwrap_err()
+        .contains("mpiscope/dtrsm"));
+}
