@@ -137,3 +137,27 @@ fn bad_input_names_the_line() {
     assert!(!ok);
     assert!(err.contains("cannot load the platform"), "{err}");
 }
+
+#[test]
+fn message_counts_match_hpl_by_hand() {
+    // N = 64, NB = 32 (two panels), depth 0, BCAST 1ring, SWAP binary exchange.
+    let tmp = tempdir();
+    let platform = cluster(tmp.path());
+    let messages = |p: &str, q: &str| -> u64 {
+        let d = dat(tmp.path(), "64", p, q, "0", "0", 0);
+        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json"]);
+        assert!(ok, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        j[0]["messages"].as_u64().unwrap()
+    };
+    // 1 x Q: no pivot exchanges or swaps; the ring sends Q - 1 messages per panel.
+    assert_eq!(messages("1", "2"), 2);
+    assert_eq!(messages("1", "4"), 2 * 3);
+    // 2 x 1: per panel column one pivot exchange (2 messages): 2 x 32 x 2 = 128; per
+    // update one U/W exchange (2 messages), two updates (columns 32..65, then 64..65): 4.
+    assert_eq!(messages("2", "1"), 128 + 4);
+    // 2 x 2: pivots as above in the owning column (128); one ring message per process row
+    // and panel (4); panel 0's update swaps in both columns (column 0 owns column 64, the
+    // right-hand side, column 1 owns 32..64): 4; panel 1's only in column 0: 2.
+    assert_eq!(messages("2", "2"), 128 + 4 + 4 + 2);
+}
