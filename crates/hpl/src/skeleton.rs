@@ -649,6 +649,11 @@ enum Item {
     Poll,
     /// Loop on HPL_bcast until the pending broadcast is done.
     Finish,
+    /// Column `i` (and the following ones) of panel `k`'s factorization.
+    Factor {
+        k: u64,
+        i: u64,
+    },
     /// The trailing update's remaining columns: chunks of nb while the broadcast is
     /// pending and polled, then the rest at once.
     Update {
@@ -808,37 +813,39 @@ impl HplRank {
         self.queue.push_back(Item::Act(a));
     }
 
-    fn compute(&mut self, flops: f64) {
-        if flops > 0.0 {
-            self.push(Action::Compute { flops });
+    /// HPL_pdfact on panel k (only in its process column), expanded a column at a time
+    /// so that a rank never queues a whole panel's pivot exchanges.
+    fn factor(&mut self, k: u64) {
+        let q = self.s.run.q;
+        if self.col == (k % u64::from(q)) as u32 {
+            self.queue.push_back(Item::Factor { k, i: 0 });
         }
     }
 
-    /// HPL_pdfact on panel k (only in its process column).
-    fn factor(&mut self, k: u64) {
+    /// Column `i` of panel k's factorization: its flops, then its pivot exchange
+    /// (HPL_pdmxswp), queued at the front.
+    fn factor_column(&mut self, k: u64, i: u64) {
         let s = self.s.clone();
-        let (p, q) = (s.run.p, s.run.q);
-        if self.col != (k % u64::from(q)) as u32 {
-            return;
-        }
+        let p = s.run.p;
         let (j, jb, nb) = (s.j(k), s.jb(k), s.run.nb);
+        if i + 1 < jb {
+            self.queue.push_front(Item::Factor { k, i: i + 1 });
+        }
         let cur = (k % u64::from(p)) as u32;
         let mp = local(j, s.run.n, nb, self.row, p);
-        let pivots = pivot_plan(p, cur, self.row, jb);
-        let tag = TAG_PIVOT + (k % 8) as i64;
-        for i in 0..jb {
-            let rows = if self.row == cur {
-                mp.saturating_sub(i)
-            } else {
-                mp
-            };
-            self.compute(rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64);
-            let mut acts = Vec::new();
-            self.actions(&pivots, false, tag, &mut acts);
-            for a in acts {
-                self.push(a);
-            }
+        let rows = if self.row == cur {
+            mp.saturating_sub(i)
+        } else {
+            mp
+        };
+        let mut acts = Vec::new();
+        let flops = rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64;
+        if flops > 0.0 {
+            acts.push(Action::Compute { flops });
         }
+        let pivots = pivot_plan(p, cur, self.row, jb);
+        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as i64, &mut acts);
+        self.prepend(acts);
     }
 
     /// Sets panel k's broadcast pending.
@@ -978,6 +985,7 @@ impl RankWorkload for HplRank {
             };
             match item {
                 Item::Act(a) => return Some(Ok(a)),
+                Item::Factor { k, i } => self.factor_column(k, i),
                 Item::Poll => match &self.pending {
                     None => {}
                     Some(Pending { probe: None, .. }) => {
