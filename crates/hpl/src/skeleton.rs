@@ -250,7 +250,8 @@ fn long_plan(plan: &mut BcastPlan, q: u32, root: u32, me: u32, len: u64, modifie
                 sync: true,
             });
         } else if sub(me, 1, q) == root {
-            plan.probe = Some(root);
+            // HPL 2.3 disabled this probe ("causes problems when lookahead is on ...
+            // a hang on some machines"): root + 1 receives at once, blocking.
             plan.msgs.push(Msg::Recv {
                 peer: root,
                 bytes: len * 8,
