@@ -161,3 +161,31 @@ fn message_counts_match_hpl_by_hand() {
     // right-hand side, column 1 owns 32..64): 4; panel 1's only in column 0: 2.
     assert_eq!(messages("2", "2"), 128 + 4 + 4 + 2);
 }
+
+#[test]
+fn swap_variants_and_the_mix_threshold() {
+    // 2 x 1, N = 64, NB = 32: 128 pivot messages, then two updates of 33 and 1 columns.
+    let tmp = tempdir();
+    let platform = cluster(tmp.path());
+    let messages = |swap: u32, threshold: u32| -> u64 {
+        let d = dat(tmp.path(), "64", "2", "1", "0", "0", swap);
+        let text = std::fs::read_to_string(&d).unwrap().replace(
+            "64           swapping threshold",
+            &format!("{threshold}           swapping threshold"),
+        );
+        std::fs::write(&d, text).unwrap();
+        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json"]);
+        assert!(ok, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        j[0]["messages"].as_u64().unwrap()
+    };
+    // Binary exchange: one exchange (2 messages) per update.
+    assert_eq!(messages(0, 64), 128 + 2 + 2);
+    // Spread-roll: the current row sends the other row its half of U (1 message), then one
+    // roll step exchanges halves (2 messages), per update.
+    assert_eq!(messages(1, 64), 128 + 3 + 3);
+    // Mix: long above the threshold (33 columns > 16), binary exchange below (1 column).
+    assert_eq!(messages(2, 16), 128 + 3 + 2);
+    // Mix with a threshold above both widths: binary exchange twice.
+    assert_eq!(messages(2, 64), 128 + 2 + 2);
+}
