@@ -11,8 +11,8 @@
 //! Modelling choices (pivot positions are data-dependent):
 //! * the jb pivot rows of a panel are spread evenly over the process rows, in distance
 //!   order from the current row (`share`), which fixes the swap messages' sizes;
-//! * the broadcast panel holds `mp*jb + jb*jb + jb` doubles (L2, L1, pivots), `mp` the local
-//!   trailing rows;
+//! * the broadcast panel holds `mp*jb + jb*jb + jb + 1` doubles (L2, L1, pivots, as
+//!   HPL_pdpanel_init), `mp` the local trailing rows;
 //! * zero-length swap messages of the binary exchange are sent (both sides agree on them);
 //! * dlaswp copies, idamax and packing are neglected; the panel factorization costs
 //!   `2*mp*(jb-i-1) + mp` flops for column `i`, whatever PFACT/RFACT/NBMIN/NDIV (they change
@@ -855,7 +855,13 @@ impl HplRank {
         let (j, jb, nb) = (s.j(k), s.jb(k), s.run.nb);
         let mp = local(j + jb, s.run.n, nb, self.row, s.run.p);
         let root = (k % u64::from(s.run.q)) as u32;
-        let plan = bcast_plan(s.run.bcast, s.run.q, root, self.col, mp * jb + jb * jb + jb);
+        let plan = bcast_plan(
+            s.run.bcast,
+            s.run.q,
+            root,
+            self.col,
+            mp * jb + jb * jb + jb + 1,
+        );
         let tag = TAG_BCAST + (k % 8) as i64;
         let mut actions = Vec::new();
         self.actions(&plan.msgs, true, tag, &mut actions);
