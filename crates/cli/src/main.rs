@@ -2,6 +2,7 @@
 
 mod bench;
 mod calibrate;
+mod hpl;
 mod launch;
 mod plan;
 mod replay;
@@ -65,6 +66,9 @@ enum Command {
     /// Simulate a trace on a modeled platform: `mpiscope replay RUN_DIR|INDEX --platform
     /// P.xml`.
     Replay(replay::ReplayArgs),
+    /// Simulate HPL from a standard HPL.dat on a modeled platform: `mpiscope hpl HPL.dat
+    /// --platform FILE` prints HPL's result lines (`--json` for a list).
+    Hpl(hpl::HplArgs),
     /// Benchmark the basic MPI operations (MPITEST): `mpiscope bench -np 4 m1 M100 K10
     /// T100 t1000 R2 otransfer.dat` runs `mpirun -np 4 mpiscope-bench ...`.
     Bench(bench::BenchArgs),
@@ -156,6 +160,7 @@ fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Trace(args) => launch::trace(args),
         Command::Replay(args) => replay::replay(args),
+        Command::Hpl(args) => hpl::hpl(args),
         Command::Bench(args) => bench::bench(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Plan(args) => plan::plan(args),

@@ -1,0 +1,1055 @@
+//! HPL 2.3's communication and computation, rank by rank, without the matrix.
+//!
+//! Each rank is a [`RankWorkload`] that generates one panel step at a time (HPL_pdgesv0 for
+//! depth 0, HPL_pdgesvK2 for depth 1): the panel factorization in the owning process column
+//! (one HPL_pdmxswp pivot exchange per panel column, flops at the host speed), the panel
+//! broadcast along the process row (the six HPL_bcast variants, non-roots polling with
+//! `Iprobe` between update chunks exactly where HPL calls HPL_bcast), the row swaps and U
+//! broadcast (HPL_pdlaswp00T binary exchange, HPL_pdlaswp01T spread-roll, or the mix by
+//! threshold) and the trailing update (dtrsm + dgemm with the local shapes of HPL_numroc).
+//!
+//! Modelling choices (pivot positions are data-dependent):
+//! * the jb pivot rows of a panel are spread evenly over the process rows, in distance
+//!   order from the current row (`share`), which fixes the swap messages' sizes;
+//! * the broadcast panel holds `mp*jb + jb*jb + jb + 1` doubles (L2, L1, pivots, as
+//!   HPL_pdpanel_init), `mp` the local trailing rows;
+//! * zero-length swap messages of the binary exchange are sent (both sides agree on them);
+//! * dlaswp copies, idamax and packing are neglected; the panel factorization costs
+//!   `2*mp*(jb-i-1) + mp` flops for column `i`, whatever PFACT/RFACT/NBMIN/NDIV (they change
+//!   HPL's blocking, not its flop count or its per-column pivot exchanges).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use mpiscope_sim::workload::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError};
+
+use crate::dat::{Bcast, Run, Swap};
+
+/// Kernel time models from a calibrated platform's `[config]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Kernels {
+    /// `mpiscope/dgemm` = "a c": t = a m n k + c m n.
+    pub dgemm: Option<(f64, f64)>,
+    /// `mpiscope/dtrsm` = "b c": t = b m^2 n + c m n (m the triangle's order).
+    pub dtrsm: Option<(f64, f64)>,
+}
+
+impl Kernels {
+    /// Reads `mpiscope/dgemm` and `mpiscope/dtrsm` from a platform's options.
+    pub fn from_config(config: &BTreeMap<String, String>) -> Result<Kernels, String> {
+        let two = |key: &str| -> Result<Option<(f64, f64)>, String> {
+            let Some(v) = config.get(key) else {
+                return Ok(None);
+            };
+            let x: Vec<f64> = v
+                .split_whitespace()
+                .map(str::parse)
+                .collect::<Result<_, _>>()
+                .map_err(|_| format!("{key} `{v}` is not two numbers"))?;
+            match x[..] {
+                [a, c] if a.is_finite() && c.is_finite() && a >= 0.0 => Ok(Some((a, c))),
+                _ => Err(format!("{key} `{v}` is not two numbers (seconds)")),
+            }
+        };
+        Ok(Kernels {
+            dgemm: two("mpiscope/dgemm")?,
+            dtrsm: two("mpiscope/dtrsm")?,
+        })
+    }
+
+    /// Flops to compute at `speed` for a dgemm m x n x k.
+    pub fn dgemm_flops(&self, m: u64, n: u64, k: u64, speed: f64) -> f64 {
+        let (m, n, k) = (m as f64, n as f64, k as f64);
+        match self.dgemm {
+            Some((a, c)) => ((a * m * n * k + c * m * n) * speed).max(0.0),
+            None => 2.0 * m * n * k,
+        }
+    }
+
+    /// Flops to compute at `speed` for a dtrsm with a triangle of order `t` and `n` columns.
+    pub fn dtrsm_flops(&self, t: u64, n: u64, speed: f64) -> f64 {
+        let (t, n) = (t as f64, n as f64);
+        match self.dtrsm {
+            Some((b, c)) => ((b * t * t * n + c * t * n) * speed).max(0.0),
+            None => t * t * n,
+        }
+    }
+}
+
+/// HPL_numroc with the first block on process 0: how many of the indices `0..n` (blocks
+/// of `nb`, dealt cyclically) process `proc` of `nprocs` owns.
+pub fn numroc(n: u64, nb: u64, proc: u32, nprocs: u32) -> u64 {
+    let (proc, nprocs) = (u64::from(proc), u64::from(nprocs));
+    let blocks = n / nb;
+    let base = blocks / nprocs * nb;
+    let extra = blocks % nprocs;
+    if proc < extra {
+        base + nb
+    } else if proc == extra {
+        base + n % nb
+    } else {
+        base
+    }
+}
+
+/// How many of the indices `start..end` process `proc` owns.
+pub fn local(start: u64, end: u64, nb: u64, proc: u32, nprocs: u32) -> u64 {
+    if end <= start {
+        return 0;
+    }
+    numroc(end, nb, proc, nprocs) - numroc(start, nb, proc, nprocs)
+}
+
+/// One message of a communication pattern, peers given as positions (process column for
+/// broadcasts, process row for swaps and pivots).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Msg {
+    /// A blocking send (`sync`: MPI_Ssend).
+    Send {
+        /// Peer position.
+        peer: u32,
+        /// Bytes.
+        bytes: u64,
+        /// Synchronous.
+        sync: bool,
+    },
+    /// A blocking receive.
+    Recv {
+        /// Peer position.
+        peer: u32,
+        /// Bytes.
+        bytes: u64,
+    },
+    /// Send and receive with the same peer at once (HPL_sdrv, the rolls' Issend + Recv).
+    Exchange {
+        /// Peer to send to.
+        to: u32,
+        /// Bytes sent.
+        send: u64,
+        /// Peer to receive from.
+        from: u32,
+        /// Bytes received.
+        recv: u64,
+        /// Synchronous send.
+        sync: bool,
+    },
+}
+
+fn add(a: u32, b: u32, n: u32) -> u32 {
+    (a + b) % n
+}
+
+fn sub(a: u32, b: u32, n: u32) -> u32 {
+    (a + n - b % n) % n
+}
+
+/// Largest power of two <= `k` (1 for k <= 1) and the matching mask (2 ip2 - 1).
+fn ip2_mask(k: u32) -> (u32, u32) {
+    let (mut ip2, mut mask, mut k) = (1u32, 1u32, k);
+    while k > 1 {
+        k >>= 1;
+        ip2 <<= 1;
+        mask = (mask << 1) | 1;
+    }
+    (ip2, mask)
+}
+
+/// A rank's part in one panel broadcast: the column it must see a message from before
+/// starting (`None`: it starts at once, the root) and its messages.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BcastPlan {
+    /// The `Iprobe` source (a process column), `None` for the root or a lone column.
+    pub probe: Option<u32>,
+    /// Messages once the probe succeeded.
+    pub msgs: Vec<Msg>,
+}
+
+/// HPL_bcast's messages for process column `me` of `q`, root `root`, `len` doubles.
+pub fn bcast_plan(kind: Bcast, q: u32, root: u32, me: u32, len: u64) -> BcastPlan {
+    let mut plan = BcastPlan::default();
+    if q <= 1 {
+        return plan;
+    }
+    let bytes = len * 8;
+    let next = add(me, 1, q);
+    let prev = sub(me, 1, q);
+    let send = |peer| Msg::Send {
+        peer,
+        bytes,
+        sync: false,
+    };
+    let recv = |peer| Msg::Recv { peer, bytes };
+    match kind {
+        Bcast::OneRing => {
+            if me == root {
+                plan.msgs.push(send(next));
+            } else {
+                plan.probe = Some(prev);
+                plan.msgs.push(recv(prev));
+                if next != root {
+                    plan.msgs.push(send(next));
+                }
+            }
+        }
+        Bcast::OneRingM => {
+            if me == root {
+                plan.msgs.push(send(next));
+                if q > 2 {
+                    plan.msgs.push(send(add(next, 1, q)));
+                }
+            } else {
+                let partner = if q > 2 && sub(prev, 1, q) == root {
+                    root
+                } else {
+                    prev
+                };
+                plan.probe = Some(partner);
+                plan.msgs.push(recv(partner));
+                if prev != root && next != root {
+                    plan.msgs.push(send(next));
+                }
+            }
+        }
+        Bcast::TwoRing | Bcast::TwoRingM => {
+            let modified = kind == Bcast::TwoRingM;
+            let roo2 = add(root, q.div_ceil(2), q);
+            if me == root {
+                plan.msgs.push(send(next));
+                if q > 2 {
+                    if modified && add(next, 1, q) != roo2 {
+                        plan.msgs.push(send(add(next, 1, q)));
+                    }
+                    plan.msgs.push(send(roo2));
+                }
+            } else {
+                let from_root = prev == root || me == roo2 || (modified && sub(prev, 1, q) == root);
+                let partner = if from_root { root } else { prev };
+                plan.probe = Some(partner);
+                plan.msgs.push(recv(partner));
+                if next != roo2 && next != root && !(modified && prev == root) {
+                    plan.msgs.push(send(next));
+                }
+            }
+        }
+        Bcast::Long => long_plan(&mut plan, q, root, me, len, false),
+        Bcast::LongM => long_plan(&mut plan, q, root, me, len, true),
+    }
+    plan
+}
+
+/// HPL_bcast_blong / blonM: a binary-tree scatter of `len` doubles in pieces, then a
+/// ring allgather ("roll") of the pieces; blonM first gives the whole panel to root + 1,
+/// which then leaves, and runs the rest among the other `q - 1` columns.
+fn long_plan(plan: &mut BcastPlan, q: u32, root: u32, me: u32, len: u64, modified: bool) {
+    let total = len as i64;
+    // Participants, their distances and the column of a distance.
+    let (size, mydist) = if modified {
+        if me == root {
+            plan.msgs.push(Msg::Send {
+                peer: add(root, 1, q),
+                bytes: len * 8,
+                sync: true,
+            });
+        } else if sub(me, 1, q) == root {
+            // HPL 2.3 disabled this probe ("causes problems when lookahead is on ...
+            // a hang on some machines"): root + 1 receives at once, blocking.
+            plan.msgs.push(Msg::Recv {
+                peer: root,
+                bytes: len * 8,
+            });
+            return;
+        }
+        if q == 2 {
+            return;
+        }
+        let d = if me == root { 0 } else { sub(me, root, q) - 1 };
+        (q - 1, d)
+    } else {
+        (q, sub(me, root, q))
+    };
+    let col = |d: u32| -> u32 {
+        if modified && d != 0 {
+            add(root, d + 1, q)
+        } else {
+            add(root, d, q)
+        }
+    };
+    let npm1 = size - 1;
+    let (mut ip2, mut mask) = ip2_mask(npm1);
+    let count = (total / i64::from(size)).max(1);
+    let mut indx = ip2;
+    let mut mydist2 = mydist;
+    loop {
+        mask ^= ip2;
+        if mydist & mask == 0 {
+            let ibuf = i64::from(indx) * count;
+            let mut lbuf = total - ibuf;
+            if indx + ip2 < size {
+                lbuf = lbuf.min(i64::from(ip2) * count);
+            }
+            let bytes = lbuf.max(0) as u64 * 8;
+            let partner = mydist ^ ip2;
+            if mydist & ip2 != 0 {
+                if plan.probe.is_none() && me != root {
+                    plan.probe = Some(col(partner));
+                }
+                plan.msgs.push(Msg::Recv {
+                    peer: col(partner),
+                    bytes,
+                });
+            } else if partner < size {
+                plan.msgs.push(Msg::Send {
+                    peer: col(partner),
+                    bytes,
+                    sync: true,
+                });
+            }
+        }
+        if mydist2 < ip2 {
+            ip2 >>= 1;
+            indx = indx.wrapping_sub(ip2);
+        } else {
+            mydist2 -= ip2;
+            ip2 >>= 1;
+            indx += ip2;
+        }
+        if ip2 == 0 {
+            break;
+        }
+    }
+    // The roll: npm1 steps alternating between the two neighbours.
+    let (prev, next) = (col(sub(mydist, 1, size)), col(add(mydist, 1, size)));
+    let piece = |i: u32| -> u64 {
+        let start = i64::from(i) * count;
+        let end = if i == npm1 { total } else { start + count };
+        (end.min(total) - start).max(0) as u64 * 8
+    };
+    for k in 0..npm1 {
+        let l = k >> 1;
+        let (s, r, peer) = if (mydist + k) & 1 != 0 {
+            (add(mydist, l, size), sub(mydist, l + 1, size), prev)
+        } else {
+            (sub(mydist, l, size), add(mydist, l + 1, size), next)
+        };
+        plan.msgs.push(Msg::Exchange {
+            to: peer,
+            send: piece(s),
+            from: peer,
+            recv: piece(r),
+            sync: true,
+        });
+    }
+}
+
+/// The pivot rows (of `jb`) held by the process row at distance `d` of `p` from the
+/// current row: the model spreads them evenly.
+pub fn share(jb: u64, p: u32, d: u32) -> u64 {
+    jb / u64::from(p) + u64::from(u64::from(d) < jb % u64::from(p))
+}
+
+/// HPL_pdmxswp's messages for one panel column: process row `me` of `p`, current row
+/// `cur`, panel width `jb`. Peers are process rows.
+pub fn pivot_plan(p: u32, cur: u32, me: u32, jb: u64) -> Vec<Msg> {
+    let mut out = Vec::new();
+    if p <= 1 {
+        return out;
+    }
+    let (cnt_, cnt0) = ((jb + 4) * 8, (2 * jb + 4) * 8);
+    let n0 = jb * 8;
+    let (ip2, _) = ip2_mask(p);
+    let hdim = ip2.trailing_zeros();
+    let size_ = p - ip2;
+    let mydist = sub(me, cur, p);
+    let row = |d: u32| add(d, cur, p);
+    let partner = mydist ^ ip2;
+    let np2 = size_ != 0 && partner < p;
+    if np2 {
+        if mydist & ip2 != 0 {
+            if mydist == ip2 {
+                out.push(exch(row(partner), cnt_, n0));
+            } else {
+                out.push(Msg::Send {
+                    peer: row(partner),
+                    bytes: cnt_,
+                    sync: false,
+                });
+            }
+        } else if mydist == 0 {
+            out.push(exch(row(partner), n0, cnt_));
+        } else {
+            out.push(Msg::Recv {
+                peer: row(partner),
+                bytes: cnt_,
+            });
+        }
+    }
+    if mydist < ip2 {
+        for k in 0..hdim {
+            let (s, r) = if mydist >> (k + 1) == 0 {
+                if mydist >> k == 0 {
+                    (cnt0, cnt_)
+                } else {
+                    (cnt_, cnt0)
+                }
+            } else {
+                (cnt_, cnt_)
+            };
+            out.push(exch(row(mydist ^ (1 << k)), s, r));
+        }
+    } else if size_ > 1 {
+        tree_bcast(
+            &mut out,
+            size_,
+            sub(me, row(ip2), p),
+            |d| add(row(ip2), d, p),
+            n0,
+        );
+    }
+    if np2 {
+        if mydist & ip2 != 0 {
+            out.push(Msg::Recv {
+                peer: row(partner),
+                bytes: cnt_,
+            });
+        } else {
+            out.push(Msg::Send {
+                peer: row(partner),
+                bytes: cnt_,
+                sync: false,
+            });
+        }
+    }
+    out
+}
+
+fn exch(peer: u32, send: u64, recv: u64) -> Msg {
+    Msg::Exchange {
+        to: peer,
+        send,
+        from: peer,
+        recv,
+        sync: false,
+    }
+}
+
+/// HPL's binomial tree broadcast among `size` positions (distance `mydis` from the root),
+/// top bit first; `pos` maps a distance to a peer.
+fn tree_bcast(out: &mut Vec<Msg>, size: u32, mydis: u32, pos: impl Fn(u32) -> u32, bytes: u64) {
+    let (mut ip2, mut mask) = ip2_mask(size - 1);
+    loop {
+        mask ^= ip2;
+        if mydis & mask == 0 {
+            let partner = mydis ^ ip2;
+            if mydis & ip2 != 0 {
+                out.push(Msg::Recv {
+                    peer: pos(partner),
+                    bytes,
+                });
+            } else if partner < size {
+                out.push(Msg::Send {
+                    peer: pos(partner),
+                    bytes,
+                    sync: false,
+                });
+            }
+        }
+        ip2 >>= 1;
+        if ip2 == 0 {
+            break;
+        }
+    }
+}
+
+/// HPL_pdlaswp00T's messages (binary exchange): row `me` of `p`, current row `cur`,
+/// `jb` pivot rows, `n` local columns. Phases are separated by `None` (where HPL polls
+/// the broadcast).
+pub fn swap00_plan(p: u32, cur: u32, me: u32, jb: u64, n: u64) -> Vec<Option<Msg>> {
+    let mut out = Vec::new();
+    if p <= 1 {
+        return out;
+    }
+    let ldw = n + 1;
+    let usize_ = jb * n * 8;
+    let mydist = sub(me, cur, p);
+    let row = |d: u32| add(d, cur, p);
+    // llen[d]: the rows row distance d contributes, as this rank sees them.
+    let mut llen: Vec<u64> = (0..p).map(|d| share(jb, p, d)).collect();
+    if mydist == 0 {
+        llen[0] = 0;
+    }
+    let (ip2, _) = ip2_mask(p);
+    let hdim = ip2.trailing_zeros();
+    let size_ = p - ip2;
+    out.push(None);
+    let partner = mydist ^ ip2;
+    let np2 = size_ != 0 && partner < p;
+    if np2 {
+        if mydist == 0 {
+            out.push(Some(exch(
+                row(partner),
+                usize_,
+                llen[partner as usize] * ldw * 8,
+            )));
+        } else if mydist == ip2 {
+            out.push(Some(exch(
+                row(partner),
+                llen[mydist as usize] * ldw * 8,
+                usize_,
+            )));
+        } else if mydist & ip2 != 0 {
+            out.push(Some(Msg::Send {
+                peer: row(partner),
+                bytes: llen[mydist as usize] * ldw * 8,
+                sync: false,
+            }));
+        } else {
+            out.push(Some(Msg::Recv {
+                peer: row(partner),
+                bytes: llen[partner as usize] * ldw * 8,
+            }));
+        }
+    }
+    for i in 1..size_ {
+        llen[i as usize] += llen[(i + ip2) as usize];
+    }
+    out.push(None);
+    if mydist < ip2 {
+        for k in 0..hdim {
+            let ipow = 1u32 << k;
+            let partner = mydist ^ ipow;
+            let m = if mydist >> (k + 1) == 0 {
+                if mydist >> k == 0 {
+                    exch(row(partner), usize_, llen[partner as usize] * ldw * 8)
+                } else {
+                    exch(row(partner), llen[mydist as usize] * ldw * 8, usize_)
+                }
+            } else {
+                exch(
+                    row(partner),
+                    llen[mydist as usize] * ldw * 8,
+                    llen[partner as usize] * ldw * 8,
+                )
+            };
+            out.push(Some(m));
+            for d in 0..ip2 {
+                let q = d ^ ipow;
+                if q > d {
+                    llen[d as usize] += llen[q as usize];
+                    llen[q as usize] = llen[d as usize];
+                }
+            }
+            out.push(None);
+        }
+    } else if size_ > 1 {
+        let mut tree = Vec::new();
+        tree_bcast(&mut tree, size_, mydist - ip2, |d| row(ip2 + d), usize_);
+        for m in tree {
+            out.push(Some(m));
+            out.push(None);
+        }
+    }
+    if np2 {
+        if mydist & ip2 != 0 {
+            out.push(Some(Msg::Recv {
+                peer: row(partner),
+                bytes: usize_,
+            }));
+        } else {
+            out.push(Some(Msg::Send {
+                peer: row(partner),
+                bytes: usize_,
+                sync: false,
+            }));
+        }
+    }
+    out.push(None);
+    out
+}
+
+/// HPL_pdlaswp01T's messages (spread then roll of U): the current row scatters each row's
+/// part of U down a binary tree (HPL_spreadT), then `p - 1` ring steps give every row all
+/// of U (HPL_rollT). Empty pieces are not sent, as in HPL.
+pub fn swap01_plan(p: u32, cur: u32, me: u32, jb: u64, n: u64) -> Vec<Option<Msg>> {
+    let mut out = Vec::new();
+    if p <= 1 {
+        return out;
+    }
+    let mydist = sub(me, cur, p);
+    let row = |d: u32| add(d, cur, p);
+    let piece = |d: u32| share(jb, p, d) * n * 8;
+    // Spread: the holder of distances lo..hi hands hi-half to its first member.
+    out.push(None);
+    let (mut lo, mut hi) = (0u32, p);
+    while hi - lo > 1 {
+        let (half, _) = ip2_mask(hi - lo - 1);
+        let mid = lo + half;
+        let bytes: u64 = (mid..hi).map(piece).sum();
+        if mydist == lo {
+            if bytes > 0 {
+                out.push(Some(Msg::Send {
+                    peer: row(mid),
+                    bytes,
+                    sync: false,
+                }));
+            }
+            hi = mid;
+        } else if mydist == mid {
+            if bytes > 0 {
+                out.push(Some(Msg::Recv {
+                    peer: row(lo),
+                    bytes,
+                }));
+            }
+            lo = mid;
+        } else if mydist > mid {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    out.push(None);
+    // Roll.
+    let (prev, next) = (row(sub(mydist, 1, p)), row(add(mydist, 1, p)));
+    for k in 0..p - 1 {
+        let l = k >> 1;
+        let (s, r, peer) = if (mydist + k) & 1 != 0 {
+            (add(mydist, l, p), sub(mydist, l + 1, p), prev)
+        } else {
+            (sub(mydist, l, p), add(mydist, l + 1, p), next)
+        };
+        let (sb, rb) = (piece(s), piece(r));
+        match (sb > 0, rb > 0) {
+            (true, true) => out.push(Some(Msg::Exchange {
+                to: peer,
+                send: sb,
+                from: peer,
+                recv: rb,
+                sync: false,
+            })),
+            (true, false) => out.push(Some(Msg::Send {
+                peer,
+                bytes: sb,
+                sync: false,
+            })),
+            (false, true) => out.push(Some(Msg::Recv { peer, bytes: rb })),
+            (false, false) => {}
+        }
+        out.push(None);
+    }
+    out
+}
+
+const TAG_BCAST: i64 = 1000;
+const TAG_SWAP: i64 = 2000;
+const TAG_PIVOT: i64 = 3000;
+
+/// One queued thing to do.
+#[derive(Debug)]
+enum Item {
+    Act(Action),
+    /// HPL_bcast: make progress on the pending broadcast without blocking.
+    Poll,
+    /// Loop on HPL_bcast until the pending broadcast is done.
+    Finish,
+    /// Column `i` (and the following ones) of panel `k`'s factorization.
+    Factor {
+        k: u64,
+        i: u64,
+    },
+    /// The trailing update's remaining columns: chunks of nb while the broadcast is
+    /// pending and polled, then the rest at once.
+    Update {
+        left: u64,
+        mp: u64,
+        jb: u64,
+        poll: bool,
+    },
+}
+
+/// The pending broadcast.
+#[derive(Debug)]
+struct Pending {
+    probe: Option<(u32, i64)>,
+    actions: Vec<Action>,
+}
+
+/// The process grid and the run, shared by ranks.
+#[derive(Debug, Clone)]
+struct Setup {
+    run: Run,
+    kernels: Kernels,
+    npanels: u64,
+}
+
+impl Setup {
+    fn world(&self, r: u32, c: u32) -> u32 {
+        if self.run.row_major {
+            r * self.run.q + c
+        } else {
+            c * self.run.p + r
+        }
+    }
+    fn j(&self, k: u64) -> u64 {
+        k * self.run.nb
+    }
+    fn jb(&self, k: u64) -> u64 {
+        self.run.nb.min(self.run.n - self.j(k))
+    }
+}
+
+/// One rank of the skeleton.
+struct HplRank {
+    s: std::sync::Arc<Setup>,
+    row: u32,
+    col: u32,
+    speed: f64,
+    queue: VecDeque<Item>,
+    pending: Option<Pending>,
+    awaiting_probe: bool,
+    /// The next panel step to generate.
+    k: u64,
+    finished: bool,
+    next_req: ReqHandle,
+}
+
+/// The workloads of one run, rank by rank (world rank order); `speeds[i]` is rank i's
+/// host speed (flop/s), which turns modelled kernel times into flops.
+pub fn workloads(run: &Run, kernels: Kernels, speeds: &[f64]) -> Vec<Box<dyn RankWorkload>> {
+    let npanels = run.n.div_ceil(run.nb);
+    let s = std::sync::Arc::new(Setup {
+        run: run.clone(),
+        kernels,
+        npanels,
+    });
+    let mut out: Vec<Box<dyn RankWorkload>> = Vec::new();
+    for w in 0..run.p * run.q {
+        let (row, col) = if run.row_major {
+            (w / run.q, w % run.q)
+        } else {
+            (w % run.p, w / run.p)
+        };
+        out.push(Box::new(HplRank {
+            s: s.clone(),
+            row,
+            col,
+            speed: speeds.get(w as usize).copied().unwrap_or(1e9),
+            queue: VecDeque::new(),
+            pending: None,
+            awaiting_probe: false,
+            k: 0,
+            finished: false,
+            next_req: 1,
+        }));
+    }
+    out
+}
+
+impl HplRank {
+    fn req(&mut self) -> ReqHandle {
+        self.next_req += 1;
+        self.next_req
+    }
+
+    /// Actions of messages among the ranks of this process row (`by_col`) or column.
+    fn actions(&mut self, msgs: &[Msg], by_col: bool, tag: i64, out: &mut Vec<Action>) {
+        let s = self.s.clone();
+        let (row, col) = (self.row, self.col);
+        let peer = |x: u32| {
+            if by_col {
+                s.world(row, x)
+            } else {
+                s.world(x, col)
+            }
+        };
+        for m in msgs {
+            match *m {
+                Msg::Send {
+                    peer: x,
+                    bytes,
+                    sync,
+                } => out.push(Action::Send {
+                    dst: peer(x),
+                    tag,
+                    bytes,
+                    comm: 0,
+                    req: None,
+                    sync,
+                }),
+                Msg::Recv { peer: x, bytes } => out.push(Action::Recv {
+                    src: i64::from(peer(x)),
+                    tag,
+                    bytes,
+                    comm: 0,
+                    req: None,
+                }),
+                Msg::Exchange {
+                    to,
+                    send,
+                    from,
+                    recv,
+                    sync,
+                } => {
+                    let (r, w) = (self.req(), self.req());
+                    out.push(Action::Recv {
+                        src: i64::from(peer(from)),
+                        tag,
+                        bytes: recv,
+                        comm: 0,
+                        req: Some(r),
+                    });
+                    out.push(Action::Send {
+                        dst: peer(to),
+                        tag,
+                        bytes: send,
+                        comm: 0,
+                        req: Some(w),
+                        sync,
+                    });
+                    out.push(Action::Wait { reqs: vec![r, w] });
+                }
+            }
+        }
+    }
+
+    fn push(&mut self, a: Action) {
+        self.queue.push_back(Item::Act(a));
+    }
+
+    /// HPL_pdfact on panel k (only in its process column), expanded a column at a time
+    /// so that a rank never queues a whole panel's pivot exchanges.
+    fn factor(&mut self, k: u64) {
+        let q = self.s.run.q;
+        if self.col == (k % u64::from(q)) as u32 {
+            self.queue.push_back(Item::Factor { k, i: 0 });
+        }
+    }
+
+    /// Column `i` of panel k's factorization: its flops, then its pivot exchange
+    /// (HPL_pdmxswp), queued at the front.
+    fn factor_column(&mut self, k: u64, i: u64) {
+        let s = self.s.clone();
+        let p = s.run.p;
+        let (j, jb, nb) = (s.j(k), s.jb(k), s.run.nb);
+        if i + 1 < jb {
+            self.queue.push_front(Item::Factor { k, i: i + 1 });
+        }
+        let cur = (k % u64::from(p)) as u32;
+        let mp = local(j, s.run.n, nb, self.row, p);
+        let rows = if self.row == cur {
+            mp.saturating_sub(i)
+        } else {
+            mp
+        };
+        let mut acts = Vec::new();
+        let flops = rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64;
+        if flops > 0.0 {
+            acts.push(Action::Compute { flops });
+        }
+        let pivots = pivot_plan(p, cur, self.row, jb);
+        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as i64, &mut acts);
+        self.prepend(acts);
+    }
+
+    /// Sets panel k's broadcast pending.
+    fn start_bcast(&mut self, k: u64) {
+        let s = self.s.clone();
+        let (j, jb, nb) = (s.j(k), s.jb(k), s.run.nb);
+        let mp = local(j + jb, s.run.n, nb, self.row, s.run.p);
+        let root = (k % u64::from(s.run.q)) as u32;
+        let plan = bcast_plan(
+            s.run.bcast,
+            s.run.q,
+            root,
+            self.col,
+            mp * jb + jb * jb + jb + 1,
+        );
+        let tag = TAG_BCAST + (k % 8) as i64;
+        let mut actions = Vec::new();
+        self.actions(&plan.msgs, true, tag, &mut actions);
+        let probe = plan.probe.map(|c| (s.world(self.row, c), tag));
+        self.pending = Some(Pending { probe, actions });
+    }
+
+    /// HPL_pdupdate of panel k on `n` local columns, polling the pending broadcast if `poll`.
+    fn update(&mut self, k: u64, n: u64, poll: bool) {
+        let s = self.s.clone();
+        let (p, nb) = (s.run.p, s.run.nb);
+        let (j, jb) = (s.j(k), s.jb(k));
+        if n == 0 || jb == 0 {
+            if poll {
+                self.queue.push_back(Item::Finish);
+            }
+            return;
+        }
+        if poll {
+            self.queue.push_back(Item::Poll);
+        }
+        if p > 1 {
+            let cur = (k % u64::from(p)) as u32;
+            let long = match s.run.swap {
+                Swap::BinaryExchange => false,
+                Swap::Long => true,
+                Swap::Mix => n > s.run.swap_threshold,
+            };
+            let plan = if long {
+                swap01_plan(p, cur, self.row, jb, n)
+            } else {
+                swap00_plan(p, cur, self.row, jb, n)
+            };
+            let tag = TAG_SWAP + (k % 8) as i64;
+            for m in plan {
+                match m {
+                    None => {
+                        if poll {
+                            self.queue.push_back(Item::Poll);
+                        }
+                    }
+                    Some(m) => {
+                        let mut acts = Vec::new();
+                        self.actions(&[m], false, tag, &mut acts);
+                        for a in acts {
+                            self.push(a);
+                        }
+                    }
+                }
+            }
+        }
+        let mp = local(j + jb, s.run.n, nb, self.row, p);
+        self.queue.push_back(Item::Update {
+            left: n,
+            mp,
+            jb,
+            poll,
+        });
+    }
+
+    /// Queues panel step `self.k` (HPL_pdgesv0 or one iteration of HPL_pdgesvK2).
+    fn generate(&mut self) -> bool {
+        let s = self.s.clone();
+        let (q, nb, n) = (s.run.q, s.run.nb, s.run.n);
+        let k = self.k;
+        if k >= s.npanels {
+            return false;
+        }
+        self.k += 1;
+        let owns = |c: u32, k: u64| c == (k % u64::from(q)) as u32;
+        if s.run.depth == 0 || q == 1 {
+            self.factor(k);
+            self.start_bcast(k);
+            self.queue.push_back(Item::Finish);
+            let cols = local(s.j(k) + s.jb(k), n + 1, nb, self.col, q);
+            self.update(k, cols, false);
+            return true;
+        }
+        // Depth >= 1 is run as depth 1 (one panel ahead).
+        if k == 0 {
+            self.factor(0);
+            self.start_bcast(0);
+            self.queue.push_back(Item::Finish);
+            return true;
+        }
+        if owns(self.col, k) {
+            self.update(k - 1, s.jb(k), false);
+            self.factor(k);
+        }
+        self.start_bcast(k);
+        let rest = local(s.j(k) + s.jb(k), n + 1, nb, self.col, q);
+        self.update(k - 1, rest, true);
+        self.queue.push_back(Item::Finish);
+        if k + 1 == s.npanels {
+            let last = local(n, n + 1, nb, self.col, q);
+            self.update(k, last, false);
+        }
+        true
+    }
+
+    fn prepend(&mut self, actions: Vec<Action>) {
+        for a in actions.into_iter().rev() {
+            self.queue.push_front(Item::Act(a));
+        }
+    }
+}
+
+impl RankWorkload for HplRank {
+    fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        if self.awaiting_probe {
+            self.awaiting_probe = false;
+            if last == Outcome::Flag(true) {
+                if let Some(p) = self.pending.take() {
+                    self.prepend(p.actions);
+                }
+            }
+        }
+        loop {
+            let Some(item) = self.queue.pop_front() else {
+                if self.generate() {
+                    continue;
+                }
+                if self.finished {
+                    return None;
+                }
+                self.finished = true;
+                return Some(Ok(Action::Finalize));
+            };
+            match item {
+                Item::Act(a) => return Some(Ok(a)),
+                Item::Factor { k, i } => self.factor_column(k, i),
+                Item::Poll => match &self.pending {
+                    None => {}
+                    Some(Pending { probe: None, .. }) => {
+                        let p = self.pending.take().expect("pending");
+                        self.prepend(p.actions);
+                    }
+                    Some(Pending {
+                        probe: Some((src, tag)),
+                        ..
+                    }) => {
+                        let (src, tag) = (*src, *tag);
+                        self.awaiting_probe = true;
+                        return Some(Ok(Action::Iprobe {
+                            src: i64::from(src),
+                            tag,
+                            comm: 0,
+                        }));
+                    }
+                },
+                Item::Finish => {
+                    if let Some(p) = self.pending.take() {
+                        self.prepend(p.actions);
+                        if let Some((src, tag)) = p.probe {
+                            return Some(Ok(Action::Probe {
+                                src: i64::from(src),
+                                tag,
+                                comm: 0,
+                            }));
+                        }
+                    }
+                }
+                Item::Update { left, mp, jb, poll } => {
+                    let chunk = if poll && self.pending.is_some() {
+                        left.min(self.s.run.nb)
+                    } else {
+                        left
+                    };
+                    let kern = self.s.kernels;
+                    let flops = kern.dtrsm_flops(jb, chunk, self.speed)
+                        + kern.dgemm_flops(mp, chunk, jb, self.speed);
+                    if chunk < left {
+                        self.queue.push_front(Item::Update {
+                            left: left - chunk,
+                            mp,
+                            jb,
+                            poll,
+                        });
+                        self.queue.push_front(Item::Poll);
+                    }
+                    if flops > 0.0 {
+                        return Some(Ok(Action::Compute { flops }));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
