@@ -4,14 +4,12 @@
 //! every configuration of the `HPL.dat` and prints HPL's result lines (or JSON).
 
 use std::path::PathBuf;
-use std::time::Instant;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::Args;
-use mpiscope_hpl::{HplDat, Kernels};
-use mpiscope_sim::network::FlowConfig;
+use mpiscope_hpl::HplDat;
 use mpiscope_sim::platform::{self, Mapping};
-use mpiscope_sim::{NetworkKind, SimConfig, Simulation};
+use mpiscope_sim::SimConfig;
 
 /// Options of `mpiscope hpl`.
 #[derive(Args, Debug)]
@@ -22,9 +20,17 @@ pub struct HplArgs {
     /// `mpiscope/dtrsm` kernel models in `[config]` when calibrated).
     #[arg(long)]
     platform: PathBuf,
-    /// SimGrid-style hostfile; by default rank i runs on host i.
-    #[arg(long)]
+    /// SimGrid-style hostfile (one host per line, `host:N` for N ranks).
+    #[arg(long, conflicts_with = "mapping")]
     hostfile: Option<PathBuf>,
+    /// Rank placement without a hostfile: `sequential[:K]` (K ranks per host; rank i on
+    /// host i by default), `round-robin`, `random[:SEED[:K]]`.
+    #[arg(long, default_value = "sequential")]
+    mapping: String,
+    /// Network model: `flow` (SimGrid's CM02 with the platform's factors), `smpi` or
+    /// `loggp`.
+    #[arg(long, default_value = "flow")]
+    network: String,
     /// Print a JSON list (one object per configuration).
     #[arg(long)]
     json: bool,
@@ -33,26 +39,21 @@ pub struct HplArgs {
 /// Runs `mpiscope hpl`.
 pub fn hpl(a: HplArgs) -> Result<i32> {
     let text = std::fs::read_to_string(&a.dat)
-        .with_context(|| format!("cannot read {}", a.dat.display()))?;
+        .map_err(|e| anyhow!("cannot read {}: {e}", a.dat.display()))?;
     let dat = HplDat::parse(&text, &a.dat.display().to_string())?;
     let platform = platform::load(&a.platform)
-        .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
-    let kernels = Kernels::from_config(&platform.config)
-        .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
-    let eager_threshold = match platform.config.get("smpi/send-is-detached-thresh") {
-        Some(v) => v.trim().parse().with_context(|| {
-            format!(
-                "{}: smpi/send-is-detached-thresh `{v}` is not a byte count",
-                a.platform.display()
-            )
-        })?,
-        None => 65536,
-    };
-    let flow = FlowConfig::from_options(&platform.config)
+        .map_err(|e| anyhow!("cannot load the platform {}: {e}", a.platform.display()))?;
+    if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
+        bail!("--network {}: expected flow, smpi or loggp", a.network);
+    }
+    let config = SimConfig::for_platform(&platform, &a.network)
         .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
     let mapping = match &a.hostfile {
         Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
-        None => Mapping::Sequential { ranks_per_host: 1 },
+        None => a
+            .mapping
+            .parse::<Mapping>()
+            .map_err(|e| anyhow!("--mapping: {e}"))?,
     };
     let mut out = String::new();
     let mut json = Vec::new();
@@ -61,31 +62,8 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     }
     let runs = dat.runs();
     for run in &runs {
-        let nranks = run.p * run.q;
-        let hosts = platform::map_ranks(&platform, nranks, &mapping)
-            .with_context(|| format!("cannot place {nranks} ranks"))?;
-        let speeds: Vec<f64> = hosts
-            .iter()
-            .map(|&h| platform.hosts[h as usize].speed)
-            .collect();
-        let workloads = mpiscope_hpl::workloads(run, kernels, &speeds);
-        let config = SimConfig {
-            eager_threshold,
-            network: NetworkKind::Flow(flow.clone()),
-            ..SimConfig::default()
-        };
-        let sim = Simulation::new(&platform, config, hosts, workloads)?;
-        let started = Instant::now();
-        let result = sim
-            .run()
-            .with_context(|| format!("simulating {}", run.code()))?;
-        let wall = started.elapsed().as_secs_f64();
-        let time = result.makespan_s;
-        let gflops = if time > 0.0 {
-            run.flops() / time / 1e9
-        } else {
-            0.0
-        };
+        let r = mpiscope_hpl::simulate(run, &platform, config.clone(), &mapping)
+            .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
         if a.json {
             json.push(serde_json::json!({
                 "tv": run.code(),
@@ -93,10 +71,11 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
                 "nb": run.nb,
                 "p": run.p,
                 "q": run.q,
-                "time_s": time,
-                "gflops": gflops,
-                "sim_wall_s": wall,
-                "messages": result.messages,
+                "time_s": r.time_s,
+                "gflops": r.gflops,
+                "energy_j": r.energy_j,
+                "sim_wall_s": r.sim_wall_s,
+                "messages": r.messages,
             }));
         } else {
             out += &format!(
@@ -106,8 +85,8 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
                 run.nb,
                 run.p,
                 run.q,
-                time,
-                c_exp(gflops, 4)
+                r.time_s,
+                c_exp(r.gflops, 4)
             );
         }
     }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use mpiscope_plan::study::WorkloadSpec;
-use mpiscope_plan::{ReplayRunner, RunOptions, Share, Study, WorkloadRunner};
+use mpiscope_plan::{HplRunner, ReplayRunner, RunOptions, Share, Study, WorkloadRunner};
 
 /// Options of `mpiscope plan`.
 #[derive(Args, Debug)]
@@ -86,11 +86,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             Some(w @ (WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_))) => {
                 Box::new(ReplayRunner::new(w, study.traced_speed)?)
             }
-            Some(WorkloadSpec::Hpl(p)) => bail!(
-                "{}: workload hpl = {}: this build has no HPL skeleton yet",
-                a.study.display(),
-                p.display()
-            ),
+            Some(WorkloadSpec::Hpl(p)) => Box::new(HplRunner::from_path(p)?),
         };
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let options = RunOptions {

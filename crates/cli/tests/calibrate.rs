@@ -163,7 +163,10 @@ fn calibrate_a_real_benchmark_run() {
     assert_eq!(eff.len(), 2, "{fit}");
     assert_eq!(eff[0].as_f64(), Some(1.0));
     assert!(eff[1].as_f64().unwrap() > 0.0, "{fit}");
-    assert!(text.contains("\"mpiscope/core-efficiency\" = \"1.0000 "), "{text}");
+    assert!(
+        text.contains("\"mpiscope/core-efficiency\" = \"1.0000 "),
+        "{text}"
+    );
     // The sender-side operations give LogGP's o and g; 8 B goes eagerly in Open MPI.
     let p = &fit["protocol"];
     assert!(p["largest_eager"].as_u64().unwrap() >= 8, "{p}");

@@ -289,6 +289,77 @@ fn plan_what_if_study_over_a_given_trace() {
     assert_eq!(svg.matches("<polyline").count(), 3, "{svg}");
 }
 
+/// An HPL.dat as a study's workload: one row per configuration, HPL's labels and Gflops.
+#[test]
+fn plan_over_the_hpl_skeleton() {
+    let tmp = tempdir();
+    let dir = tmp.path();
+    let dat = "HPLinpack benchmark input file\nInnovative Computing Laboratory\nHPL.out\n6\n\
+               2 # of problems sizes (N)\n400 800 Ns\n1 # of NBs\n32 NBs\n0 PMAP\n\
+               1 # of process grids\n2 Ps\n2 Qs\n16.0 threshold\n1 # of panel fact\n2 PFACTs\n\
+               1 # of recursive stopping criterium\n4 NBMINs\n1 # of panels in recursion\n2 NDIVs\n\
+               1 # of recursive panel fact.\n1 RFACTs\n1 # of broadcast\n1 BCASTs\n\
+               1 # of lookahead depth\n1 DEPTHs\n2 SWAP\n64 swapping threshold\n0 L1\n0 U\n\
+               1 Equilibration\n8 memory alignment\n";
+    std::fs::write(dir.join("HPL.dat"), dat).unwrap();
+    let study = r#"
+workload = { hpl = "HPL.dat" }
+[platform.cluster]
+hosts = 4
+speed = "1Gf"
+bandwidth = "1GBps"
+latency = "10us"
+[[axis]]
+name = "speed"
+set = "scale.speed"
+values = [1, 10]
+[[figure]]
+file = "gflops.svg"
+x = "speed"
+y = "gflops"
+series = "n"
+"#;
+    std::fs::write(dir.join("hpl.toml"), study).unwrap();
+    let o = plan(dir, &["hpl.toml", "--quiet"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("hpl/results.json")).unwrap())
+            .unwrap();
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 4, "{j}");
+    for r in rows {
+        assert_eq!(r["tv"], "WR11C2R4", "{r}");
+        assert_eq!(
+            (r["p"].as_u64(), r["q"].as_u64(), r["nb"].as_u64()),
+            (Some(2), Some(2), Some(32))
+        );
+        // HPL's Gflops is its flop count over the time.
+        let n = r["n"].as_f64().unwrap();
+        let flops = 2.0 / 3.0 * n * n * n + 1.5 * n * n;
+        let g = r["gflops"].as_f64().unwrap();
+        assert!(
+            (g - flops / r["time_s"].as_f64().unwrap() / 1e9).abs() < 1e-6 * g,
+            "{r}"
+        );
+    }
+    let g = |speed: f64, n: f64| {
+        rows.iter()
+            .find(|r| r["speed"].as_f64() == Some(speed) && r["n"].as_f64() == Some(n))
+            .unwrap()["gflops"]
+            .as_f64()
+            .unwrap()
+    };
+    // Ten times faster nodes give more Gflop/s, less than ten times more (communication).
+    for n in [400.0, 800.0] {
+        assert!(
+            g(10.0, n) > g(1.0, n) && g(10.0, n) < 10.0 * g(1.0, n),
+            "{j}"
+        );
+    }
+    let svg = std::fs::read_to_string(dir.join("hpl/gflops.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+}
+
 #[test]
 fn plan_reports_bad_studies() {
     let tmp = tempdir();

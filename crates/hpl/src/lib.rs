@@ -12,3 +12,93 @@ pub mod skeleton;
 
 pub use dat::{Bcast, Fact, HplDat, Run, Swap};
 pub use skeleton::{workloads, Kernels};
+
+use std::time::Instant;
+
+use mpiscope_sim::platform::{self, Mapping, Platform};
+use mpiscope_sim::report::Report;
+use mpiscope_sim::{SimConfig, SimError, Simulation};
+
+/// What a simulated HPL run gives.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct HplResult {
+    /// Simulated time of the factorization and solve, seconds (HPL's `Time`).
+    pub time_s: f64,
+    /// HPL's Gflops: (2/3 N^3 + 3/2 N^2) / time.
+    pub gflops: f64,
+    /// Energy of the hosts used, joules.
+    pub energy_j: f64,
+    /// Point-to-point messages simulated.
+    pub messages: u64,
+    /// Wall-clock time of the simulation, seconds.
+    pub sim_wall_s: f64,
+}
+
+/// Why a run could not be simulated.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    /// The platform's kernel models are malformed.
+    #[error("{0}")]
+    Kernels(String),
+    /// The ranks cannot be placed.
+    #[error("cannot place {ranks} ranks: {source}")]
+    Placement {
+        /// P x Q.
+        ranks: u32,
+        /// Why.
+        source: mpiscope_sim::platform::PlatformError,
+    },
+    /// The simulation failed (deadlock, routing).
+    #[error("simulating {code}: {source}")]
+    Simulation {
+        /// The run's `WR..` code.
+        code: String,
+        /// Why.
+        source: SimError,
+    },
+}
+
+/// Simulates `run` on `platform` (kernel models from its `mpiscope/dgemm` and
+/// `mpiscope/dtrsm` options, else flop counts at the host speed), ranks placed by `mapping`.
+pub fn simulate(
+    run: &Run,
+    platform: &Platform,
+    config: SimConfig,
+    mapping: &Mapping,
+) -> Result<HplResult, SimulateError> {
+    let kernels = Kernels::from_config(&platform.config).map_err(SimulateError::Kernels)?;
+    let ranks = run.p * run.q;
+    let hosts = platform::map_ranks(platform, ranks, mapping)
+        .map_err(|source| SimulateError::Placement { ranks, source })?;
+    let speeds: Vec<f64> = hosts
+        .iter()
+        .map(|&h| platform.hosts[h as usize].speed)
+        .collect();
+    let sim_error = |source| SimulateError::Simulation {
+        code: run.code(),
+        source,
+    };
+    let started = Instant::now();
+    let sim = Simulation::new(
+        platform,
+        config,
+        hosts.clone(),
+        workloads(run, kernels, &speeds),
+    )
+    .map_err(sim_error)?;
+    let result = sim.run().map_err(sim_error)?;
+    let wall = started.elapsed().as_secs_f64();
+    let report = Report::new(platform, &result, &hosts, wall);
+    let time = result.makespan_s;
+    Ok(HplResult {
+        time_s: time,
+        gflops: if time > 0.0 {
+            run.flops() / time / 1e9
+        } else {
+            0.0
+        },
+        energy_j: report.energy_j,
+        messages: result.messages,
+        sim_wall_s: wall,
+    })
+}

@@ -3,7 +3,7 @@
 //!
 //! * [`study`]: the study file (workload, base platform, axes, figures) and its points;
 //! * [`point`]: one point's platform and configuration, and the [`WorkloadRunner`]s that
-//!   simulate a workload on it (trace replay here; the HPL skeleton's runner lives with it);
+//!   simulate a workload on it (trace replay), and [`hpl`] the HPL skeleton's runner;
 //! * [`run`]: this process's share of the points, in parallel, resumable (one file per
 //!   finished point, keyed by what determines its result);
 //! * [`table`], [`figure`]: the results as a table, CSV, JSON, and line charts.
@@ -12,6 +12,7 @@
 //! [`write_results`].
 
 pub mod figure;
+pub mod hpl;
 pub mod point;
 pub mod run;
 pub mod study;
@@ -19,6 +20,7 @@ pub mod table;
 
 use std::path::{Path, PathBuf};
 
+pub use hpl::HplRunner;
 pub use point::{Measure, PointConfig, PointSetup, ReplayRunner, WorkloadRunner};
 pub use run::{run, Progress, RunOptions, RunSummary, Share};
 pub use study::Study;
