@@ -1,7 +1,7 @@
 //! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
 //! SVG (no script, no external file): calls per function on a log scale (seed 000's
 //! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
-//! bursts, the point-to-point matrix as a heat map, a timeline of the middle of the run's
+//! bursts, the communication matrices (point-to-point, collective, both) as heat maps, a timeline of the middle of the run's
 //! communicating part, and the loop structure of each class of ranks (seed 003's notation).
 
 use std::fmt::Write as _;
@@ -314,38 +314,85 @@ fn burst_histogram(p: &Profile) -> String {
     s
 }
 
-/// The point-to-point bytes matrix as a heat map (up to 256 ranks).
-fn matrix(p: &Profile) -> String {
-    let n = p.ranks as usize;
-    if p.p2p.is_empty() || n == 0 || n > 256 {
+/// One rank x rank heat map of `cells` (`(from, to, messages, bytes)`), sender in rows,
+/// shaded in `rgb` on a log scale of bytes.
+fn heatmap(caption: &str, n: usize, cells: &[(u32, u32, u64, u64)], rgb: (u8, u8, u8)) -> String {
+    if cells.is_empty() || n == 0 || n > 256 {
         return String::new();
     }
     let cell = (640.0 / n as f64).clamp(2.0, 40.0);
     let size = cell * n as f64 + 60.0;
-    let max = p.p2p.iter().map(|t| t.bytes).max().unwrap_or(1).max(1) as f64;
+    let max = cells.iter().map(|c| c.3).max().unwrap_or(1).max(1) as f64;
     let mut s = format!(
-        "<figure><figcaption>Point-to-point bytes, sender (row) to receiver (column); darker is more</figcaption>\
+        "<figure><figcaption>{}</figcaption>\
          <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{size}\" role=\"img\">\
          <rect x=\"40\" y=\"20\" width=\"{}\" height=\"{}\" class=\"g\"/>",
+        esc(caption),
         cell * n as f64,
         cell * n as f64
     );
-    for t in &p.p2p {
-        let level = ((1.0 + t.bytes as f64).ln() / (1.0 + max).ln()).clamp(0.05, 1.0);
+    for &(from, to, messages, bytes) in cells {
+        let level = ((1.0 + bytes as f64).ln() / (1.0 + max).ln()).clamp(0.05, 1.0);
         let _ = write!(
             s,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"rgb(8,48,107)\" fill-opacity=\"{level:.3}\"><title>{} -> {}: {} messages, {} bytes</title></rect>",
-            40.0 + cell * t.to as f64,
-            20.0 + cell * t.from as f64,
-            t.from,
-            t.to,
-            t.messages,
-            t.bytes
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"rgb({},{},{})\" fill-opacity=\"{level:.3}\"><title>{from} -> {to}: {messages} messages, {bytes} bytes</title></rect>",
+            40.0 + cell * f64::from(to),
+            20.0 + cell * f64::from(from),
+            rgb.0,
+            rgb.1,
+            rgb.2,
         );
     }
     s += "</svg></figure>";
     s
 }
+
+/// The communication matrices as heat maps (up to 256 ranks): point-to-point (blue),
+/// collective (green) and both (purple) when [`crate::matrix`] was computed, else the
+/// point-to-point pairs of the profile.
+fn matrix(p: &Profile) -> String {
+    let n = p.ranks as usize;
+    let Some(m) = &p.matrix else {
+        let cells: Vec<_> = p
+            .p2p
+            .iter()
+            .map(|t| (t.from, t.to, t.messages, t.bytes))
+            .collect();
+        return heatmap(
+            "Point-to-point bytes, sender (row) to receiver (column); darker is more",
+            n,
+            &cells,
+            P2P_RGB,
+        );
+    };
+    let mut s = heatmap(
+        "Point-to-point bytes, sender (row) to receiver (column); darker is more",
+        n,
+        &m.p2p.cells(),
+        P2P_RGB,
+    );
+    s += &heatmap(
+        "Collective bytes by MPI semantics (bcast root to members, gather members to root, \
+         alltoall i to j, allreduce each to each), sender (row) to receiver (column)",
+        n,
+        &m.collective.cells(),
+        COLLECTIVE_RGB,
+    );
+    s += &heatmap(
+        "All bytes (point-to-point and collective), sender (row) to receiver (column)",
+        n,
+        &m.total.cells(),
+        TOTAL_RGB,
+    );
+    s
+}
+
+/// Colour of the point-to-point heat map.
+pub const P2P_RGB: (u8, u8, u8) = (8, 48, 107);
+/// Colour of the collective heat map.
+pub const COLLECTIVE_RGB: (u8, u8, u8) = (0, 109, 44);
+/// Colour of the heat map of both.
+pub const TOTAL_RGB: (u8, u8, u8) = (84, 39, 143);
 
 /// The whole report as one HTML page.
 pub fn report(

@@ -314,6 +314,7 @@ fn run(cli: Cli) -> Result<i32> {
                 None => mpiscope_analyze::profile::Window::ALL,
             };
             let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
+            p.matrix = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &window)?;
             if window.is_all() {
                 p.balance = Some(mpiscope_analyze::balance::balance(
                     &run,

@@ -248,7 +248,11 @@ fn html_report_renders_in_chromium() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let page = tmp.path().join("report.html");
     let html = common::html_report(&trace, &page);
-    assert_eq!(html.matches("<svg").count(), 6, "six figures");
+    assert_eq!(
+        html.matches("<svg").count(),
+        8,
+        "eight figures (three communication matrices)"
+    );
     assert!(html.contains("Timeline of "), "timeline figure");
     assert!(
         !html.contains("<script") && !html.contains("src=\"http"),
