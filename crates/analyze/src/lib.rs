@@ -20,6 +20,9 @@ pub mod structure;
 pub mod symbols;
 pub mod volume;
 
+#[cfg(test)]
+mod testutil;
+
 /// A problem while analysing a run.
 #[derive(Debug, thiserror::Error)]
 pub enum AnalyzeError {

@@ -466,32 +466,7 @@ impl Matrix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mpiscope_trace::{Args, List};
-
-    fn ev(args: &[(Slot, i64)], lists: &[(ListKind, &[i64])]) -> Event {
-        let mut a = Args::EMPTY;
-        for &(s, v) in args {
-            a.set(s, v);
-        }
-        Event {
-            thread: 0,
-            call: 0,
-            t_enter: 0,
-            t_exit: 0,
-            callsite: 0,
-            core: None,
-            ret: 0,
-            skipped: 0,
-            args: a,
-            lists: lists
-                .iter()
-                .map(|(k, v)| List {
-                    kind: *k,
-                    values: v.to_vec(),
-                })
-                .collect(),
-        }
-    }
+    use crate::testutil::event as ev;
 
     fn sends(family: &str, e: &Event, me: u32, members: &[u32]) -> Vec<(u32, u64)> {
         let mut v = Vec::new();

@@ -98,6 +98,10 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Also write a self-contained HTML page of scaling curves (burst harmonic mean and
+        /// mean, calls per rank, bytes per call, MPI fraction against the rank count).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
@@ -246,7 +250,7 @@ fn run(cli: Cli) -> Result<i32> {
                 }
             }
         }
-        Command::Compare { dirs, json } => {
+        Command::Compare { dirs, json, html } => {
             let mut runs = Vec::new();
             for d in &dirs {
                 let run = open_run(d)?;
@@ -256,6 +260,11 @@ fn run(cli: Cli) -> Result<i32> {
                 ));
             }
             let c = mpiscope_analyze::compare::compare(&runs);
+            if let Some(out) = &html {
+                let page = mpiscope_analyze::html::scaling("mpiscope compare: scaling", &c);
+                std::fs::write(out, page)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+            }
             let text = if json {
                 serde_json::to_string_pretty(&c)? + "\n"
             } else {
