@@ -122,6 +122,10 @@ enum Command {
         /// Print JSON (the tree with per-position statistics) instead of text.
         #[arg(long)]
         json: bool,
+        /// Instead, save the structural form that `mpiscope replay FILE` replays: per rank
+        /// the loop tree, every distinct call with all its recorded arguments, mean times.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["rank", "json"])]
+        save: Option<PathBuf>,
     },
 }
 
@@ -279,9 +283,23 @@ fn run(cli: Cli) -> Result<i32> {
             detail,
             algorithm,
             json,
+            save,
         } => {
             use mpiscope_analyze::structure::{structure, Algorithm, Detail};
             let run = open_run(&dir)?;
+            if let Some(out) = save {
+                let form = mpiscope_sim::workload::structural::save(&run)?;
+                let text = serde_json::to_vec(&form)?;
+                std::fs::write(&out, &text)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+                eprintln!(
+                    "mpiscope: structural form of {} rank(s) in {} ({} bytes)",
+                    form.ranks.len(),
+                    out.display(),
+                    text.len()
+                );
+                return Ok(0);
+            }
             if let Some(r) = rank {
                 anyhow::ensure!(
                     r < run.ranks(),

@@ -1,7 +1,8 @@
 //! `mpiscope replay`: simulate a trace on a modeled platform.
 //!
-//! The input is an mpiscope run directory or a SimGrid time-independent trace index; the
-//! platform a SimGrid XML or mpiscope TOML file; ranks are placed by a hostfile or a mapping.
+//! The input is an mpiscope run directory, a structural form (`mpiscope structure --save`)
+//! or a SimGrid time-independent trace index; the platform a SimGrid XML or mpiscope TOML
+//! file; ranks are placed by a hostfile or a mapping.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -14,13 +15,14 @@ use mpiscope_sim::network::loggp::LogGp;
 use mpiscope_sim::network::{parse_factors, FlowConfig};
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
-use mpiscope_sim::workload::{ti, trace, RankWorkload};
+use mpiscope_sim::workload::{structural, ti, trace, RankWorkload};
 use mpiscope_sim::{NetworkKind, SimConfig, Simulation};
 
 /// Options of `mpiscope replay`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// An mpiscope run directory, or a SimGrid time-independent trace index file.
+    /// An mpiscope run directory, a structural form (`mpiscope structure --save`), or a
+    /// SimGrid time-independent trace index file.
     input: PathBuf,
     /// Platform: SimGrid XML (v4.1) or mpiscope TOML.
     #[arg(long)]
@@ -276,6 +278,24 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         )?;
         callsites = Some(sites);
         (w, n)
+    } else if is_structural(input) {
+        let text =
+            std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+        let form: structural::StructuralRun = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: not a structural form", input.display()))?;
+        let n = form.ranks.len() as u32;
+        let hosts = place(&platform, n, &a)?;
+        let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
+        let (w, sites) = structural::load(
+            &form,
+            trace::TraceOptions {
+                traced_speed: a.traced_speed,
+                callsites_by_size: a.callsites_by_size,
+            },
+            &speeds,
+        )?;
+        callsites = Some(sites);
+        (w, n)
     } else {
         let w = ti::load(
             input,
@@ -344,6 +364,20 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         crate::write_stdout(&report.to_text())?;
     }
     Ok(0)
+}
+
+/// Is `input` a structural form (`mpiscope structure --save`: a JSON file) rather than a
+/// SimGrid time-independent index (text)?
+fn is_structural(input: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(input)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{')
 }
 
 fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {
