@@ -261,21 +261,20 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let is_run = input.is_dir();
     let host_speeds: Vec<f64> = platform.hosts.iter().map(|h| h.speed).collect();
     let mut callsites = None;
+    // Hosts are placed first: compute bursts scale with the simulated host's speed.
+    let speeds_of = |n: u32| -> Result<Vec<f64>> {
+        let hosts = place(&platform, n, &a)?;
+        Ok(hosts.iter().map(|&h| host_speeds[h as usize]).collect())
+    };
+    let options = trace::TraceOptions {
+        traced_speed: a.traced_speed,
+        callsites_by_size: a.callsites_by_size,
+    };
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
         let run = mpiscope_trace::RunDir::open(input)
             .with_context(|| format!("cannot open the trace {}", input.display()))?;
         let n = run.ranks();
-        // Hosts are placed first: compute bursts scale with the simulated host's speed.
-        let hosts = place(&platform, n, &a)?;
-        let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
-        let (w, sites) = trace::load_with_callsites(
-            &run,
-            trace::TraceOptions {
-                traced_speed: a.traced_speed,
-                callsites_by_size: a.callsites_by_size,
-            },
-            &speeds,
-        )?;
+        let (w, sites) = trace::load_with_callsites(&run, options, &speeds_of(n)?)?;
         callsites = Some(sites);
         (w, n)
     } else if is_structural(input) {
@@ -284,16 +283,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         let form: structural::StructuralRun = serde_json::from_slice(&text)
             .with_context(|| format!("{}: not a structural form", input.display()))?;
         let n = form.ranks.len() as u32;
-        let hosts = place(&platform, n, &a)?;
-        let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
-        let (w, sites) = structural::load(
-            &form,
-            trace::TraceOptions {
-                traced_speed: a.traced_speed,
-                callsites_by_size: a.callsites_by_size,
-            },
-            &speeds,
-        )?;
+        let (w, sites) = structural::load(&form, options, &speeds_of(n)?)?;
         callsites = Some(sites);
         (w, n)
     } else {

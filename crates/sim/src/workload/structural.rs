@@ -20,8 +20,7 @@ use std::collections::HashMap;
 
 use mpiscope_structure::Node;
 use mpiscope_trace::{
-    Args, CallsiteDef, CommDef, CommKind, Event, Frame, List, ListKind, ModuleDef, RunDir, Slot,
-    Tables,
+    Args, CallsiteDef, CommDef, Event, Frame, List, ListKind, ModuleDef, RunDir, Slot, Tables,
 };
 use serde::{Deserialize, Serialize};
 
@@ -44,23 +43,6 @@ pub struct SavedCall {
     pub lists: Vec<(u8, Vec<i64>)>,
 }
 
-/// A communicator of one rank.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SavedComm {
-    /// Rank-local id.
-    pub id: u32,
-    /// Identity shared by the members.
-    pub key: u64,
-    /// `world`, `own`, `intra` or `inter`.
-    pub kind: CommKind,
-    /// Size of the (local) group.
-    pub size: u32,
-    /// World ranks of the members.
-    pub ranks: Vec<u32>,
-    /// World ranks of the remote group.
-    pub remote: Vec<u32>,
-}
-
 /// One rank's structural form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StructuralRank {
@@ -73,7 +55,7 @@ pub struct StructuralRank {
     /// The loop tree of the symbols, with per-position time statistics (ns).
     pub tree: Vec<Node>,
     /// Communicators used.
-    pub comms: Vec<SavedComm>,
+    pub comms: Vec<CommDef>,
     /// Callsites used: id and frames as (object file, file-relative address).
     pub callsites: Vec<(u32, Vec<(String, u64)>)>,
 }
@@ -180,18 +162,7 @@ pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
             return Err(io(e));
         }
         let t = reader.tables();
-        let mut comms: Vec<SavedComm> = t
-            .comms
-            .values()
-            .map(|c| SavedComm {
-                id: c.id,
-                key: c.key,
-                kind: c.kind,
-                size: c.size,
-                ranks: c.ranks.clone(),
-                remote: c.remote.clone(),
-            })
-            .collect();
+        let mut comms: Vec<CommDef> = t.comms.values().cloned().collect();
         comms.sort_by_key(|c| c.id);
         let mut callsites: Vec<(u32, Vec<(String, u64)>)> = t
             .callsites
@@ -299,17 +270,7 @@ impl Iterator for Walk {
 fn tables_of(r: &StructuralRank) -> Tables {
     let mut t = Tables::default();
     for c in &r.comms {
-        t.comms.insert(
-            c.id,
-            CommDef {
-                id: c.id,
-                key: c.key,
-                kind: c.kind,
-                size: c.size,
-                ranks: c.ranks.clone(),
-                remote: c.remote.clone(),
-            },
-        );
+        t.comms.insert(c.id, c.clone());
     }
     let mut modules: HashMap<String, u32> = HashMap::new();
     for (id, frames) in &r.callsites {
@@ -343,35 +304,34 @@ struct StructuralReplay {
     base: i64,
 }
 
-impl StructuralReplay {
-    fn event(&self, call: &SavedCall, enter: u64, exit: u64) -> Event {
-        let mut args = Args::EMPTY;
-        for &(s, v) in &call.args {
-            if let Some(&slot) = Slot::ALL.get(s as usize) {
-                args.set(slot, v);
-            }
+/// The event `call` stands for, entered at `enter` and left at `exit` (ns).
+fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
+    let mut args = Args::EMPTY;
+    for &(s, v) in &call.args {
+        if let Some(&slot) = Slot::ALL.get(s as usize) {
+            args.set(slot, v);
         }
-        Event {
-            thread: 0,
-            call: 0,
-            t_enter: enter,
-            t_exit: exit,
-            callsite: call.callsite,
-            core: None,
-            ret: 0,
-            skipped: 0,
-            args,
-            lists: call
-                .lists
-                .iter()
-                .filter_map(|(k, v)| {
-                    Some(List {
-                        kind: ListKind::from_u8(*k)?,
-                        values: v.clone(),
-                    })
+    }
+    Event {
+        thread: 0,
+        call: 0,
+        t_enter: enter,
+        t_exit: exit,
+        callsite: call.callsite,
+        core: None,
+        ret: 0,
+        skipped: 0,
+        args,
+        lists: call
+            .lists
+            .iter()
+            .filter_map(|(k, v)| {
+                Some(List {
+                    kind: ListKind::from_u8(*k)?,
+                    values: v.clone(),
                 })
-                .collect(),
-        }
+            })
+            .collect(),
     }
 }
 
@@ -404,7 +364,7 @@ impl RankWorkload for StructuralReplay {
             let enter = (self.clock + gap).round();
             let exit = (enter + dur).round();
             self.clock = exit;
-            let mut ev = self.event(call, enter as u64, exit as u64);
+            let mut ev = rebuild(call, enter as u64, exit as u64);
             let name = call.function.clone();
             map_requests(&name, &mut ev, &mut self.base, false);
             if let Err(e) = self.tr.event(&self.tables, &name, &ev) {
@@ -499,29 +459,16 @@ mod tests {
     #[test]
     fn request_ids_round_trip_relative() {
         let mk = |req: Option<i64>, list: Option<Vec<i64>>| {
-            let mut args = Args::EMPTY;
-            if let Some(r) = req {
-                args.set(Slot::Request, r);
-            }
-            Event {
-                thread: 0,
-                call: 0,
-                t_enter: 0,
-                t_exit: 0,
+            let call = SavedCall {
+                function: String::new(),
                 callsite: 0,
-                core: None,
-                ret: 0,
-                skipped: 0,
-                args,
+                args: req.map(|r| (Slot::Request as u8, r)).into_iter().collect(),
                 lists: list
-                    .map(|v| {
-                        vec![List {
-                            kind: ListKind::Requests,
-                            values: v,
-                        }]
-                    })
-                    .unwrap_or_default(),
-            }
+                    .map(|v| (ListKind::Requests as u8, v))
+                    .into_iter()
+                    .collect(),
+            };
+            rebuild(&call, 0, 0)
         };
         // Two iterations of Irecv, Isend, Waitall: the relative forms are equal.
         let it = |a: i64| {
