@@ -75,6 +75,21 @@ pub fn compare(runs: &[(String, Profile)]) -> Comparison {
 }
 
 impl Comparison {
+    /// The `k` functions with the most calls per rank, summed over runs, most first
+    /// (ties by name).
+    pub fn top_functions(&self, k: usize) -> Vec<&str> {
+        let mut functions: BTreeMap<&str, f64> = BTreeMap::new();
+        for r in &self.runs {
+            for (f, c) in &r.calls_per_rank {
+                *functions.entry(f).or_default() += c;
+            }
+        }
+        let mut top: Vec<(&str, f64)> = functions.into_iter().collect();
+        top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        top.truncate(k);
+        top.into_iter().map(|(f, _)| f).collect()
+    }
+
     /// Tables: one row per run, then calls per rank and bytes per call of the busiest
     /// functions across runs.
     pub fn to_text(&self) -> String {
@@ -97,22 +112,14 @@ impl Comparison {
                 r.run
             );
         }
-        let mut functions: BTreeMap<&str, f64> = BTreeMap::new();
-        for r in &self.runs {
-            for (f, c) in &r.calls_per_rank {
-                *functions.entry(f).or_default() += c;
-            }
-        }
-        let mut top: Vec<(&str, f64)> = functions.into_iter().collect();
-        top.sort_by(|a, b| b.1.total_cmp(&a.1));
-        top.truncate(12);
+        let top = self.top_functions(12);
         let head: String = self
             .runs
             .iter()
             .map(|r| format!(" {:>14}", format!("{} ranks", r.ranks)))
             .collect();
         let _ = writeln!(s, "\ncalls per rank\n{:<24}{head}", "function");
-        for (f, _) in &top {
+        for f in &top {
             let row: String = self
                 .runs
                 .iter()
@@ -126,7 +133,7 @@ impl Comparison {
             let _ = writeln!(s, "{f:<24}{row}");
         }
         let _ = writeln!(s, "\nbytes per call\n{:<24}{head}", "function");
-        for (f, _) in &top {
+        for f in &top {
             if self.runs.iter().all(|r| !r.bytes_per_call.contains_key(*f)) {
                 continue;
             }

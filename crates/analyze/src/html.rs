@@ -1,11 +1,13 @@
 //! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
 //! SVG (no script, no external file): calls per function on a log scale (seed 000's
 //! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
-//! bursts, the point-to-point matrix as a heat map, a timeline of the middle of the run's
+//! bursts, the communication matrices (point-to-point, collective, both) as heat maps, a timeline of the middle of the run's
 //! communicating part, and the loop structure of each class of ranks (seed 003's notation).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::compare::{Comparison, RunSummary};
 use crate::profile::Profile;
 use crate::structure::Structure;
 
@@ -314,37 +316,98 @@ fn burst_histogram(p: &Profile) -> String {
     s
 }
 
-/// The point-to-point bytes matrix as a heat map (up to 256 ranks).
-fn matrix(p: &Profile) -> String {
-    let n = p.ranks as usize;
-    if p.p2p.is_empty() || n == 0 || n > 256 {
+/// One rank x rank heat map of `cells` (`(from, to, messages, bytes)`), sender in rows,
+/// shaded in `rgb` on a log scale of bytes.
+fn heatmap(caption: &str, n: usize, cells: &[(u32, u32, u64, u64)], rgb: (u8, u8, u8)) -> String {
+    if cells.is_empty() || n == 0 || n > 256 {
         return String::new();
     }
     let cell = (640.0 / n as f64).clamp(2.0, 40.0);
     let size = cell * n as f64 + 60.0;
-    let max = p.p2p.iter().map(|t| t.bytes).max().unwrap_or(1).max(1) as f64;
+    let max = cells.iter().map(|c| c.3).max().unwrap_or(1).max(1) as f64;
     let mut s = format!(
-        "<figure><figcaption>Point-to-point bytes, sender (row) to receiver (column); darker is more</figcaption>\
+        "<figure><figcaption>{}</figcaption>\
          <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{size}\" height=\"{size}\" role=\"img\">\
          <rect x=\"40\" y=\"20\" width=\"{}\" height=\"{}\" class=\"g\"/>",
+        esc(caption),
         cell * n as f64,
         cell * n as f64
     );
-    for t in &p.p2p {
-        let level = ((1.0 + t.bytes as f64).ln() / (1.0 + max).ln()).clamp(0.05, 1.0);
+    for &(from, to, messages, bytes) in cells {
+        let level = ((1.0 + bytes as f64).ln() / (1.0 + max).ln()).clamp(0.05, 1.0);
         let _ = write!(
             s,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"rgb(8,48,107)\" fill-opacity=\"{level:.3}\"><title>{} -> {}: {} messages, {} bytes</title></rect>",
-            40.0 + cell * t.to as f64,
-            20.0 + cell * t.from as f64,
-            t.from,
-            t.to,
-            t.messages,
-            t.bytes
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"rgb({},{},{})\" fill-opacity=\"{level:.3}\"><title>{from} -> {to}: {messages} messages, {bytes} bytes</title></rect>",
+            40.0 + cell * f64::from(to),
+            20.0 + cell * f64::from(from),
+            rgb.0,
+            rgb.1,
+            rgb.2,
         );
     }
     s += "</svg></figure>";
     s
+}
+
+/// The communication matrices as heat maps (up to 256 ranks): point-to-point (blue),
+/// collective (green) and both (purple) when [`crate::matrix`] was computed, else the
+/// point-to-point pairs of the profile.
+fn matrix(p: &Profile) -> String {
+    let n = p.ranks as usize;
+    let Some(m) = &p.matrix else {
+        let cells: Vec<_> = p
+            .p2p
+            .iter()
+            .map(|t| (t.from, t.to, t.messages, t.bytes))
+            .collect();
+        return heatmap(
+            "Point-to-point bytes, sender (row) to receiver (column); darker is more",
+            n,
+            &cells,
+            P2P_RGB,
+        );
+    };
+    let mut s = heatmap(
+        "Point-to-point bytes, sender (row) to receiver (column); darker is more",
+        n,
+        &m.p2p.cells(),
+        P2P_RGB,
+    );
+    s += &heatmap(
+        "Collective bytes by MPI semantics (bcast root to members, gather members to root, \
+         alltoall i to j, allreduce each to each), sender (row) to receiver (column)",
+        n,
+        &m.collective.cells(),
+        COLLECTIVE_RGB,
+    );
+    s += &heatmap(
+        "All bytes (point-to-point and collective), sender (row) to receiver (column)",
+        n,
+        &m.total.cells(),
+        TOTAL_RGB,
+    );
+    s
+}
+
+/// Colour of the point-to-point heat map.
+pub const P2P_RGB: (u8, u8, u8) = (8, 48, 107);
+/// Colour of the collective heat map.
+pub const COLLECTIVE_RGB: (u8, u8, u8) = (0, 109, 44);
+/// Colour of the heat map of both.
+pub const TOTAL_RGB: (u8, u8, u8) = (84, 39, 143);
+
+/// The page's head (title, style) and its heading.
+fn page_start(title: &str) -> String {
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
+         body{{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}}\
+         table{{border-collapse:collapse;font-size:13px}}td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}\
+         td:first-child,th:first-child{{text-align:left}}figure{{margin:16px 0}}figcaption{{font-weight:bold;margin-bottom:4px}}\
+         .l,.v,.t{{font-size:11px;fill:#222}}.b{{fill:#4878a8}}.c{{fill:#4878a8}}.m{{fill:#e08030}}.g{{fill:#f4f4f4}}\
+         pre{{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>\
+         <h1>{t}</h1>",
+        t = esc(title)
+    )
 }
 
 /// The whole report as one HTML page.
@@ -354,20 +417,8 @@ pub fn report(
     structure: Option<&Structure>,
     timeline: Option<&Timeline>,
 ) -> String {
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
-         body{{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}}\
-         table{{border-collapse:collapse;font-size:13px}}td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}\
-         td:first-child,th:first-child{{text-align:left}}figure{{margin:16px 0}}figcaption{{font-weight:bold;margin-bottom:4px}}\
-         .l,.v,.t{{font-size:11px;fill:#222}}.b{{fill:#4878a8}}.c{{fill:#4878a8}}.m{{fill:#e08030}}.g{{fill:#f4f4f4}}\
-         pre{{font-size:12px;background:#f6f6f6;padding:8px;overflow-x:auto}}</style></head><body>\
-         <h1>{t}</h1><p>{} ranks, {} recorded events.</p>",
-        p.ranks,
-        p.events,
-        t = esc(title)
-    );
+    let mut s = page_start(title);
+    let _ = write!(s, "<p>{} ranks, {} recorded events.</p>", p.ranks, p.events);
     let mut by_count: Vec<(String, f64)> = p
         .calls
         .iter()
@@ -452,6 +503,206 @@ pub fn report(
     s
 }
 
+/// Colours of the curves of the scaling page, in series order.
+pub const CURVE_RGB: [(u8, u8, u8); 8] = [
+    (72, 120, 168),
+    (224, 128, 48),
+    (0, 109, 44),
+    (84, 39, 143),
+    (200, 40, 40),
+    (110, 110, 110),
+    (160, 120, 0),
+    (0, 150, 170),
+];
+
+/// One labelled series of a curve figure: a value per run (`None` where it has none).
+type Series = (String, Vec<Option<f64>>);
+
+/// A line chart of `series` against the rank counts `xs` (spaced on a log2 scale); `log`
+/// draws the values on a log10 scale (non-positive values are left out).
+fn curves(
+    caption: &str,
+    xs: &[u32],
+    series: &[Series],
+    log: bool,
+    unit: &dyn Fn(f64) -> String,
+) -> String {
+    let (w, h, left, right, top, bottom) = (860.0, 300.0, 80.0, 220.0, 20.0, 40.0);
+    let (pw, ph) = (w - left - right, h - top - bottom);
+    let shown = |v: f64| v.is_finite() && (!log || v > 0.0);
+    let values: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().flatten().copied())
+        .filter(|&v| shown(v))
+        .collect();
+    if xs.is_empty() || values.is_empty() {
+        return String::new();
+    }
+    let f = |v: f64| if log { v.log10() } else { v };
+    let (mut lo, mut hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+            (a.min(f(v)), b.max(f(v)))
+        });
+    if !log {
+        lo = lo.min(0.0);
+    }
+    if hi - lo < 1e-12 {
+        hi = lo + 1.0;
+        if log {
+            lo -= 0.5;
+            hi -= 0.5;
+        }
+    }
+    let lx = |r: u32| f64::from(r.max(1)).log2();
+    let (x0, x1) = xs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &r| {
+            (a.min(lx(r)), b.max(lx(r)))
+        });
+    let px = |r: u32| {
+        if x1 > x0 {
+            left + pw * (lx(r) - x0) / (x1 - x0)
+        } else {
+            left + pw / 2.0
+        }
+    };
+    let py = |v: f64| top + ph * (1.0 - (f(v) - lo) / (hi - lo));
+    let back = |t: f64| if log { 10f64.powf(t) } else { t };
+    let mut s = format!(
+        "<figure><figcaption>{}</figcaption><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\">\
+         <rect x=\"{left}\" y=\"{top}\" width=\"{pw}\" height=\"{ph}\" class=\"g\"/>\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"t\">{}</text>\
+         <text x=\"{}\" y=\"{}\" text-anchor=\"end\" class=\"t\">{}</text>",
+        esc(caption),
+        left - 6.0,
+        top + 10.0,
+        esc(&unit(back(hi))),
+        left - 6.0,
+        top + ph,
+        esc(&unit(back(lo))),
+    );
+    for &r in xs {
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" class=\"t\">{r} ranks</text>",
+            px(r),
+            h - bottom + 16.0
+        );
+    }
+    for (i, (label, v)) in series.iter().enumerate() {
+        let (cr, cg, cb) = CURVE_RGB[i % CURVE_RGB.len()];
+        let colour = format!("rgb({cr},{cg},{cb})");
+        let points: Vec<(u32, f64)> = xs
+            .iter()
+            .zip(v)
+            .filter_map(|(&r, v)| v.filter(|&v| shown(v)).map(|v| (r, v)))
+            .collect();
+        let line: Vec<String> = points
+            .iter()
+            .map(|&(r, v)| format!("{:.1},{:.1}", px(r), py(v)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"3\"/>",
+            line.join(" ")
+        );
+        for &(r, v) in &points {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{colour}\"><title>{} at {r} ranks: {}</title></circle>",
+                px(r),
+                py(v),
+                esc(label),
+                esc(&unit(v))
+            );
+        }
+        let ly = top + 16.0 * i as f64;
+        let _ = write!(
+            s,
+            "<rect x=\"{}\" y=\"{ly}\" width=\"12\" height=\"12\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"{}\" class=\"l\">{}</text>",
+            w - right + 16.0,
+            w - right + 34.0,
+            ly + 10.0,
+            esc(label)
+        );
+    }
+    s += "</svg></figure>";
+    s
+}
+
+/// The scaling page of `mpiscope compare --html` (seed 000's Figure 4): a table of the
+/// runs, then curves against the rank count of the compute bursts' harmonic mean and mean,
+/// the calls per rank and the bytes per call of the busiest functions, and the MPI time
+/// fraction.
+pub fn scaling(title: &str, c: &Comparison) -> String {
+    let mut s = page_start(title);
+    s += "<table><tr><th>Run</th><th>Ranks</th><th>Wall</th><th>MPI</th><th>Bursts per rank</th><th>Burst mean</th><th>Burst harmonic mean</th></tr>";
+    for r in &c.runs {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.0}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.run),
+            r.ranks,
+            secs(r.wall_s),
+            100.0 * r.mpi_fraction,
+            r.bursts_per_rank,
+            secs(r.burst_mean_s),
+            secs(r.burst_harmonic_mean_s)
+        );
+    }
+    s += "</table>";
+    let xs: Vec<u32> = c.runs.iter().map(|r| r.ranks).collect();
+    let per_run = |f: &dyn Fn(&RunSummary) -> Option<f64>| -> Vec<Option<f64>> {
+        c.runs.iter().map(f).collect()
+    };
+    s += &curves(
+        "Compute bursts between MPI calls: harmonic mean and mean (log scale)",
+        &xs,
+        &[
+            (
+                "harmonic mean".into(),
+                per_run(&|r| Some(r.burst_harmonic_mean_s)),
+            ),
+            ("mean".into(), per_run(&|r| Some(r.burst_mean_s))),
+        ],
+        true,
+        &secs,
+    );
+    let top = c.top_functions(CURVE_RGB.len());
+    // One series per busy function that has values in `map` in some run.
+    let by_function = |map: &dyn Fn(&RunSummary) -> &BTreeMap<String, f64>| -> Vec<Series> {
+        top.iter()
+            .filter(|f| c.runs.iter().any(|r| map(r).contains_key(**f)))
+            .map(|f| (f.to_string(), per_run(&|r| map(r).get(*f).copied())))
+            .collect()
+    };
+    s += &curves(
+        "Calls per rank, busiest functions (log scale)",
+        &xs,
+        &by_function(&|r| &r.calls_per_rank),
+        true,
+        &|v| format!("{v:.1}"),
+    );
+    let bytes = by_function(&|r| &r.bytes_per_call);
+    s += &curves("Bytes per call (log scale)", &xs, &bytes, true, &|v| {
+        format!("{v:.0} B")
+    });
+    s += &curves(
+        "MPI time over wall time, all ranks",
+        &xs,
+        &[(
+            "MPI time fraction".into(),
+            per_run(&|r| Some(100.0 * r.mpi_fraction)),
+        )],
+        false,
+        &|v| format!("{v:.1}%"),
+    );
+    s += "</body></html>\n";
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -493,5 +744,52 @@ mod tests {
             "{fig}"
         );
         assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<h1>run &lt;1&gt;</h1>"));
+    }
+
+    #[test]
+    fn scaling_curves() {
+        let xs = [2, 4, 8];
+        let fig = curves(
+            "c",
+            &xs,
+            &[("a".into(), vec![Some(1.0), Some(10.0), Some(100.0)])],
+            true,
+            &|v| format!("{v}"),
+        );
+        // Log2 x, log10 y: the three points lie on the plot's diagonal.
+        assert!(
+            fig.contains("points=\"80.0,260.0 360.0,140.0 640.0,20.0\""),
+            "{fig}"
+        );
+        assert_eq!(fig.matches("<circle").count(), 3);
+        // A missing or non-positive value on a log scale is left out.
+        let gap = curves(
+            "c",
+            &xs,
+            &[("a".into(), vec![Some(1.0), None, Some(0.0)])],
+            true,
+            &|v| format!("{v}"),
+        );
+        assert_eq!(gap.matches("<circle").count(), 1);
+        assert!(curves("c", &xs, &[], true, &|v| format!("{v}")).is_empty());
+        let c = Comparison {
+            runs: vec![
+                RunSummary {
+                    ranks: 2,
+                    mpi_fraction: 0.5,
+                    ..RunSummary::default()
+                },
+                RunSummary {
+                    ranks: 4,
+                    mpi_fraction: 0.25,
+                    ..RunSummary::default()
+                },
+            ],
+        };
+        let page = scaling("s", &c);
+        assert!(
+            page.contains("MPI time fraction at 4 ranks: 25.0%"),
+            "{page}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //!   time, streamed over every rank in constant memory per rank;
 //! * [`dump`]: events as text, one line each;
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
+//! * [`matrix`]: messages and bytes rank x rank, point-to-point and collective;
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
 //!   information.
 
@@ -12,11 +13,15 @@ pub mod compare;
 pub mod dump;
 pub mod histogram;
 pub mod html;
+pub mod matrix;
 pub mod messages;
 pub mod profile;
 pub mod structure;
 pub mod symbols;
 pub mod volume;
+
+#[cfg(test)]
+mod testutil;
 
 /// A problem while analysing a run.
 #[derive(Debug, thiserror::Error)]

@@ -104,6 +104,9 @@ pub struct Profile {
     /// Load balance and wait states ([`crate::balance`]), for whole runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub balance: Option<crate::balance::Balance>,
+    /// Rank x rank communication matrices ([`crate::matrix`]), when computed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<crate::matrix::Matrix>,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
 }
@@ -819,6 +822,9 @@ impl Profile {
             if self.p2p.len() > 10 {
                 let _ = writeln!(s, "  ({} more pairs in --json)", self.p2p.len() - 10);
             }
+        }
+        if let Some(m) = &self.matrix {
+            s += &m.to_text();
         }
         let _ = writeln!(
             s,

@@ -132,25 +132,9 @@ pub fn persistent_volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volum
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mpiscope_trace::Args;
 
     fn ev(args: &[(Slot, i64)]) -> Event {
-        let mut a = Args::EMPTY;
-        for &(s, v) in args {
-            a.set(s, v);
-        }
-        Event {
-            thread: 0,
-            call: 0,
-            t_enter: 0,
-            t_exit: 0,
-            callsite: 0,
-            core: None,
-            ret: 0,
-            skipped: 0,
-            args: a,
-            lists: vec![],
-        }
+        crate::testutil::event(args, &[])
     }
 
     #[test]

@@ -107,6 +107,10 @@ enum Command {
         /// Print JSON instead of tables.
         #[arg(long)]
         json: bool,
+        /// Also write a self-contained HTML page of scaling curves (burst harmonic mean and
+        /// mean, calls per rank, bytes per call, MPI fraction against the rank count).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
@@ -127,6 +131,10 @@ enum Command {
         /// Print JSON (the tree with per-position statistics) instead of text.
         #[arg(long)]
         json: bool,
+        /// Instead, save the structural form that `mpiscope replay FILE` replays: per rank
+        /// the loop tree, every distinct call with all its recorded arguments, mean times.
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["rank", "json"])]
+        save: Option<PathBuf>,
     },
 }
 
@@ -257,7 +265,7 @@ fn run(cli: Cli) -> Result<i32> {
                 }
             }
         }
-        Command::Compare { dirs, json } => {
+        Command::Compare { dirs, json, html } => {
             let mut runs = Vec::new();
             for d in &dirs {
                 let run = open_run(d)?;
@@ -267,6 +275,11 @@ fn run(cli: Cli) -> Result<i32> {
                 ));
             }
             let c = mpiscope_analyze::compare::compare(&runs);
+            if let Some(out) = &html {
+                let page = mpiscope_analyze::html::scaling("mpiscope compare: scaling", &c);
+                std::fs::write(out, page)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+            }
             let text = if json {
                 serde_json::to_string_pretty(&c)? + "\n"
             } else {
@@ -281,9 +294,23 @@ fn run(cli: Cli) -> Result<i32> {
             detail,
             algorithm,
             json,
+            save,
         } => {
             use mpiscope_analyze::structure::{structure, Algorithm, Detail};
             let run = open_run(&dir)?;
+            if let Some(out) = save {
+                let form = mpiscope_sim::workload::structural::save(&run)?;
+                let text = serde_json::to_vec(&form)?;
+                std::fs::write(&out, &text)
+                    .with_context(|| format!("cannot write {}", out.display()))?;
+                eprintln!(
+                    "mpiscope: structural form of {} rank(s) in {} ({} bytes)",
+                    form.ranks.len(),
+                    out.display(),
+                    text.len()
+                );
+                return Ok(0);
+            }
             if let Some(r) = rank {
                 anyhow::ensure!(
                     r < run.ranks(),
@@ -325,6 +352,7 @@ fn run(cli: Cli) -> Result<i32> {
                 None => mpiscope_analyze::profile::Window::ALL,
             };
             let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
+            p.matrix = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &window)?;
             if window.is_all() {
                 p.balance = Some(mpiscope_analyze::balance::balance(
                     &run,

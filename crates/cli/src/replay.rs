@@ -1,7 +1,8 @@
 //! `mpiscope replay`: simulate a trace on a modeled platform.
 //!
-//! The input is an mpiscope run directory or a SimGrid time-independent trace index; the
-//! platform a SimGrid XML or mpiscope TOML file; ranks are placed by a hostfile or a mapping.
+//! The input is an mpiscope run directory, a structural form (`mpiscope structure --save`)
+//! or a SimGrid time-independent trace index; the platform a SimGrid XML or mpiscope TOML
+//! file; ranks are placed by a hostfile or a mapping.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,13 +14,14 @@ use mpiscope_sim::coll::{Collective, Selector};
 use mpiscope_sim::network::parse_factors;
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
-use mpiscope_sim::workload::{ti, trace, RankWorkload};
+use mpiscope_sim::workload::{structural, ti, trace, RankWorkload};
 use mpiscope_sim::{NetworkKind, SimConfig, Simulation};
 
 /// Options of `mpiscope replay`.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// An mpiscope run directory, or a SimGrid time-independent trace index file.
+    /// An mpiscope run directory, a structural form (`mpiscope structure --save`), or a
+    /// SimGrid time-independent trace index file.
     input: PathBuf,
     /// Platform: SimGrid XML (v4.1) or mpiscope TOML.
     #[arg(long)]
@@ -180,21 +182,29 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let is_run = input.is_dir();
     let host_speeds: Vec<f64> = platform.hosts.iter().map(|h| h.speed).collect();
     let mut callsites = None;
+    // Hosts are placed first: compute bursts scale with the simulated host's speed.
+    let speeds_of = |n: u32| -> Result<Vec<f64>> {
+        let hosts = place(&platform, n, &a)?;
+        Ok(hosts.iter().map(|&h| host_speeds[h as usize]).collect())
+    };
+    let options = trace::TraceOptions {
+        traced_speed: a.traced_speed,
+        callsites_by_size: a.callsites_by_size,
+    };
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
         let run = mpiscope_trace::RunDir::open(input)
             .with_context(|| format!("cannot open the trace {}", input.display()))?;
         let n = run.ranks();
-        // Hosts are placed first: compute bursts scale with the simulated host's speed.
-        let hosts = place(&platform, n, &a)?;
-        let speeds: Vec<f64> = hosts.iter().map(|&h| host_speeds[h as usize]).collect();
-        let (w, sites) = trace::load_with_callsites(
-            &run,
-            trace::TraceOptions {
-                traced_speed: a.traced_speed,
-                callsites_by_size: a.callsites_by_size,
-            },
-            &speeds,
-        )?;
+        let (w, sites) = trace::load_with_callsites(&run, options, &speeds_of(n)?)?;
+        callsites = Some(sites);
+        (w, n)
+    } else if is_structural(input) {
+        let text =
+            std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+        let form: structural::StructuralRun = serde_json::from_slice(&text)
+            .with_context(|| format!("{}: not a structural form", input.display()))?;
+        let n = form.ranks.len() as u32;
+        let (w, sites) = structural::load(&form, options, &speeds_of(n)?)?;
         callsites = Some(sites);
         (w, n)
     } else {
@@ -265,6 +275,20 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         crate::write_stdout(&report.to_text())?;
     }
     Ok(0)
+}
+
+/// Is `input` a structural form (`mpiscope structure --save`: a JSON file) rather than a
+/// SimGrid time-independent index (text)?
+fn is_structural(input: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(input)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{')
 }
 
 fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {

@@ -248,7 +248,11 @@ fn html_report_renders_in_chromium() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let page = tmp.path().join("report.html");
     let html = common::html_report(&trace, &page);
-    assert_eq!(html.matches("<svg").count(), 6, "six figures");
+    assert_eq!(
+        html.matches("<svg").count(),
+        8,
+        "eight figures (three communication matrices)"
+    );
     assert!(html.contains("Timeline of "), "timeline figure");
     assert!(
         !html.contains("<script") && !html.contains("src=\"http"),
@@ -332,7 +336,8 @@ fn balance_finds_known_wait_states() {
     assert_eq!(b["placement"]["ranks_per_node"], 2);
 }
 
-/// `mpiscope compare`: the same program at 2 and 4 ranks, given in any order.
+/// `mpiscope compare`: the same program at 2 and 4 ranks, given in any order; its
+/// `--html` page draws the scaling curves (checked in headless Chromium).
 #[test]
 fn compare_runs_at_two_scales() {
     let tmp = tempdir();
@@ -348,14 +353,34 @@ fn compare_runs_at_two_scales() {
         assert_eq!(run.code, Some(0), "{}", run.stderr);
         dirs.push(trace);
     }
+    let page = tmp.path().join("scaling.html");
     let o = Command::new(mpiscope())
         .arg("compare")
         .args(&dirs)
         .arg("--json")
+        .arg("--html")
+        .arg(&page)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<svg").count(), 4, "four curve figures");
+    assert!(
+        html.contains("<title>MPI_Allreduce at 2 ranks: 3.0</title>")
+            && html.contains("<title>MPI_Allreduce at 4 ranks: 3.0</title>"),
+        "calls per rank drawn at both scales"
+    );
+    assert!(html.contains("<title>harmonic mean at 4 ranks: "));
+    let shot = common::render_html(&page, 1000, 1600);
+    // The first two curve colours (harmonic mean, mean; the busiest functions): at least
+    // a few hundred pixels of 3-pixel lines and 10-pixel dots each.
+    let first = shot.share_of([72, 120, 168], 8);
+    let second = shot.share_of([224, 128, 48], 8);
+    assert!(
+        first > 4e-4 && second > 4e-4,
+        "curves not drawn: {first} {second}"
+    );
     let runs = c["runs"].as_array().unwrap();
     assert_eq!(
         (runs[0]["ranks"].as_u64(), runs[1]["ranks"].as_u64()),

@@ -1,9 +1,9 @@
 //! The structure tree and the statistics its leaves carry.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Statistics of the values that fell on one leaf position (over all iterations).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// Values.
     pub n: u64,
@@ -45,7 +45,7 @@ impl Stats {
 }
 
 /// A node of the structure: a symbol, a sequence (the seed's digram `A+B`), or a loop.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Node {
     /// One symbol; `stats` over every time it occurred at this position.

@@ -72,7 +72,7 @@ pub enum CommKind {
 }
 
 /// A communicator, as the ranks it contains.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommDef {
     /// Id used by events on this rank.
     pub id: u32,

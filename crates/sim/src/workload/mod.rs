@@ -3,9 +3,10 @@
 //! One API for every kind of workload: the engine asks each rank's [`RankWorkload`] for its
 //! next action, executes it in simulated time, and passes back the [`Outcome`] (a test's or
 //! a probe's flag), so a workload can decide at simulated time (an HPL skeleton polling with
-//! `Iprobe`). Trace replay ([`ti`] for SimGrid time-independent traces, [`trace`] for ours) is
-//! one kind of workload; programmatic skeletons are another.
+//! `Iprobe`). Trace replay ([`ti`] for SimGrid time-independent traces, [`trace`] for ours,
+//! [`structural`] for our traces' compressed loop structure) is one kind of workload; programmatic skeletons are another.
 
+pub mod structural;
 pub mod ti;
 pub mod trace;
 

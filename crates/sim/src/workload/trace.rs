@@ -13,7 +13,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use mpiscope_trace::{
-    CommKind, Event, ListKind, RankReader, RunDir, Slot, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY,
+    CommKind, Event, ListKind, RankReader, RunDir, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT,
+    TAG_ANY,
 };
 
 use super::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
@@ -90,7 +91,7 @@ impl Callsites {
 }
 
 #[derive(Debug, Default)]
-struct CommRegistry {
+pub(crate) struct CommRegistry {
     by_key: HashMap<u64, CommId>,
     next: CommId,
 }
@@ -111,12 +112,8 @@ pub fn load_with_callsites(
     options: TraceOptions,
     host_speeds: &[f64],
 ) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
-    let callsites = Callsites::default();
+    let shared = Shared::new();
     let n = run.ranks();
-    let registry = Arc::new(Mutex::new(CommRegistry {
-        by_key: HashMap::new(),
-        next: 1,
-    }));
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::with_capacity(n as usize);
     for r in 0..n {
         let reader = run.open_rank(r).map_err(|e| WorkloadError::Io {
@@ -126,26 +123,15 @@ pub fn load_with_callsites(
         let speed = options
             .traced_speed
             .unwrap_or_else(|| host_speeds.get(r as usize).copied().unwrap_or(1e9));
-        out.push(Box::new(TraceRank {
-            rank: r,
-            reader,
+        let tr = shared.translator(
+            r,
+            reader.path().display().to_string(),
             speed,
-            registry: registry.clone(),
-            callsites: callsites.clone(),
-            global_callsite: HashMap::new(),
-            by_size: options.callsites_by_size,
-            comms: HashMap::new(),
-            queue: VecDeque::new(),
-            prev_exit: None,
-            local_ns: 0,
-            persistent: HashMap::new(),
-            active: HashMap::new(),
-            next_synthetic: 1 << 62,
-            events: 0,
-            ended: false,
-        }));
+            options.callsites_by_size,
+        );
+        out.push(Box::new(TraceRank { reader, tr }));
     }
-    Ok((out, callsites))
+    Ok((out, shared.callsites))
 }
 
 /// A communicator as seen by one rank.
@@ -168,9 +154,14 @@ struct Persistent {
     comm: CommId,
 }
 
-struct TraceRank {
+/// What turns one rank's events into actions: its communicators, persistent requests and
+/// callsites, the pending actions, and the time since its previous call. Shared by the
+/// replay of rank files ([`TraceRank`]) and of structural files
+/// ([`super::structural`]), which rebuild the events and feed them here.
+pub(crate) struct Translator {
     rank: u32,
-    reader: RankReader<std::io::BufReader<std::fs::File>>,
+    /// Names the input in errors.
+    path: String,
     speed: f64,
     registry: Arc<Mutex<CommRegistry>>,
     callsites: Callsites,
@@ -178,7 +169,7 @@ struct TraceRank {
     global_callsite: HashMap<(u32, u32, Option<u64>), u32>,
     by_size: bool,
     comms: HashMap<u32, LocalComm>,
-    queue: VecDeque<Action>,
+    pub(crate) queue: VecDeque<Action>,
     prev_exit: Option<u64>,
     /// Local (non-communicating) MPI time to add to the next computation, ns.
     local_ns: u64,
@@ -186,14 +177,69 @@ struct TraceRank {
     /// Persistent request id -> handle of its active instance.
     active: HashMap<i64, ReqHandle>,
     next_synthetic: ReqHandle,
-    events: u64,
-    ended: bool,
+    pub(crate) events: u64,
+    pub(crate) ended: bool,
 }
 
-impl TraceRank {
+/// Shared state of the ranks of one replay: communicator ids and callsites.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Shared {
+    registry: Arc<Mutex<CommRegistry>>,
+    /// Callsites of all ranks.
+    pub(crate) callsites: Callsites,
+}
+
+impl Shared {
+    /// A fresh numbering (communicator 0 is the world).
+    pub(crate) fn new() -> Shared {
+        Shared {
+            registry: Arc::new(Mutex::new(CommRegistry {
+                by_key: HashMap::new(),
+                next: 1,
+            })),
+            callsites: Callsites::default(),
+        }
+    }
+
+    /// The translator of world rank `rank` reading `path`, its compute bursts run at
+    /// `speed` flop/s.
+    pub(crate) fn translator(
+        &self,
+        rank: u32,
+        path: String,
+        speed: f64,
+        by_size: bool,
+    ) -> Translator {
+        Translator {
+            rank,
+            path,
+            speed,
+            registry: self.registry.clone(),
+            callsites: self.callsites.clone(),
+            global_callsite: HashMap::new(),
+            by_size,
+            comms: HashMap::new(),
+            queue: VecDeque::new(),
+            prev_exit: None,
+            local_ns: 0,
+            persistent: HashMap::new(),
+            active: HashMap::new(),
+            next_synthetic: 1 << 62,
+            events: 0,
+            ended: false,
+        }
+    }
+}
+
+struct TraceRank {
+    reader: RankReader<std::io::BufReader<std::fs::File>>,
+    tr: Translator,
+}
+
+impl Translator {
     fn err(&self, message: String) -> WorkloadError {
         WorkloadError::Syntax {
-            path: self.reader.path().display().to_string(),
+            path: self.path.clone(),
             line: self.events,
             message,
         }
@@ -201,12 +247,18 @@ impl TraceRank {
 
     /// The global callsite of a call of `call` (named `name`) at this rank's callsite
     /// `local` moving `bytes`.
-    fn global_callsite(&mut self, local: u32, call: u32, name: &str, bytes: Option<u64>) -> u32 {
+    fn global_callsite(
+        &mut self,
+        t: &Tables,
+        local: u32,
+        call: u32,
+        name: &str,
+        bytes: Option<u64>,
+    ) -> u32 {
         let bytes = bytes.filter(|_| self.by_size);
         if let Some(&g) = self.global_callsite.get(&(local, call, bytes)) {
             return g;
         }
-        let t = self.reader.tables();
         let frames: Vec<(String, u64)> = match t.callsites.get(&local) {
             Some(cs) => cs
                 .frames
@@ -231,14 +283,12 @@ impl TraceRank {
         g
     }
 
-    fn comm(&mut self, local: i64) -> Result<LocalComm, WorkloadError> {
+    fn comm(&mut self, t: &Tables, local: i64) -> Result<LocalComm, WorkloadError> {
         let local = local as u32;
         if let Some(c) = self.comms.get(&local) {
             return Ok(c.clone());
         }
-        let def = self
-            .reader
-            .tables()
+        let def = t
             .comms
             .get(&local)
             .cloned()
@@ -297,18 +347,19 @@ impl TraceRank {
     }
 
     /// The actions of one event.
-    fn translate(&mut self, name: &str, ev: &Event) -> Result<(), WorkloadError> {
+    fn translate(&mut self, t: &Tables, name: &str, ev: &Event) -> Result<(), WorkloadError> {
         let a = &ev.args;
         let fam = mpiscope_mpispec::family(name);
         let nb = mpiscope_mpispec::is_nonblocking(name);
         let req = a.get(Slot::Request);
         let bytes = |s: Slot| a.get(s).unwrap_or(0).max(0) as u64;
         let comm_of = |me: &mut Self| -> Result<LocalComm, WorkloadError> {
-            me.comm(a.get(Slot::Comm).unwrap_or(0))
+            me.comm(t, a.get(Slot::Comm).unwrap_or(0))
         };
         // Calls without a recorded callsite are counted apart (id 0), not with the previous.
         let g = if ev.callsite != 0 {
             self.global_callsite(
+                t,
                 ev.callsite,
                 ev.call,
                 name,
@@ -679,13 +730,39 @@ impl TraceRank {
     }
 }
 
+impl Translator {
+    /// The actions of the next event of the rank (`name` is its function): the computation
+    /// since the previous call, then the call's own.
+    pub(crate) fn event(
+        &mut self,
+        t: &Tables,
+        name: &str,
+        ev: &Event,
+    ) -> Result<(), WorkloadError> {
+        self.events += 1;
+        if ev.thread != 0 {
+            return Ok(());
+        }
+        if let Some(prev) = self.prev_exit {
+            let gap = ev.t_enter.saturating_sub(prev) + std::mem::take(&mut self.local_ns);
+            if gap > 0 {
+                self.queue.push_back(Action::Compute {
+                    flops: gap as f64 * 1e-9 * self.speed,
+                });
+            }
+        }
+        self.prev_exit = Some(ev.t_exit);
+        self.translate(t, name, ev)
+    }
+}
+
 impl RankWorkload for TraceRank {
     fn next(&mut self, _last: Outcome) -> Option<Result<Action, WorkloadError>> {
         loop {
-            if let Some(a) = self.queue.pop_front() {
+            if let Some(a) = self.tr.queue.pop_front() {
                 return Some(Ok(a));
             }
-            if self.ended {
+            if self.tr.ended {
                 return None;
             }
             let Some(ev) = self.reader.next_event() else {
@@ -697,25 +774,15 @@ impl RankWorkload for TraceRank {
                         }));
                     }
                 }
-                self.ended = true;
+                self.tr.ended = true;
                 return Some(Ok(Action::Finalize));
             };
-            self.events += 1;
             if ev.thread != 0 {
+                self.tr.events += 1;
                 continue;
             }
             let name = self.reader.tables().call_name(ev.call).into_owned();
-            // The computation since the previous call.
-            if let Some(prev) = self.prev_exit {
-                let gap = ev.t_enter.saturating_sub(prev) + std::mem::take(&mut self.local_ns);
-                if gap > 0 {
-                    self.queue.push_back(Action::Compute {
-                        flops: gap as f64 * 1e-9 * self.speed,
-                    });
-                }
-            }
-            self.prev_exit = Some(ev.t_exit);
-            if let Err(e) = self.translate(&name, &ev) {
+            if let Err(e) = self.tr.event(self.reader.tables(), &name, &ev) {
                 return Some(Err(e));
             }
         }

@@ -1,0 +1,55 @@
+//! Times the passes of `mpiscope report` over a run, each on its own (CPU time of the
+//! process, all threads): the statistics (`profile`), the communication matrix (`matrix`)
+//! and the balance (`balance`). Usage: `cargo run --release -p mpiscope-analyze --example
+//! report_passes -- RUN_DIR [REPEATS]`; prints the median of each.
+
+use std::time::Instant;
+
+use mpiscope_analyze::profile::{profile, Window};
+use mpiscope_trace::RunDir;
+
+/// CPU time of this process, seconds (user + system, from /proc/self/stat).
+fn cpu_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 (utime, stime) are the 12th and 13th after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn median(mut v: Vec<(f64, f64)>) -> (f64, f64) {
+    v.sort_by(|a, b| a.1.total_cmp(&b.1));
+    v[v.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = args
+        .get(1)
+        .ok_or("usage: report_passes RUN_DIR [REPEATS]")?;
+    let repeats: usize = args.get(2).map_or(Ok(3), |r| r.parse())?;
+    let run = RunDir::open(dir)?;
+    let mut times: [Vec<(f64, f64)>; 3] = Default::default();
+    for _ in 0..repeats {
+        let (w, c) = (Instant::now(), cpu_s());
+        let p = profile(&run)?;
+        times[0].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+        let (w, c) = (Instant::now(), cpu_s());
+        let m = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &Window::ALL)?;
+        times[1].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+        assert!(m.is_some());
+        let (w, c) = (Instant::now(), cpu_s());
+        mpiscope_analyze::balance::balance(&run, &p.per_rank, &p.p2p, None)?;
+        times[2].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+    }
+    println!("{} events, {repeats} repeats, medians:", {
+        let p = profile(&run)?;
+        p.events
+    });
+    for (name, t) in ["profile", "matrix", "balance"].iter().zip(times) {
+        let (wall, cpu) = median(t);
+        println!("{name:<8} {wall:.3} s wall {cpu:.3} s CPU");
+    }
+    Ok(())
+}

@@ -1,0 +1,500 @@
+//! Structural form of a trace: per rank, the loop tree of its calls (found by
+//! `mpiscope-structure`'s folder) and a table of the distinct calls, with the mean time of
+//! each position; its size follows the program's structure, not its iteration count. It
+//! replays on the simulator like the trace it came from.
+//!
+//! Each event of a rank's first thread becomes two symbols: the computation before it
+//! (value: the gap since the previous call, ns) and the call (value: its duration, ns). A
+//! call symbol is everything the replay reads of the event ([`SavedCall`]: function,
+//! callsite, every recorded argument and list), so two events share a symbol only when they
+//! replay the same way: the form is lossless for replay but for times, which become the
+//! mean of their position in the tree. Request ids, which grow with every iteration, are
+//! stored relative to the last request the rank created, so an iteration's calls look the
+//! same as the previous one's.
+//!
+//! Replay ([`load`]) walks the tree with a stack of loop counters (memory in the size of the
+//! tree, not of the run), rebuilds each event with synthetic times (the mean gap, then the
+//! mean duration) and hands it to the same translation as [`super::trace`] replay.
+
+use std::collections::HashMap;
+
+use mpiscope_structure::Node;
+use mpiscope_trace::{
+    Args, CallsiteDef, CommDef, Event, Frame, List, ListKind, ModuleDef, RunDir, Slot, Tables,
+};
+use serde::{Deserialize, Serialize};
+
+use super::trace::{Callsites, Shared, TraceOptions, Translator};
+use super::{Action, Outcome, RankWorkload, WorkloadError};
+
+/// The `format` field of a structural file.
+pub const FORMAT: &str = "mpiscope-structure-replay/1";
+
+/// A call as the replay needs it; request ids relative (see the module documentation).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SavedCall {
+    /// C name of the function.
+    pub function: String,
+    /// Rank-local callsite id (0: none).
+    pub callsite: u32,
+    /// Recorded argument slots, `(slot number, value)`.
+    pub args: Vec<(u8, i64)>,
+    /// Recorded lists, `(list kind number, values)`.
+    pub lists: Vec<(u8, Vec<i64>)>,
+}
+
+/// One rank's structural form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StructuralRank {
+    /// World rank.
+    pub rank: u32,
+    /// Events of the first thread.
+    pub events: u64,
+    /// Distinct calls: symbol `2 i` is the computation before call `i`, `2 i + 1` the call.
+    pub calls: Vec<SavedCall>,
+    /// The loop tree of the symbols, with per-position time statistics (ns).
+    pub tree: Vec<Node>,
+    /// Communicators used.
+    pub comms: Vec<CommDef>,
+    /// Callsites used: id and frames as (object file, file-relative address).
+    pub callsites: Vec<(u32, Vec<(String, u64)>)>,
+}
+
+/// A run's structural form.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StructuralRun {
+    /// [`FORMAT`].
+    pub format: String,
+    /// Per rank, in rank order.
+    pub ranks: Vec<StructuralRank>,
+}
+
+/// Does `name` create a request (whose id later calls refer to)?
+fn creates_request(name: &str) -> bool {
+    mpiscope_mpispec::is_nonblocking(name) || mpiscope_mpispec::is_persistent(name)
+}
+
+/// Rewrites request ids between absolute and relative (to the last created id), in the
+/// `Request` slot, the `Requests` list and the first value of each `Completions` entry.
+/// `to_relative` picks the direction; `base` is the last created id, updated.
+fn map_requests(name: &str, ev: &mut Event, base: &mut i64, to_relative: bool) {
+    // Null requests (0) stay 0 in the absolute form and `i64::MIN` in the relative one.
+    let conv = |v: i64, base: i64| -> i64 {
+        match (to_relative, v) {
+            (true, 0) => i64::MIN,
+            (true, v) => v.wrapping_sub(base),
+            (false, i64::MIN) => 0,
+            (false, v) => base.wrapping_add(v),
+        }
+    };
+    let b = *base;
+    let creates = creates_request(name);
+    if let Some(r) = ev.args.get(Slot::Request) {
+        let c = conv(r, b);
+        ev.args.set(Slot::Request, c);
+        if creates {
+            *base = if to_relative { r } else { c };
+        }
+    }
+    for l in &mut ev.lists {
+        match l.kind {
+            ListKind::Requests => l.values.iter_mut().for_each(|v| *v = conv(*v, b)),
+            ListKind::Completions => l
+                .values
+                .iter_mut()
+                .step_by(4)
+                .for_each(|v| *v = conv(*v, b)),
+            _ => {}
+        }
+    }
+}
+
+fn saved_call(name: &str, ev: &Event) -> SavedCall {
+    SavedCall {
+        function: name.to_string(),
+        callsite: ev.callsite,
+        args: Slot::ALL
+            .iter()
+            .filter_map(|&s| ev.args.get(s).map(|v| (s as u8, v)))
+            .collect(),
+        lists: ev
+            .lists
+            .iter()
+            .map(|l| (l.kind as u8, l.values.clone()))
+            .collect(),
+    }
+}
+
+/// The structural form of every rank of `run` (ranks read one after the other).
+pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
+    let mut ranks = Vec::new();
+    for r in 0..run.ranks() {
+        let io = |e: &dyn std::fmt::Display| WorkloadError::Io {
+            path: run.path.display().to_string(),
+            message: e.to_string(),
+        };
+        let mut reader = run.open_rank(r).map_err(|e| io(&e))?;
+        let mut ids: HashMap<SavedCall, u32> = HashMap::new();
+        let mut calls = Vec::new();
+        let mut folder = mpiscope_structure::fold::Folder::new();
+        let mut base = 0i64;
+        let mut prev_exit: Option<u64> = None;
+        let mut events = 0u64;
+        while let Some(mut ev) = reader.next_event() {
+            if ev.thread != 0 {
+                continue;
+            }
+            events += 1;
+            let name = reader.tables().call_name(ev.call).into_owned();
+            map_requests(&name, &mut ev, &mut base, true);
+            let call = saved_call(&name, &ev);
+            let next = calls.len() as u32;
+            let id = *ids.entry(call).or_insert_with_key(|c| {
+                calls.push(c.clone());
+                next
+            });
+            let gap = prev_exit.map_or(0, |p| ev.t_enter.saturating_sub(p));
+            folder.push(2 * id, gap as f64);
+            folder.push(2 * id + 1, ev.duration() as f64);
+            prev_exit = Some(ev.t_exit);
+        }
+        if let Some(e) = reader.stopped().filter(|e| !e.is_truncation()) {
+            return Err(io(e));
+        }
+        let t = reader.tables();
+        let mut comms: Vec<CommDef> = t.comms.values().cloned().collect();
+        comms.sort_by_key(|c| c.id);
+        let mut callsites: Vec<(u32, Vec<(String, u64)>)> = t
+            .callsites
+            .values()
+            .map(|c| {
+                let frames = c
+                    .frames
+                    .iter()
+                    .map(|f| {
+                        let path = t.modules.get(&f.module).map(|m| m.path.clone());
+                        (path.unwrap_or_default(), f.offset)
+                    })
+                    .collect();
+                (c.id, frames)
+            })
+            .collect();
+        callsites.sort_by_key(|c| c.0);
+        ranks.push(StructuralRank {
+            rank: r,
+            events,
+            calls,
+            tree: folder.finish(),
+            comms,
+            callsites,
+        });
+    }
+    Ok(StructuralRun {
+        format: FORMAT.into(),
+        ranks,
+    })
+}
+
+/// The tree flattened into a program: loops as `Loop` ... `End`, sequences inlined.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    /// Symbol and mean value.
+    Leaf(u32, f64),
+    /// A loop of `count` iterations over the next `len` steps (then its `End`).
+    Loop { count: u64, len: usize },
+    /// End of the innermost loop.
+    End,
+}
+
+fn flatten(nodes: &[Node], out: &mut Vec<Step>) {
+    for n in nodes {
+        match n {
+            Node::Leaf { sym, stats } => out.push(Step::Leaf(*sym, stats.mean())),
+            Node::Seq { items } => flatten(items, out),
+            Node::Loop { body, count } => {
+                let at = out.len();
+                out.push(Step::Loop {
+                    count: *count,
+                    len: 0,
+                });
+                flatten(body, out);
+                let len = out.len() - at - 1;
+                out[at] = Step::Loop { count: *count, len };
+                out.push(Step::End);
+            }
+        }
+    }
+}
+
+/// Walks a flattened tree: the leaves in order, loops repeated.
+struct Walk {
+    steps: Vec<Step>,
+    pc: usize,
+    /// Per open loop: first step of its body and iterations left.
+    stack: Vec<(usize, u64)>,
+}
+
+impl Iterator for Walk {
+    type Item = (u32, f64);
+
+    fn next(&mut self) -> Option<(u32, f64)> {
+        loop {
+            match *self.steps.get(self.pc)? {
+                Step::Leaf(sym, v) => {
+                    self.pc += 1;
+                    return Some((sym, v));
+                }
+                Step::Loop { count, len } => {
+                    if count == 0 {
+                        self.pc += len + 2;
+                    } else {
+                        self.stack.push((self.pc + 1, count));
+                        self.pc += 1;
+                    }
+                }
+                Step::End => {
+                    let top = self.stack.last_mut()?;
+                    top.1 -= 1;
+                    if top.1 > 0 {
+                        self.pc = top.0;
+                    } else {
+                        self.stack.pop();
+                        self.pc += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn tables_of(r: &StructuralRank) -> Tables {
+    let mut t = Tables::default();
+    for c in &r.comms {
+        t.comms.insert(c.id, c.clone());
+    }
+    let mut modules: HashMap<String, u32> = HashMap::new();
+    for (id, frames) in &r.callsites {
+        let frames = frames
+            .iter()
+            .map(|(path, offset)| {
+                let next = modules.len() as u32 + 1;
+                let m = *modules.entry(path.clone()).or_insert(next);
+                Frame {
+                    module: m,
+                    offset: *offset,
+                }
+            })
+            .collect();
+        t.callsites.insert(*id, CallsiteDef { id: *id, frames });
+    }
+    for (path, id) in modules {
+        t.modules.insert(id, ModuleDef { id, base: 0, path });
+    }
+    t
+}
+
+/// One rank replaying its structural form.
+struct StructuralReplay {
+    calls: Vec<SavedCall>,
+    tables: Tables,
+    walk: Walk,
+    tr: Translator,
+    /// Synthetic clock, ns.
+    clock: f64,
+    base: i64,
+}
+
+/// The event `call` stands for, entered at `enter` and left at `exit` (ns).
+fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
+    let mut args = Args::EMPTY;
+    for &(s, v) in &call.args {
+        if let Some(&slot) = Slot::ALL.get(s as usize) {
+            args.set(slot, v);
+        }
+    }
+    Event {
+        thread: 0,
+        call: 0,
+        t_enter: enter,
+        t_exit: exit,
+        callsite: call.callsite,
+        core: None,
+        ret: 0,
+        skipped: 0,
+        args,
+        lists: call
+            .lists
+            .iter()
+            .filter_map(|(k, v)| {
+                Some(List {
+                    kind: ListKind::from_u8(*k)?,
+                    values: v.clone(),
+                })
+            })
+            .collect(),
+    }
+}
+
+impl RankWorkload for StructuralReplay {
+    fn next(&mut self, _last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        loop {
+            if let Some(a) = self.tr.queue.pop_front() {
+                return Some(Ok(a));
+            }
+            if self.tr.ended {
+                return None;
+            }
+            // A computation symbol, then its call.
+            let (Some((cpu, gap)), Some((sym, dur))) = (self.walk.next(), self.walk.next()) else {
+                self.tr.ended = true;
+                return Some(Ok(Action::Finalize));
+            };
+            let Some(call) = self
+                .calls
+                .get((sym / 2) as usize)
+                .filter(|_| cpu + 1 == sym)
+            else {
+                self.tr.ended = true;
+                return Some(Err(WorkloadError::Syntax {
+                    path: "structural form".into(),
+                    line: self.tr.events,
+                    message: format!("symbol {sym} after {cpu}: not a computation and its call"),
+                }));
+            };
+            let enter = (self.clock + gap).round();
+            let exit = (enter + dur).round();
+            self.clock = exit;
+            let mut ev = rebuild(call, enter as u64, exit as u64);
+            let name = call.function.clone();
+            map_requests(&name, &mut ev, &mut self.base, false);
+            if let Err(e) = self.tr.event(&self.tables, &name, &ev) {
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// One workload per rank of `run`, as [`super::trace::load_with_callsites`] does for the
+/// traces themselves (same options, same callsite table).
+pub fn load(
+    run: &StructuralRun,
+    options: TraceOptions,
+    host_speeds: &[f64],
+) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
+    if run.format != FORMAT {
+        return Err(WorkloadError::Syntax {
+            path: "structural form".into(),
+            line: 0,
+            message: format!("format `{}`, expected `{FORMAT}`", run.format),
+        });
+    }
+    let shared = Shared::new();
+    let mut out: Vec<Box<dyn RankWorkload>> = Vec::with_capacity(run.ranks.len());
+    for (i, r) in run.ranks.iter().enumerate() {
+        let speed = options
+            .traced_speed
+            .unwrap_or_else(|| host_speeds.get(i).copied().unwrap_or(1e9));
+        let mut steps = Vec::new();
+        flatten(&r.tree, &mut steps);
+        out.push(Box::new(StructuralReplay {
+            calls: r.calls.clone(),
+            tables: tables_of(r),
+            walk: Walk {
+                steps,
+                pc: 0,
+                stack: Vec::new(),
+            },
+            tr: shared.translator(
+                r.rank,
+                format!("structural form, rank {}", r.rank),
+                speed,
+                options.callsites_by_size,
+            ),
+            clock: 0.0,
+            base: 0,
+        }));
+    }
+    Ok((out, shared.callsites))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_expands_nested_loops() {
+        // (a (b)[3])[2] c
+        let leaf = |sym| Node::Leaf {
+            sym,
+            stats: mpiscope_structure::Stats::one(f64::from(sym)),
+        };
+        let tree = vec![
+            Node::Loop {
+                body: vec![
+                    leaf(1),
+                    Node::Loop {
+                        body: vec![leaf(2)],
+                        count: 3,
+                    },
+                ],
+                count: 2,
+            },
+            Node::Loop {
+                body: vec![leaf(9)],
+                count: 0,
+            },
+            leaf(3),
+        ];
+        let mut steps = Vec::new();
+        flatten(&tree, &mut steps);
+        let w = Walk {
+            steps,
+            pc: 0,
+            stack: Vec::new(),
+        };
+        let syms: Vec<u32> = w.map(|x| x.0).collect();
+        assert_eq!(syms, vec![1, 2, 2, 2, 1, 2, 2, 2, 3]);
+    }
+
+    #[test]
+    fn request_ids_round_trip_relative() {
+        let mk = |req: Option<i64>, list: Option<Vec<i64>>| {
+            let call = SavedCall {
+                function: String::new(),
+                callsite: 0,
+                args: req.map(|r| (Slot::Request as u8, r)).into_iter().collect(),
+                lists: list
+                    .map(|v| (ListKind::Requests as u8, v))
+                    .into_iter()
+                    .collect(),
+            };
+            rebuild(&call, 0, 0)
+        };
+        // Two iterations of Irecv, Isend, Waitall: the relative forms are equal.
+        let it = |a: i64| {
+            vec![
+                ("MPI_Irecv", mk(Some(a), None)),
+                ("MPI_Isend", mk(Some(a + 1), None)),
+                ("MPI_Waitall", mk(None, Some(vec![a, 0, a + 1]))),
+            ]
+        };
+        let mut base = 0;
+        let mut rel = Vec::new();
+        for (n, mut e) in it(1).into_iter().chain(it(3)) {
+            map_requests(n, &mut e, &mut base, true);
+            rel.push((n, e));
+        }
+        assert_eq!(rel[0..3], rel[3..6]);
+        assert_eq!(rel[2].1.lists[0].values, vec![-1, i64::MIN, 0]);
+        let mut base = 0;
+        let back: Vec<Event> = rel
+            .into_iter()
+            .map(|(n, mut e)| {
+                map_requests(n, &mut e, &mut base, false);
+                e
+            })
+            .collect();
+        let orig: Vec<Event> = it(1).into_iter().chain(it(3)).map(|x| x.1).collect();
+        assert_eq!(back, orig);
+    }
+}
