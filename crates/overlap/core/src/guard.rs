@@ -20,6 +20,8 @@ use crate::Error;
 /// Slots of pending sub-messages shared with the handler.
 pub static TABLE: Table<4096> = Table::new();
 
+/// Faults handled as ours (waited for or retried), for statistics.
+pub static FAULTS: AtomicUsize = AtomicUsize::new(0);
 static PAGE: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -74,6 +76,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     let page = PAGE.load(Ordering::Relaxed);
     match TABLE.cover(addr, page) {
         Cover::Pending => {
+            FAULTS.fetch_add(1, Ordering::Relaxed);
             let ts = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 20_000,
@@ -83,7 +86,9 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
                 unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
             }
         }
-        Cover::Released => {}
+        Cover::Released => {
+            FAULTS.fetch_add(1, Ordering::Relaxed);
+        }
         Cover::NotOurs => {
             // SAFETY: PREV was filled by `install`; sigaction is async-signal-safe.
             unsafe {
