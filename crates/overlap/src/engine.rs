@@ -3,7 +3,7 @@
 //! An [`Op`] is one overlapped Alltoall: a duplicated communicator (so its messages never match
 //! the application's), a staging send buffer, a page-aligned staging receive mapping laid out
 //! like the user's pages, the schedule's requests, and one pending-table slot per received
-//! block. Interior pages are published with `mremap` once no pending block shares them; the
+//! chunk (sub-message). Interior pages are published with `mremap` once no pending block shares them; the
 //! blocks touching the unaligned first and last pages are completed before the call returns.
 
 use std::cell::Cell;
@@ -26,6 +26,9 @@ pub static MIN_BYTES: AtomicUsize = AtomicUsize::new(65536);
 pub static WAS_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Alltoalls that took the overlapped path.
 pub static OVERLAPPED: AtomicUsize = AtomicUsize::new(0);
+/// Sub-message size: blocks are sent and received in chunks of this many bytes, so only the
+/// chunks touching the unaligned first and last pages must complete before the call returns.
+const CHUNK: usize = 64 * 1024;
 static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
@@ -85,6 +88,10 @@ impl Op {
         self.staging.base() + (user_addr - self.upage)
     }
 
+    fn sub_at(&self, user_addr: usize) -> usize {
+        self.subs.partition_point(|r| r.0 < user_addr)
+    }
+
     fn post_round(&mut self) {
         let c = consts();
         self.reqs.clear();
@@ -93,39 +100,58 @@ impl Op {
             for item in self.schedule.rounds[self.round].clone() {
                 let mut r: MPI_Request = c.request_null;
                 match item {
-                    Item::Send { peer, offset, len } => unsafe {
-                        PMPI_Isend(
-                            self.send.as_ptr().add(offset) as *const _,
-                            len as c_int,
-                            c.byte,
-                            peer as c_int,
-                            0,
-                            self.comm,
-                            &mut r,
-                        );
-                        self.reqs.push(r);
-                        self.req_sub.push(None);
-                    },
-                    Item::Recv { peer, offset, len } => unsafe {
-                        PMPI_Irecv(
-                            self.stage(self.ubase + offset) as *mut _,
-                            len as c_int,
-                            c.byte,
-                            peer as c_int,
-                            0,
-                            self.comm,
-                            &mut r,
-                        );
-                        self.reqs.push(r);
-                        self.req_sub.push(Some(peer));
-                    },
+                    Item::Send { peer, offset, len } => {
+                        for at in (offset..offset + len).step_by(CHUNK) {
+                            let n = CHUNK.min(offset + len - at);
+                            // SAFETY: the chunk lies inside the staging send buffer.
+                            unsafe {
+                                PMPI_Isend(
+                                    self.send.as_ptr().add(at) as *const _,
+                                    n as c_int,
+                                    c.byte,
+                                    peer as c_int,
+                                    0,
+                                    self.comm,
+                                    &mut r,
+                                )
+                            };
+                            self.reqs.push(r);
+                            self.req_sub.push(None);
+                        }
+                    }
+                    Item::Recv { peer, offset, len } => {
+                        for at in (offset..offset + len).step_by(CHUNK) {
+                            let n = CHUNK.min(offset + len - at);
+                            let sub = self.sub_at(self.ubase + at);
+                            // SAFETY: the chunk lies inside the staging receive mapping.
+                            unsafe {
+                                PMPI_Irecv(
+                                    self.stage(self.ubase + at) as *mut _,
+                                    n as c_int,
+                                    c.byte,
+                                    peer as c_int,
+                                    0,
+                                    self.comm,
+                                    &mut r,
+                                )
+                            };
+                            self.reqs.push(r);
+                            self.req_sub.push(Some(sub));
+                        }
+                    }
                     Item::Copy { from, to, len } => unsafe {
                         std::ptr::copy_nonoverlapping(
                             self.send.as_ptr().add(from),
                             self.stage(self.ubase + to) as *mut u8,
                             len,
                         );
-                        self.arrived[to / len.max(1)] = true;
+                        let (a, b) = (
+                            self.sub_at(self.ubase + to),
+                            self.sub_at(self.ubase + to + len),
+                        );
+                        for s in a..b {
+                            self.arrived[s] = true;
+                        }
                     },
                 }
             }
@@ -346,10 +372,16 @@ pub unsafe fn alltoall(
     PMPI_Comm_dup(comm, &mut dup);
     let send = std::slice::from_raw_parts(sendbuf, total).to_vec();
     let subs: Vec<Range> = (0..size)
-        .map(|i| (ubase + i * block, ubase + (i + 1) * block))
+        .flat_map(|i| {
+            let start = ubase + i * block;
+            (start..start + block)
+                .step_by(CHUNK)
+                .map(move |a| (a, (a + CHUNK).min(start + block)))
+        })
         .collect();
+    let nsubs = subs.len();
     let protected = pages::protectable(ubase, total, page).ok()?;
-    let mut slots = Vec::with_capacity(size);
+    let mut slots = Vec::with_capacity(nsubs);
     for &(s, e) in &subs {
         match TABLE.insert(s, e) {
             Ok(i) => slots.push(i),
@@ -374,8 +406,8 @@ pub unsafe fn alltoall(
         upage,
         subs,
         slots,
-        released: vec![false; size],
-        arrived: vec![false; size],
+        released: vec![false; nsubs],
+        arrived: vec![false; nsubs],
         protected,
         published: Vec::new(),
     };
