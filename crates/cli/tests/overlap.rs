@@ -43,10 +43,15 @@ fn run(mpi: Mpi, np: u32, exe: &std::path::Path, args: &[&str]) -> (Option<i32>,
 
 /// The number of overlapped Alltoalls each rank reported.
 fn overlapped(stderr: &str) -> Vec<usize> {
+    // Lines of two ranks may interleave: take the digits after each marker.
     stderr
-        .lines()
-        .filter_map(|l| l.split("overlapped ").nth(1))
-        .map(|r| r.split_whitespace().next().unwrap().parse().unwrap())
+        .split("overlapped ")
+        .skip(1)
+        .map(|r| {
+            let d: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
+            d.parse()
+                .unwrap_or_else(|_| panic!("bad statistics line: {r}"))
+        })
         .collect()
 }
 

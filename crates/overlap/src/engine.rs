@@ -1,7 +1,7 @@
 //! The T-NBC engine: operations in flight, the progress thread, and completion.
 //!
-//! An [`Op`] is one overlapped Alltoall: a duplicated communicator (so its messages never match
-//! the application's), a staging send buffer, a page-aligned staging receive mapping laid out
+//! An [`Op`] is one overlapped Alltoall: a duplicate of the communicator, made once per
+//! communicator and kept until MPI_Comm_free (so its messages never match the application's), a staging send buffer, a page-aligned staging receive mapping laid out
 //! like the user's pages, the schedule's requests, and one pending-table slot per received
 //! chunk (sub-message). Interior pages are published with `mremap` once no pending block shares them; the
 //! blocks touching the unaligned first and last pages are completed before the call returns.
@@ -29,6 +29,48 @@ pub static OVERLAPPED: AtomicUsize = AtomicUsize::new(0);
 /// Sub-message size: blocks are sent and received in chunks of this many bytes, so only the
 /// chunks touching the unaligned first and last pages must complete before the call returns.
 const CHUNK: usize = 64 * 1024;
+/// Duplicates of the application's communicators, by handle (dropped in MPI_Comm_free).
+static DUPS: Mutex<Vec<(usize, SendComm)>> = Mutex::new(Vec::new());
+struct SendComm(MPI_Comm);
+// SAFETY: MPI handles are usable from any thread under MPI_THREAD_MULTIPLE.
+unsafe impl Send for SendComm {}
+
+fn key(comm: MPI_Comm) -> usize {
+    let mut k = 0usize;
+    // SAFETY: copies the handle's bytes (a pointer or an int) into a usize.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            &comm as *const MPI_Comm as *const u8,
+            &mut k as *mut usize as *mut u8,
+            std::mem::size_of::<MPI_Comm>().min(8),
+        )
+    };
+    k
+}
+
+/// The private duplicate of `comm`, created (collectively) on first use.
+unsafe fn dup_of(comm: MPI_Comm) -> MPI_Comm {
+    let k = key(comm);
+    let mut d = DUPS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, c)) = d.iter().find(|(x, _)| *x == k) {
+        return c.0;
+    }
+    let mut dup = consts().comm_null;
+    PMPI_Comm_dup(comm, &mut dup);
+    d.push((k, SendComm(dup)));
+    dup
+}
+
+/// Forgets (and frees) the duplicate of `comm`; call before the application frees `comm`.
+pub unsafe fn forget(comm: MPI_Comm) {
+    let k = key(comm);
+    let mut d = DUPS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = d.iter().position(|(x, _)| *x == k) {
+        let (_, mut c) = d.swap_remove(i);
+        PMPI_Comm_free(&mut c.0);
+    }
+}
+
 static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
@@ -62,6 +104,8 @@ pub fn consts() -> &'static Consts {
 /// One overlapped Alltoall.
 pub struct Op {
     comm: MPI_Comm,
+    rank: usize,
+    size: usize,
     schedule: Schedule,
     round: usize,
     reqs: Vec<MPI_Request>,
@@ -101,8 +145,16 @@ impl Op {
                 let mut r: MPI_Request = c.request_null;
                 match item {
                     Item::Send { peer, offset, len } => {
-                        for at in (offset..offset + len).step_by(CHUNK) {
+                        // The receiver's last page is filled by the last rank's last chunk:
+                        // that rank sends it first, the other chunks in order (tags tell them
+                        // apart), so the call that waits for it returns sooner.
+                        let mut order: Vec<usize> = (offset..offset + len).step_by(CHUNK).collect();
+                        if self.rank + 1 == self.size {
+                            order.rotate_right(1);
+                        }
+                        for at in order {
                             let n = CHUNK.min(offset + len - at);
+                            let tag = ((at - offset) / CHUNK) as c_int;
                             // SAFETY: the chunk lies inside the staging send buffer.
                             unsafe {
                                 PMPI_Isend(
@@ -110,7 +162,7 @@ impl Op {
                                     n as c_int,
                                     c.byte,
                                     peer as c_int,
-                                    0,
+                                    tag,
                                     self.comm,
                                     &mut r,
                                 )
@@ -122,6 +174,7 @@ impl Op {
                     Item::Recv { peer, offset, len } => {
                         for at in (offset..offset + len).step_by(CHUNK) {
                             let n = CHUNK.min(offset + len - at);
+                            let tag = ((at - offset) / CHUNK) as c_int;
                             let sub = self.sub_at(self.ubase + at);
                             // SAFETY: the chunk lies inside the staging receive mapping.
                             unsafe {
@@ -130,7 +183,7 @@ impl Op {
                                     n as c_int,
                                     c.byte,
                                     peer as c_int,
-                                    0,
+                                    tag,
                                     self.comm,
                                     &mut r,
                                 )
@@ -265,8 +318,6 @@ impl Drop for Op {
         for &s in &self.slots {
             TABLE.free(s);
         }
-        // SAFETY: the duplicated communicator is ours and no request uses it any more.
-        unsafe { PMPI_Comm_free(&mut self.comm) };
     }
 }
 
@@ -327,9 +378,14 @@ pub fn start() {
         .spawn(|| {
             INSIDE.with(|c| c.set(true));
             while !STOP.load(Ordering::Acquire) {
-                if !progress_all() {
-                    std::thread::sleep(std::time::Duration::from_micros(100));
-                }
+                // Yield the core between passes: on a machine with as many ranks as cores a
+                // spinning progress thread steals whole scheduler quanta from the ranks.
+                let busy = progress_all();
+                std::thread::sleep(std::time::Duration::from_micros(if busy {
+                    20
+                } else {
+                    100
+                }));
             }
         });
     if let Ok(h) = h {
@@ -368,8 +424,7 @@ pub unsafe fn alltoall(
     let span = (ubase + total).div_ceil(page) * page - upage;
     let staging = Staging::new(span).ok()?;
     let schedule = mpiscope_overlap_core::schedule::alltoall(rank, size, block, 4).ok()?;
-    let mut dup = consts().comm_null;
-    PMPI_Comm_dup(comm, &mut dup);
+    let dup = dup_of(comm);
     let send = std::slice::from_raw_parts(sendbuf, total).to_vec();
     let subs: Vec<Range> = (0..size)
         .flat_map(|i| {
@@ -389,13 +444,14 @@ pub unsafe fn alltoall(
                 for i in slots {
                     TABLE.free(i);
                 }
-                PMPI_Comm_free(&mut dup);
                 return None;
             }
         }
     }
     let mut op = Op {
         comm: dup,
+        rank,
+        size,
         schedule,
         round: 0,
         reqs: Vec::new(),
@@ -426,7 +482,7 @@ pub unsafe fn alltoall(
             return Some(());
         }
         drop(ops);
-        std::thread::yield_now();
+        std::thread::sleep(std::time::Duration::from_micros(20));
         ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
     }
 }

@@ -54,12 +54,14 @@ pub unsafe extern "C" fn MPI_Init_thread(
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     engine::stop();
     if std::env::var("MPISCOPE_OVERLAP_STATS").is_ok_and(|v| v == "1") {
-        eprintln!(
-            "mpiscope-overlap: active {} overlapped {} faults {}",
+        // One write, so the lines of ranks sharing a terminal do not interleave.
+        let line = format!(
+            "mpiscope-overlap: active {} overlapped {} faults {}\n",
             engine::WAS_ACTIVE.load(Ordering::Relaxed),
             engine::OVERLAPPED.load(Ordering::Relaxed),
             mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed)
         );
+        libc::write(2, line.as_ptr() as *const c_void, line.len());
     }
     PMPI_Finalize()
 }
@@ -152,6 +154,16 @@ complete_then! {
     MPI_Waitall => PMPI_Waitall(n: c_int, reqs: *mut MPI_Request, sts: *mut MPI_Status);
     MPI_Ialltoall => PMPI_Ialltoall(s: *const c_void, sc: c_int, st: MPI_Datatype, r: *mut c_void, rc: c_int, rt: MPI_Datatype, comm: MPI_Comm, req: *mut MPI_Request);
     MPI_Comm_split => PMPI_Comm_split(comm: MPI_Comm, color: c_int, key: c_int, out: *mut MPI_Comm);
+}
+
+/// MPI_Comm_free: completes outstanding operations and frees our duplicate of the communicator.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Comm_free(comm: *mut MPI_Comm) -> c_int {
+    complete_all();
+    if !comm.is_null() {
+        engine::forget(*comm);
+    }
+    PMPI_Comm_free(comm)
 }
 
 /// Resolves the next definition of a libc symbol (cached in `cell`).
