@@ -59,6 +59,18 @@ fn write(path: &Path, text: &str) -> Result<(), GenError> {
     })
 }
 
+/// Generates only `bindings.rs`, `consts.rs` and `consts.c` in `out_dir` (for libraries that
+/// call PMPI directly, such as the T-NBC overlap library, and need no recording wrappers).
+pub fn generate_bindings(flavour: Flavour, out_dir: &Path) -> Result<MpiInstall, GenError> {
+    let install = discover(flavour)?;
+    let api = model::read_api(&install)?;
+    write(&out_dir.join("bindings.rs"), &api.bindings)?;
+    let handles = emit::present_handles(&api.bindings);
+    write(&out_dir.join("consts.rs"), &emit::consts_rust(&handles))?;
+    write(&out_dir.join("consts.c"), &emit::c_shim(&handles))?;
+    Ok(install)
+}
+
 /// Generates `bindings.rs`, `wrappers.rs`, `consts.rs` and `consts.c` in `out_dir`.
 pub fn generate(flavour: Flavour, out_dir: &Path) -> Result<Summary, GenError> {
     let install = discover(flavour)?;

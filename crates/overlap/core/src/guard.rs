@@ -1,0 +1,266 @@
+//! Receive-buffer guarding: page protection, atomic publication of received pages, and the
+//! SIGSEGV handler that makes the application wait for a sub-message instead of reading it early.
+//!
+//! Publication avoids the window in which a page would be readable before its data is in
+//! place: received bytes are assembled in a page-aligned staging mapping laid out like the
+//! user's pages, and [`publish`] moves those pages over the protected ones with one
+//! `mremap(MREMAP_FIXED)`, which replaces them atomically, already readable and writable.
+//!
+//! The handler uses atomics, `nanosleep` and `sigaction` only. A fault whose page no slot of
+//! [`TABLE`] covers is not ours: the previous action is reinstalled (or called, when it was an
+//! `SA_SIGINFO` handler) and the faulting access is retried, so genuine crashes still die of
+//! SIGSEGV.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use crate::pending::{Cover, Table};
+use crate::Error;
+
+/// Slots of pending sub-messages shared with the handler.
+pub static TABLE: Table<4096> = Table::new();
+
+/// Faults handled as ours (waited for or retried), for statistics.
+pub static FAULTS: AtomicUsize = AtomicUsize::new(0);
+static PAGE: AtomicUsize = AtomicUsize::new(0);
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+struct Prev(UnsafeCell<libc::sigaction>);
+// SAFETY: written once by `install` before the handler can run, read only afterwards.
+unsafe impl Sync for Prev {}
+static PREV: Prev = Prev(UnsafeCell::new(unsafe { std::mem::zeroed() }));
+
+/// The system page size.
+pub fn page_size() -> usize {
+    let p = PAGE.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    PAGE.store(p, Ordering::Relaxed);
+    p
+}
+
+fn os_err(what: &'static str) -> Error {
+    Error::Os(
+        what,
+        std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
+    )
+}
+
+/// Installs the SIGSEGV handler once (later calls do nothing).
+pub fn install() -> Result<(), Error> {
+    page_size();
+    if INSTALLED.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    // SAFETY: a zeroed sigaction is valid; PREV is written here only, before the handler runs.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction =
+            handler as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(libc::SIGSEGV, &sa, PREV.0.get()) != 0 {
+            INSTALLED.store(false, Ordering::Release);
+            return Err(os_err("sigaction"));
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let page = PAGE.load(Ordering::Relaxed);
+    match TABLE.cover(addr, page) {
+        Cover::Pending => {
+            FAULTS.fetch_add(1, Ordering::Relaxed);
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000,
+            };
+            while TABLE.cover(addr, page) == Cover::Pending {
+                // SAFETY: nanosleep is async-signal-safe.
+                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+            }
+        }
+        Cover::Released => {
+            FAULTS.fetch_add(1, Ordering::Relaxed);
+        }
+        Cover::NotOurs => {
+            // SAFETY: PREV was filled by `install`; sigaction is async-signal-safe.
+            unsafe {
+                let prev = &*PREV.0.get();
+                let h = prev.sa_sigaction;
+                if prev.sa_flags & libc::SA_SIGINFO != 0 && h > 1 {
+                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                        std::mem::transmute(h);
+                    f(sig, info, ctx);
+                } else if h > 1 {
+                    let f: extern "C" fn(libc::c_int) = std::mem::transmute(h);
+                    f(sig);
+                } else {
+                    // Default or ignored: reinstate the default so the retried access kills us.
+                    let mut sa: libc::sigaction = std::mem::zeroed();
+                    sa.sa_sigaction = libc::SIG_DFL;
+                    libc::sigaction(libc::SIGSEGV, &sa, std::ptr::null_mut());
+                }
+            }
+        }
+    }
+}
+
+/// Sets the protection of `[start, end)` (page-aligned) to none (`open == false`) or read/write.
+pub fn protect(start: usize, end: usize, open: bool) -> Result<(), Error> {
+    if start >= end {
+        return Ok(());
+    }
+    let prot = if open {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_NONE
+    };
+    // SAFETY: the caller owns these pages (they lie inside a buffer it was given).
+    if unsafe { libc::mprotect(start as *mut libc::c_void, end - start, prot) } != 0 {
+        return Err(os_err("mprotect"));
+    }
+    Ok(())
+}
+
+/// A page-aligned anonymous mapping used to assemble received pages before publication.
+pub struct Staging {
+    base: usize,
+    len: usize,
+}
+
+impl Staging {
+    /// Maps `len` bytes (rounded up to pages).
+    pub fn new(len: usize) -> Result<Self, Error> {
+        let page = page_size();
+        let len = len.div_ceil(page).max(1) * page;
+        // SAFETY: an anonymous private mapping has no preconditions.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(os_err("mmap"));
+        }
+        Ok(Self {
+            base: p as usize,
+            len,
+        })
+    }
+
+    /// The mapping's address.
+    pub fn base(&self) -> usize {
+        self.base
+    }
+
+    /// The mapping's length.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: at least one page).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; pages already moved away are simply absent.
+        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+    }
+}
+
+/// Moves the staging pages at `src` over the user pages at `dst` (both page-aligned, `len` a
+/// multiple of the page size) in one step: afterwards `dst` is readable and writable and holds
+/// the staging bytes, and `src` is unmapped (it must not be used again).
+pub fn publish(src: usize, dst: usize, len: usize) -> Result<(), Error> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: both ranges are whole pages owned by the caller; MREMAP_FIXED replaces dst.
+    let p = unsafe {
+        libc::mremap(
+            src as *mut libc::c_void,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            dst as *mut libc::c_void,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(os_err("mremap"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The application thread reads a protected page while another thread publishes it late:
+    /// the read waits and sees the published bytes, never the old ones.
+    #[test]
+    fn fault_waits_for_publication() {
+        install().unwrap();
+        let page = page_size();
+        let user = Staging::new(4 * page).unwrap();
+        let ub = user.base();
+        // SAFETY: our own mapping.
+        unsafe { std::ptr::write_bytes(ub as *mut u8, 0xAA, 4 * page) };
+        let slot = TABLE.insert(ub + page, ub + 3 * page).unwrap();
+        protect(ub + page, ub + 3 * page, false).unwrap();
+        let publisher = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            let st = Staging::new(2 * page).unwrap();
+            // SAFETY: our own mapping.
+            unsafe { std::ptr::write_bytes(st.base() as *mut u8, 0x5C, 2 * page) };
+            publish(st.base(), ub + page, 2 * page).unwrap();
+            TABLE.release(slot);
+        });
+        let t0 = std::time::Instant::now();
+        // SAFETY: the page is ours; the read faults until published.
+        let v = unsafe { std::ptr::read_volatile((ub + page + 17) as *const u8) };
+        let w = unsafe { std::ptr::read_volatile((ub + 3 * page - 1) as *const u8) };
+        let edge = unsafe { std::ptr::read_volatile((ub + 3 * page) as *const u8) };
+        assert!(t0.elapsed() >= Duration::from_millis(40));
+        assert_eq!((v, w, edge), (0x5C, 0x5C, 0xAA));
+        publisher.join().unwrap();
+        TABLE.free(slot);
+    }
+
+    /// A fault on memory that is not ours still kills the process with SIGSEGV (in a child).
+    #[test]
+    fn foreign_fault_still_crashes() {
+        install().unwrap();
+        let page = page_size();
+        let m = Staging::new(page).unwrap();
+        protect(m.base(), m.base() + page, false).unwrap();
+        // SAFETY: fork in a test; the child only touches memory and exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                std::ptr::read_volatile(m.base() as *const u8);
+                libc::_exit(0);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFSIGNALED(status), "status {status}");
+        assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+    }
+}

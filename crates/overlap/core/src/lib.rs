@@ -1,0 +1,39 @@
+//! MPI-free core of T-NBC, the transparent non-blocking collectives of seed 001.
+//!
+//! The preload libraries that will intercept MPI_Alltoall build on four pieces kept here so they can
+//! be tested without MPI:
+//! - [`schedule`]: LibNBC-style schedule tables (rounds of send/receive items separated by barriers);
+//! - [`pages`]: which pages of a user receive buffer may be protected, and which merged page ranges
+//!   may be unprotected once a set of sub-messages has been copied (pages shared between
+//!   sub-messages are released only when every sub-message touching them is done);
+//! - [`pending`]: a fixed-capacity table of pending sub-message address ranges that a SIGSEGV
+//!   handler can search with atomics only;
+//! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
+//!   SIGSEGV handler itself.
+
+pub mod guard;
+pub mod pages;
+pub mod pending;
+pub mod schedule;
+
+/// Errors of the T-NBC core.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The page size is zero or not a power of two.
+    #[error("page size {0} is not a power of two")]
+    BadPageSize(usize),
+    /// A communicator size of zero or a rank outside it.
+    #[error("rank {rank} outside a communicator of {size}")]
+    BadRank {
+        /// The rank given.
+        rank: usize,
+        /// The communicator size given.
+        size: usize,
+    },
+    /// A system call failed (name, errno).
+    #[error("{0} failed: errno {1}")]
+    Os(&'static str, i32),
+    /// The pending table has no free slot.
+    #[error("pending table full ({0} slots)")]
+    TableFull(usize),
+}

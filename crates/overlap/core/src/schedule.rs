@@ -1,0 +1,171 @@
+//! LibNBC-style schedule tables: a collective becomes rounds of point-to-point items; every item of
+//! a round may be in flight at once, and a round starts only when the previous one has completed.
+
+use crate::Error;
+
+/// One point-to-point step, with offsets into the staging send / receive buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item {
+    /// Send `len` bytes at `offset` of the staging send buffer to `peer`.
+    Send {
+        /// Destination rank in the communicator.
+        peer: usize,
+        /// Byte offset in the staging send buffer.
+        offset: usize,
+        /// Byte count.
+        len: usize,
+    },
+    /// Receive `len` bytes from `peer` at `offset` of the staging receive buffer.
+    Recv {
+        /// Source rank in the communicator.
+        peer: usize,
+        /// Byte offset in the staging receive buffer (and in the user's receive buffer).
+        offset: usize,
+        /// Byte count.
+        len: usize,
+    },
+    /// Local copy from the staging send buffer to the receive buffer (a rank's own block).
+    Copy {
+        /// Offset in the staging send buffer.
+        from: usize,
+        /// Offset in the receive buffer.
+        to: usize,
+        /// Byte count.
+        len: usize,
+    },
+}
+
+/// Rounds of items; a barrier separates consecutive rounds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Schedule {
+    /// The rounds, in execution order.
+    pub rounds: Vec<Vec<Item>>,
+}
+
+impl Schedule {
+    /// Every receive item with its round, in schedule order (the sub-messages a fault may wait on).
+    pub fn receives(&self) -> impl Iterator<Item = (usize, Item)> + '_ {
+        self.rounds.iter().enumerate().flat_map(|(r, items)| {
+            items
+                .iter()
+                .filter(|i| matches!(i, Item::Recv { .. } | Item::Copy { .. }))
+                .map(move |i| (r, *i))
+        })
+    }
+}
+
+/// Alltoall of `block` bytes per peer at `rank` of `size`, as a linear schedule of `window` rounds
+/// at most: the own block is copied first, then round k exchanges with the peers at distance
+/// k*w+1 .. (k+1)*w (send to rank+d, receive from rank-d), so every peer is served and the
+/// number of requests in flight is bounded by `2 * window_peers`.
+pub fn alltoall(
+    rank: usize,
+    size: usize,
+    block: usize,
+    window_peers: usize,
+) -> Result<Schedule, Error> {
+    if size == 0 || rank >= size {
+        return Err(Error::BadRank { rank, size });
+    }
+    let w = window_peers.max(1);
+    let mut rounds = vec![vec![Item::Copy {
+        from: rank * block,
+        to: rank * block,
+        len: block,
+    }]];
+    let mut d = 1;
+    while d < size {
+        let mut round = Vec::new();
+        for dist in d..(d + w).min(size) {
+            let to = (rank + dist) % size;
+            let from = (rank + size - dist) % size;
+            round.push(Item::Recv {
+                peer: from,
+                offset: from * block,
+                len: block,
+            });
+            round.push(Item::Send {
+                peer: to,
+                offset: to * block,
+                len: block,
+            });
+        }
+        rounds.push(round);
+        d += w;
+    }
+    Ok(Schedule { rounds })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Simulates every rank's schedule and checks that each (source, destination) block is sent
+    /// exactly once and received exactly once, at the right offsets, by the right peer.
+    #[test]
+    fn alltoall_every_pair_exactly_once() {
+        for size in 1..9 {
+            for w in 1..5 {
+                let block = 8;
+                let mut sent = vec![vec![0; size]; size];
+                let mut recvd = vec![vec![0; size]; size];
+                for rank in 0..size {
+                    let s = alltoall(rank, size, block, w).unwrap();
+                    assert!(s.rounds.len() <= 1 + (size - 1).div_ceil(w));
+                    for item in s.rounds.iter().flatten() {
+                        match *item {
+                            Item::Send { peer, offset, len } => {
+                                assert_eq!((offset, len), (peer * block, block));
+                                sent[rank][peer] += 1;
+                            }
+                            Item::Recv { peer, offset, len } => {
+                                assert_eq!((offset, len), (peer * block, block));
+                                recvd[peer][rank] += 1;
+                            }
+                            Item::Copy { from, to, len } => {
+                                assert_eq!((from, to, len), (rank * block, rank * block, block));
+                                sent[rank][rank] += 1;
+                                recvd[rank][rank] += 1;
+                            }
+                        }
+                    }
+                }
+                assert_eq!(sent, vec![vec![1; size]; size], "size {size} w {w}");
+                assert_eq!(recvd, sent);
+            }
+        }
+    }
+
+    /// In a round, what rank r sends to rank t must be what t expects from r in the same round,
+    /// otherwise the barrier between rounds could deadlock.
+    #[test]
+    fn alltoall_rounds_match_between_peers() {
+        let size = 5;
+        let scheds: Vec<_> = (0..size)
+            .map(|r| alltoall(r, size, 4, 2).unwrap())
+            .collect();
+        for (r, s) in scheds.iter().enumerate() {
+            for (k, round) in s.rounds.iter().enumerate() {
+                for item in round {
+                    if let Item::Send { peer, .. } = *item {
+                        assert!(scheds[peer].rounds[k].contains(&Item::Recv {
+                            peer: r,
+                            offset: r * 4,
+                            len: 4
+                        }));
+                    }
+                }
+            }
+        }
+        assert_eq!(scheds[0].receives().count(), size);
+    }
+
+    #[test]
+    fn bad_rank_rejected() {
+        assert_eq!(
+            alltoall(3, 3, 1, 1),
+            Err(Error::BadRank { rank: 3, size: 3 })
+        );
+        assert!(alltoall(0, 0, 1, 1).is_err());
+    }
+}
