@@ -25,8 +25,6 @@
 //! The matrix is dense (ranks x ranks) and only built up to [`MAX_RANKS`] ranks.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use mpiscope_trace::{CommKind, Event, ListKind, RankReader, RunDir, Slot};
 use serde::Serialize;
@@ -335,27 +333,7 @@ pub fn matrix(
         return Ok(None);
     }
     let n = ranks as usize;
-    let files = &run.rank_files;
-    let next = AtomicUsize::new(0);
-    let rows: Mutex<Vec<Result<Row, AnalyzeError>>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map(|w| w.get())
-        .unwrap_or(1)
-        .min(files.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((rank, path)) = files.get(i) else {
-                    break;
-                };
-                let r = RankReader::open(path)
-                    .map(|rd| rank_row(rd, *rank, n, window))
-                    .map_err(AnalyzeError::from);
-                rows.lock().unwrap_or_else(|p| p.into_inner()).push(r);
-            });
-        }
-    });
+    let rows = crate::parallel::per_rank(run, |rd, rank| Ok(rank_row(rd, rank, n, window)));
     let mut m = Matrix {
         ranks,
         p2p: Traffic::zero(n),
@@ -368,7 +346,7 @@ pub fn matrix(
             m.p2p.bytes[t.from as usize][t.to as usize] += t.bytes;
         }
     }
-    for r in rows.into_inner().unwrap_or_else(|p| p.into_inner()) {
+    for (_, r) in rows {
         let r = r?;
         let Some(i) = Some(r.rank as usize).filter(|&i| i < n) else {
             continue;

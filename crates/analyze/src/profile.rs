@@ -6,8 +6,6 @@
 //! recorded calls. Calls made through the Fortran bindings are counted under their C name.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot};
 use serde::Serialize;
@@ -520,32 +518,7 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
 /// Builds the report of the calls that entered within `window`. Counts then come from the
 /// events (the trailers' exact counts cover the whole run).
 pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeError> {
-    let files = run.rank_files.clone();
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<(u32, Result<RankProfile, AnalyzeError>)>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(files.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((rank, path)) = files.get(i) else {
-                    break;
-                };
-                let r = RankReader::open(path)
-                    .map(|rd| profile_rank(rd, *rank, window))
-                    .map_err(AnalyzeError::from);
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((*rank, r));
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    results.sort_by_key(|(r, _)| *r);
+    let results = crate::parallel::per_rank(run, |rd, rank| Ok(profile_rank(rd, rank, window)));
     let mut p = Profile {
         ranks: run.ranks(),
         ..Profile::default()
