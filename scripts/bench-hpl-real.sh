@@ -25,45 +25,10 @@ fi
 out=target/bench-hpl
 mkdir -p "$out"
 
-# The HPL.dat lines shared by hpcc and the skeleton: $1 = Ps, $2 = Qs (space separated).
-hpl_dat() {
-  local ps=($1) qs=($2)
-  cat <<EOF
-HPLinpack benchmark input file
-Innovative Computing Laboratory, University of Tennessee
-HPL.out      output file name (if any)
-8            device out (6=stdout,7=stderr,file)
-${#NS[@]}            # of problems sizes (N)
-${NS[*]}     Ns
-1            # of NBs
-$NB          NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-${#ps[@]}            # of process grids (P x Q)
-${ps[*]}     Ps
-${qs[*]}     Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-EOF
-}
+# The HPL.dat lines shared by hpcc and the skeleton (hpl_dat NS NB PS QS).
+source scripts/lib/hpl-dat.sh
 
-hpl_dat "1 1 2 2" "1 2 1 2" > "$out/HPL.dat"
+hpl_dat "${NS[*]}" "$NB" "1 1 2 2" "1 2 1 2" > "$out/HPL.dat"
 echo "round,np,p,q,n,nb,time_s,gflops,tv" > "$out/real.csv"
 for r in $(seq "$ROUNDS"); do
   for np in 1 2 4; do
@@ -75,7 +40,7 @@ for r in $(seq "$ROUNDS"); do
     work="$out/run-np$np"
     rm -rf "$work" && mkdir -p "$work"
     {
-      hpl_dat "$ps" "$qs"
+      hpl_dat "${NS[*]}" "$NB" "$ps" "$qs"
       echo "##### This line (no. 32) is ignored (it serves as a separator). ######"
       echo "0                      		Number of additional problem sizes for PTRANS"
       echo "1200 10000 30000        	values of N"

@@ -6,6 +6,7 @@
 # Prints one line per scale from /usr/bin/time -v and the run's JSON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/hpl-dat.sh
 cargo build --release -q -p mpiscope
 bin=$PWD/target/release/mpiscope
 dir=target/bench-hpl
@@ -24,39 +25,7 @@ for r in "${@:-16 64 256 1024}"; do
     n=$((5000 * p))
     printf '[fat_tree]\nid = "ft"\nprefix = "node-"\nspeed = "10Gf"\nbandwidth = "10Gbps"\nlatency = "1us"\ntopology = "%s"\n' \
       "$topo" > "ft-$r.toml"
-    cat > "hpl-$r.dat" <<DAT
-HPLinpack benchmark input file
-Innovative Computing Laboratory, University of Tennessee
-HPL.out      output file name (if any)
-6            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-$n           Ns
-1            # of NBs
-128          NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-$p           Ps
-$p           Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-DAT
+    hpl_dat "$n" 128 "$p" "$p" > "hpl-$r.dat"
     /usr/bin/time -v "$bin" hpl "hpl-$r.dat" --platform "ft-$r.toml" --json > "out-$r.json" 2> "time-$r.txt"
     echo "ranks $r N $n: $(grep -E 'User time|Elapsed|Maximum resident' "time-$r.txt" | tr -s ' \t' ' ' | tr '\n' ';')"
     tr -d ' \n' < "out-$r.json"; echo
