@@ -13,7 +13,7 @@ use std::sync::{Mutex, OnceLock};
 
 use mpiscope_overlap_core::guard::{self, Staging, TABLE};
 use mpiscope_overlap_core::pages::{self, Range};
-use mpiscope_overlap_core::schedule::{Item, Schedule};
+use mpiscope_overlap_core::schedule::{is_priority, Item, Schedule};
 
 use crate::consts::Consts;
 use crate::mpi::*;
@@ -73,6 +73,28 @@ pub unsafe fn forget(comm: MPI_Comm) {
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
+/// The user buffers of the outstanding operation (there is at most one: every collective
+/// completes the previous one first): send start and end, receive start and end. Read
+/// without locking by the memory-release interceptions.
+static BUFFERS: [AtomicUsize; 4] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+
+/// Whether `[start, start + len)` overlaps a buffer of an outstanding operation (for free,
+/// realloc and munmap: memory must not be released under a message in flight, nor reused
+/// before received pages are moved into it).
+pub fn overlaps_outstanding(start: usize, len: usize) -> bool {
+    if OUTSTANDING.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    // No allocation here: this runs inside free().
+    let end = start.saturating_add(len.max(1));
+    let b = |i: usize| BUFFERS[i].load(Ordering::Acquire);
+    (start < b(1) && b(0) < end) || (start < b(3) && b(2) < end)
+}
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
 struct SyncConsts(Consts);
 // SAFETY: the constants are immutable MPI handles, valid from any thread.
@@ -101,27 +123,199 @@ pub fn consts() -> &'static Consts {
         .0
 }
 
+/// A user buffer guarded page by page while its sub-messages are in flight: the receive
+/// buffer (pages inaccessible until their data is published) or the send buffer (pages
+/// read-only until every sub-message reading them has been sent).
+struct Guarded {
+    /// The whole pages protected, if any.
+    protected: Option<Range>,
+    /// Sub-messages in user addresses, block by block, piece by piece.
+    subs: Vec<Range>,
+    /// Their pending-table slots.
+    slots: Vec<usize>,
+    /// Received (receive buffer) or sent (send buffer).
+    done: Vec<bool>,
+    /// Bytes outside the protected pages handled (copied into place).
+    edged: Vec<bool>,
+    /// Data in place and pages accessible: the fault handler lets accesses through.
+    released: Vec<bool>,
+    /// Protected ranges already reopened.
+    opened: Vec<Range>,
+}
+
+impl Guarded {
+    /// Registers `subs` in the pending table (before any page is protected).
+    fn new(subs: Vec<Range>, protected: Option<Range>) -> Option<Self> {
+        let mut slots = Vec::with_capacity(subs.len());
+        for &(s, e) in &subs {
+            match TABLE.insert(s, e) {
+                Ok(i) => slots.push(i),
+                Err(_) => {
+                    for i in slots {
+                        TABLE.free(i);
+                    }
+                    return None;
+                }
+            }
+        }
+        let n = subs.len();
+        Some(Self {
+            protected,
+            subs,
+            slots,
+            done: vec![false; n],
+            edged: vec![false; n],
+            released: vec![false; n],
+            opened: Vec::new(),
+        })
+    }
+
+    /// For every done sub-message: `edge(start, end)` handles its bytes outside the protected
+    /// pages (once); then reopens the protected pages no pending sub-message shares
+    /// (`open(start, end)`) and releases every done sub-message whose protected pages are all
+    /// open.
+    fn publish(&mut self, mut open: impl FnMut(usize, usize), mut edge: impl FnMut(usize, usize)) {
+        let page = guard::page_size();
+        for i in 0..self.subs.len() {
+            if !self.done[i] || self.edged[i] {
+                continue;
+            }
+            let (s, e) = self.subs[i];
+            match self.protected {
+                Some((lo, hi)) if s.max(lo) < e.min(hi) => {
+                    edge(s, s.max(lo));
+                    edge(e.min(hi), e);
+                }
+                _ => edge(s, e),
+            }
+            self.edged[i] = true;
+        }
+        if let Some(prot) = self.protected {
+            let pending: Vec<Range> = (0..self.subs.len())
+                .filter(|&i| !self.done[i])
+                .map(|i| self.subs[i])
+                .collect();
+            let rel = pages::releasable(prot, &pending, page).unwrap_or_default();
+            for (s, e) in pages::subtract(&rel, &self.opened) {
+                open(s, e);
+                self.opened.push((s, e));
+                self.opened.sort_unstable();
+            }
+        }
+        for i in 0..self.subs.len() {
+            if self.released[i] || !self.edged[i] {
+                continue;
+            }
+            let (s, e) = self.subs[i];
+            if let Some((lo, hi)) = self.protected {
+                let inner = (s.max(lo), e.min(hi));
+                let inner_page = (inner.0 / page * page, inner.1.div_ceil(page) * page);
+                if inner.0 < inner.1 && !pages::subtract(&[inner_page], &self.opened).is_empty() {
+                    continue;
+                }
+            }
+            TABLE.release(self.slots[i]);
+            self.released[i] = true;
+        }
+    }
+
+    /// Whether the bytes of every sub-message on an unprotected page are in place.
+    fn edges_done(&self) -> bool {
+        (0..self.subs.len())
+            .all(|i| self.edged[i] || !pages::touches_unprotected(self.subs[i], self.protected))
+    }
+
+    fn all_released(&self) -> bool {
+        self.released.iter().all(|&r| r)
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        for &s in &self.slots {
+            TABLE.free(s);
+        }
+    }
+}
+
+/// What a request completes: a piece of the receive or of the send buffer (sub index).
+#[derive(Clone, Copy)]
+enum Target {
+    Recv(usize),
+    Send(usize),
+}
+
+/// Requests in flight and what each completes.
+#[derive(Default)]
+struct Requests {
+    reqs: Vec<MPI_Request>,
+    targets: Vec<Target>,
+}
+
+impl Requests {
+    fn push(&mut self, r: MPI_Request, t: Target) {
+        self.reqs.push(r);
+        self.targets.push(t);
+    }
+
+    /// Tests every request; calls `done` for each completed one; true when none is left.
+    fn test(&mut self, mut done: impl FnMut(Target)) -> bool {
+        if self.reqs.is_empty() {
+            return true;
+        }
+        let c = consts();
+        let n = self.reqs.len();
+        let mut idx = vec![0 as c_int; n];
+        let mut out: c_int = 0;
+        // SAFETY: the arrays hold `n` entries.
+        unsafe {
+            PMPI_Testsome(
+                n as c_int,
+                self.reqs.as_mut_ptr(),
+                &mut out,
+                idx.as_mut_ptr(),
+                c.statuses_ignore,
+            )
+        };
+        if out != c.undefined {
+            for &i in &idx[..out.max(0) as usize] {
+                done(self.targets[i as usize]);
+            }
+        }
+        if out == c.undefined || self.reqs.iter().all(|r| *r == c.request_null) {
+            self.reqs.clear();
+            self.targets.clear();
+        }
+        self.reqs.is_empty()
+    }
+}
+
 /// One overlapped Alltoall.
 pub struct Op {
     comm: MPI_Comm,
     rank: usize,
     size: usize,
+    block: usize,
     schedule: Schedule,
     round: usize,
-    reqs: Vec<MPI_Request>,
-    req_sub: Vec<Option<usize>>,
-    send: Vec<u8>,
+    /// Sub-messages of a block, `(offset, len)`.
+    pieces: Vec<(usize, usize)>,
+    /// The head and tail pieces posted by the calling thread ahead of the schedule.
+    priority: Requests,
+    /// The current round's requests.
+    current: Requests,
+    /// A round asked for the own block's copy, done after the next messages are posted.
+    copy_pending: bool,
+    /// User send buffer.
+    sbase: usize,
+    /// Copies of the send pieces that touch unprotected send pages, by send offset.
+    send_copies: Vec<(usize, Vec<u8>)>,
     staging: Staging,
     /// User receive buffer start (bytes) and first page.
     ubase: usize,
     upage: usize,
-    /// Block ranges in user addresses, and their table slots.
-    subs: Vec<Range>,
-    slots: Vec<usize>,
-    released: Vec<bool>,
-    arrived: Vec<bool>,
-    protected: Option<Range>,
-    published: Vec<Range>,
+    recv: Guarded,
+    send: Guarded,
 }
 
 // SAFETY: MPI handles are used under MPI_THREAD_MULTIPLE; the buffers are owned by the op.
@@ -132,192 +326,224 @@ impl Op {
         self.staging.base() + (user_addr - self.upage)
     }
 
-    fn sub_at(&self, user_addr: usize) -> usize {
-        self.subs.partition_point(|r| r.0 < user_addr)
+    fn sub(&self, block: usize, piece: usize) -> usize {
+        block * self.pieces.len() + piece
     }
 
-    fn post_round(&mut self) {
+    fn priority_piece(&self, source: usize, piece: usize) -> bool {
+        is_priority(source, self.size, piece, self.pieces.len())
+    }
+
+    /// Where piece `piece` of block `to` is sent from: the user's (read-only) pages, or a copy
+    /// when it touches a page that stays writable.
+    fn send_ptr(&self, to: usize, piece: usize) -> *const u8 {
+        let at = to * self.block + self.pieces[piece].0;
+        match self.send_copies.iter().find(|(o, _)| *o == at) {
+            Some((_, c)) => c.as_ptr(),
+            None => (self.sbase + at) as *const u8,
+        }
+    }
+
+    /// Copies of the send pieces `which` selects (by user address range).
+    fn copy_sends(&self, which: impl Fn(Range) -> bool) -> Vec<(usize, Vec<u8>)> {
+        self.send
+            .subs
+            .iter()
+            .filter(|&&r| which(r))
+            .map(|&(s, e)| {
+                // SAFETY: the piece lies inside the application's send buffer.
+                let bytes = unsafe { std::slice::from_raw_parts(s as *const u8, e - s) };
+                (s - self.sbase, bytes.to_vec())
+            })
+            .collect()
+    }
+
+    fn isend(&self, to: usize, piece: usize) -> MPI_Request {
         let c = consts();
-        self.reqs.clear();
-        self.req_sub.clear();
-        while self.round < self.schedule.rounds.len() {
-            for item in self.schedule.rounds[self.round].clone() {
-                let mut r: MPI_Request = c.request_null;
-                match item {
-                    Item::Send { peer, offset, len } => {
-                        // The receiver's last page is filled by the last rank's last chunk:
-                        // that rank sends it first, the other chunks in order (tags tell them
-                        // apart), so the call that waits for it returns sooner.
-                        let mut order: Vec<usize> = (offset..offset + len).step_by(CHUNK).collect();
-                        if self.rank + 1 == self.size {
-                            order.rotate_right(1);
-                        }
-                        for at in order {
-                            let n = CHUNK.min(offset + len - at);
-                            let tag = ((at - offset) / CHUNK) as c_int;
-                            // SAFETY: the chunk lies inside the staging send buffer.
-                            unsafe {
-                                PMPI_Isend(
-                                    self.send.as_ptr().add(at) as *const _,
-                                    n as c_int,
-                                    c.byte,
-                                    peer as c_int,
-                                    tag,
-                                    self.comm,
-                                    &mut r,
-                                )
-                            };
-                            self.reqs.push(r);
-                            self.req_sub.push(None);
-                        }
-                    }
-                    Item::Recv { peer, offset, len } => {
-                        for at in (offset..offset + len).step_by(CHUNK) {
-                            let n = CHUNK.min(offset + len - at);
-                            let tag = ((at - offset) / CHUNK) as c_int;
-                            let sub = self.sub_at(self.ubase + at);
-                            // SAFETY: the chunk lies inside the staging receive mapping.
-                            unsafe {
-                                PMPI_Irecv(
-                                    self.stage(self.ubase + at) as *mut _,
-                                    n as c_int,
-                                    c.byte,
-                                    peer as c_int,
-                                    tag,
-                                    self.comm,
-                                    &mut r,
-                                )
-                            };
-                            self.reqs.push(r);
-                            self.req_sub.push(Some(sub));
-                        }
-                    }
-                    Item::Copy { from, to, len } => unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            self.send.as_ptr().add(from),
-                            self.stage(self.ubase + to) as *mut u8,
-                            len,
-                        );
-                        let (a, b) = (
-                            self.sub_at(self.ubase + to),
-                            self.sub_at(self.ubase + to + len),
-                        );
-                        for s in a..b {
-                            self.arrived[s] = true;
-                        }
-                    },
+        let mut r: MPI_Request = c.request_null;
+        // SAFETY: the piece lies inside the send buffer (or its copy), which stays readable
+        // until the request completes.
+        unsafe {
+            PMPI_Isend(
+                self.send_ptr(to, piece) as *const _,
+                self.pieces[piece].1 as c_int,
+                c.byte,
+                to as c_int,
+                piece as c_int,
+                self.comm,
+                &mut r,
+            )
+        };
+        r
+    }
+
+    fn irecv(&self, from: usize, piece: usize) -> MPI_Request {
+        let c = consts();
+        let mut r: MPI_Request = c.request_null;
+        let at = self.ubase + from * self.block + self.pieces[piece].0;
+        // SAFETY: the piece lies inside the staging receive mapping.
+        unsafe {
+            PMPI_Irecv(
+                self.stage(at) as *mut _,
+                self.pieces[piece].1 as c_int,
+                c.byte,
+                from as c_int,
+                piece as c_int,
+                self.comm,
+                &mut r,
+            )
+        };
+        r
+    }
+
+    /// Copies piece `piece` of the own block into the staging receive mapping.
+    fn copy_own(&mut self, piece: usize) {
+        let (o, n) = self.pieces[piece];
+        let at = self.rank * self.block + o;
+        // SAFETY: both ranges are `n` bytes inside live buffers.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (self.sbase + at) as *const u8,
+                self.stage(self.ubase + at) as *mut u8,
+                n,
+            )
+        };
+        let s = self.sub(self.rank, piece);
+        self.recv.done[s] = true;
+        self.send.done[s] = true;
+    }
+
+    /// The pieces of the blocks `source` sends that go ahead of the schedule.
+    fn priority_pieces(&self, source: usize) -> Vec<usize> {
+        let last = self.pieces.len() - 1;
+        let mut v: Vec<usize> = [0, last]
+            .into_iter()
+            .filter(|&p| self.priority_piece(source, p))
+            .collect();
+        v.dedup();
+        v
+    }
+
+    /// Posts the priority pieces (called by the application thread, before returning).
+    fn post_priority(&mut self) {
+        for piece in self.priority_pieces(self.rank) {
+            for to in (0..self.size).filter(|&t| t != self.rank) {
+                let r = self.isend(to, piece);
+                let s = self.sub(to, piece);
+                self.priority.push(r, Target::Send(s));
+            }
+        }
+        let mut sources = vec![0, self.size - 1];
+        sources.dedup();
+        for from in sources {
+            for piece in self.priority_pieces(from) {
+                if from == self.rank {
+                    self.copy_own(piece);
+                } else {
+                    let r = self.irecv(from, piece);
+                    let s = self.sub(from, piece);
+                    self.priority.push(r, Target::Recv(s));
                 }
             }
+        }
+    }
+
+    /// Posts the next rounds of the schedule until one has requests in flight; a round's copy
+    /// of the own block is left to [`Op::progress`], after the messages are in flight.
+    fn post_round(&mut self) {
+        let np = self.pieces.len();
+        while self.round < self.schedule.rounds.len() {
+            let items = self.schedule.rounds[self.round].clone();
+            for item in &items {
+                match *item {
+                    Item::Send { peer, .. } => {
+                        for piece in 0..np {
+                            if !self.priority_piece(self.rank, piece) {
+                                let r = self.isend(peer, piece);
+                                let s = self.sub(peer, piece);
+                                self.current.push(r, Target::Send(s));
+                            }
+                        }
+                    }
+                    Item::Recv { peer, .. } => {
+                        for piece in 0..np {
+                            if !self.priority_piece(peer, piece) {
+                                let r = self.irecv(peer, piece);
+                                let s = self.sub(peer, piece);
+                                self.current.push(r, Target::Recv(s));
+                            }
+                        }
+                    }
+                    Item::Copy { .. } => {}
+                }
+            }
+            if items.iter().any(|i| matches!(i, Item::Copy { .. })) {
+                self.copy_pending = true;
+            }
             self.round += 1;
-            if !self.reqs.is_empty() {
+            if !self.current.reqs.is_empty() {
                 break;
             }
         }
     }
 
-    /// Tests the requests, publishes what became complete; true when everything is done.
-    fn progress(&mut self) -> bool {
-        let c = consts();
-        if !self.reqs.is_empty() {
-            let n = self.reqs.len();
-            let mut idx = vec![0 as c_int; n];
-            let mut out: c_int = 0;
-            // SAFETY: the arrays hold `n` entries.
-            unsafe {
-                PMPI_Testsome(
-                    n as c_int,
-                    self.reqs.as_mut_ptr(),
-                    &mut out,
-                    idx.as_mut_ptr(),
-                    c.statuses_ignore,
-                )
-            };
-            if out == c.undefined {
-                self.reqs.clear();
-            } else {
-                for &i in &idx[..out.max(0) as usize] {
-                    if let Some(s) = self.req_sub[i as usize] {
-                        self.arrived[s] = true;
-                    }
-                }
-                if self.reqs.iter().all(|r| *r == c.request_null) {
-                    self.reqs.clear();
+    fn mark(&mut self, t: Target) {
+        match t {
+            Target::Recv(s) => self.recv.done[s] = true,
+            Target::Send(s) => self.send.done[s] = true,
+        }
+    }
+
+    /// Tests the requests (the schedule's only when `schedule`), posts the next round when the
+    /// current one is complete, publishes what became complete; true when everything is done.
+    fn progress(&mut self, schedule: bool) -> bool {
+        let mut finished = Vec::new();
+        let prio_empty = self.priority.test(|t| finished.push(t));
+        let mut cur_empty = self.current.reqs.is_empty();
+        if schedule {
+            cur_empty = self.current.test(|t| finished.push(t));
+            if cur_empty && self.round < self.schedule.rounds.len() {
+                self.post_round();
+                cur_empty = self.current.reqs.is_empty();
+            }
+        }
+        if schedule && self.copy_pending {
+            self.copy_pending = false;
+            for piece in 0..self.pieces.len() {
+                if !self.recv.done[self.sub(self.rank, piece)] {
+                    self.copy_own(piece);
                 }
             }
         }
-        if self.reqs.is_empty() && self.round < self.schedule.rounds.len() {
-            self.post_round();
+        for t in finished {
+            self.mark(t);
         }
         self.publish();
-        self.reqs.is_empty()
+        prio_empty
+            && cur_empty
             && self.round >= self.schedule.rounds.len()
-            && self.released.iter().all(|&r| r)
+            && self.recv.all_released()
+            && self.send.all_released()
     }
 
     fn publish(&mut self) {
-        let page = guard::page_size();
-        // Bytes on unprotected pages are copied as soon as their block has arrived.
-        let pending: Vec<Range> = (0..self.subs.len())
-            .filter(|&i| !self.arrived[i])
-            .map(|i| self.subs[i])
-            .collect();
-        if let Some(prot) = self.protected {
-            let rel = pages::releasable(prot, &pending, page).unwrap_or_default();
-            for (s, e) in pages::subtract(&rel, &self.published) {
-                guard::publish(self.stage(s), s, e - s).expect("mremap over the receive buffer");
-                self.published.push((s, e));
-                self.published.sort_unstable();
-            }
-        }
-        for i in 0..self.subs.len() {
-            if self.released[i] || !self.arrived[i] {
-                continue;
-            }
-            let (s, e) = self.subs[i];
-            let inner = match self.protected {
-                Some((lo, hi)) => (s.max(lo), e.min(hi)),
-                None => (0, 0),
-            };
-            let inner_page = (inner.0 / page * page, inner.1.div_ceil(page) * page);
-            if inner.0 < inner.1 && !pages::subtract(&[inner_page], &self.published).is_empty() {
-                continue;
-            }
-            // Copy the parts outside the protected pages (the unaligned edges).
-            let copy = |a: usize, b: usize| {
+        let (base, upage) = (self.staging.base(), self.upage);
+        let stage = move |a: usize| base + (a - upage);
+        self.recv.publish(
+            |s, e| guard::publish(stage(s), s, e - s).expect("mremap over the receive buffer"),
+            |a, b| {
                 if a < b {
                     // SAFETY: both ranges lie in live buffers of `b - a` bytes.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            self.stage(a) as *const u8,
-                            a as *mut u8,
-                            b - a,
-                        )
+                        std::ptr::copy_nonoverlapping(stage(a) as *const u8, a as *mut u8, b - a)
                     }
                 }
-            };
-            if inner.0 < inner.1 {
-                copy(s, inner.0);
-                copy(inner.1, e);
-            } else {
-                copy(s, e);
-            }
-            TABLE.release(self.slots[i]);
-            self.released[i] = true;
-        }
-    }
-
-    /// Whether every block touching an unprotected page is in place.
-    fn edges_done(&self) -> bool {
-        (0..self.subs.len())
-            .all(|i| self.released[i] || !pages::touches_unprotected(self.subs[i], self.protected))
-    }
-}
-
-impl Drop for Op {
-    fn drop(&mut self) {
-        for &s in &self.slots {
-            TABLE.free(s);
-        }
+            },
+        );
+        self.send.publish(
+            |s, e| guard::protect(s, e, true).expect("mprotect of the send buffer"),
+            |_, _| {},
+        );
     }
 }
 
@@ -333,7 +559,7 @@ fn progress_all() -> bool {
     let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
     let mut any = false;
     for op in ops.iter_mut() {
-        op.progress();
+        op.progress(true);
         any = true;
     }
     any
@@ -348,7 +574,7 @@ pub fn complete_all() {
         let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
         let mut done = true;
         for op in ops.iter_mut() {
-            done &= op.progress();
+            done &= op.progress(true);
         }
         if done {
             let finished: Vec<Op> = ops.drain(..).collect();
@@ -377,6 +603,10 @@ pub fn start() {
         .name("mpiscope-overlap".into())
         .spawn(|| {
             INSIDE.with(|c| c.set(true));
+            // Sleep what is asked, not the default 50 us of timer slack more: a pass of the
+            // progress loop is one step of every rendezvous in flight.
+            // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
             while !STOP.load(Ordering::Acquire) {
                 // Yield the core between passes: on a machine with as many ranks as cores a
                 // spinning progress thread steals whole scheduler quanta from the ranks.
@@ -406,7 +636,9 @@ pub fn stop() {
 }
 
 /// Starts an overlapped Alltoall of `block` bytes per peer on `comm` (already checked
-/// eligible); returns once the edge blocks are in place. Falls back to blocking on failure.
+/// eligible); returns once the pieces on the receive buffer's unaligned edge pages are in
+/// place. Returns `None`, having changed nothing, when it cannot start (the caller then runs
+/// the blocking collective).
 pub unsafe fn alltoall(
     sendbuf: *const u8,
     recvbuf: *mut u8,
@@ -420,69 +652,80 @@ pub unsafe fn alltoall(
     let total = block * size;
     let page = guard::page_size();
     let ubase = recvbuf as usize;
+    let sbase = sendbuf as usize;
     let upage = ubase / page * page;
     let span = (ubase + total).div_ceil(page) * page - upage;
     let staging = Staging::new(span).ok()?;
     let schedule = mpiscope_overlap_core::schedule::alltoall(rank, size, block, 4).ok()?;
+    let pieces = mpiscope_overlap_core::schedule::pieces(block, page, CHUNK);
+    let layout = |base: usize| -> Vec<Range> {
+        (0..size)
+            .flat_map(|i| {
+                pieces
+                    .iter()
+                    .map(move |&(o, n)| (base + i * block + o, base + i * block + o + n))
+            })
+            .collect()
+    };
+    let rprot = pages::protectable(ubase, total, page).ok()?;
+    let sprot = pages::protectable(sbase, total, page).ok()?;
+    let recv = Guarded::new(layout(ubase), rprot)?;
+    let send = Guarded::new(layout(sbase), sprot)?;
+    // Send pieces on pages that stay writable are copied now: the application may change
+    // them as soon as the call returns.
     let dup = dup_of(comm);
-    let send = std::slice::from_raw_parts(sendbuf, total).to_vec();
-    let subs: Vec<Range> = (0..size)
-        .flat_map(|i| {
-            let start = ubase + i * block;
-            (start..start + block)
-                .step_by(CHUNK)
-                .map(move |a| (a, (a + CHUNK).min(start + block)))
-        })
-        .collect();
-    let nsubs = subs.len();
-    let protected = pages::protectable(ubase, total, page).ok()?;
-    let mut slots = Vec::with_capacity(nsubs);
-    for &(s, e) in &subs {
-        match TABLE.insert(s, e) {
-            Ok(i) => slots.push(i),
-            Err(_) => {
-                for i in slots {
-                    TABLE.free(i);
-                }
-                return None;
-            }
-        }
-    }
     let mut op = Op {
         comm: dup,
         rank,
         size,
+        block,
         schedule,
         round: 0,
-        reqs: Vec::new(),
-        req_sub: Vec::new(),
-        send,
+        pieces,
+        priority: Requests::default(),
+        current: Requests::default(),
+        copy_pending: false,
+        sbase,
+        send_copies: Vec::new(),
         staging,
         ubase,
         upage,
-        subs,
-        slots,
-        released: vec![false; nsubs],
-        arrived: vec![false; nsubs],
-        protected,
-        published: Vec::new(),
+        recv,
+        send,
     };
-    if let Some((lo, hi)) = protected {
-        guard::protect(lo, hi, false).ok()?;
+    if let Some((lo, hi)) = rprot {
+        guard::adopt(lo, op.stage(lo), hi - lo).ok()?;
     }
-    op.post_round();
-    op.progress();
+    op.send_copies = op.copy_sends(|r| pages::touches_unprotected(r, sprot));
+    // The priority pieces leave first (they are sent from copies), so the peers waiting on
+    // them are not delayed by the send buffer's protection.
+    op.post_priority();
+    if let Some((lo, hi)) = sprot {
+        if guard::write_protect(lo, hi).is_err() {
+            // The priority messages are out, so the operation goes on: from a copy of the
+            // whole send buffer.
+            op.send.protected = None;
+            op.send_copies = op.copy_sends(|_| true);
+        }
+    }
+    op.progress(false);
     let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
+    for (a, v) in BUFFERS
+        .iter()
+        .zip([sbase, sbase + total, ubase, ubase + total])
+    {
+        a.store(v, Ordering::Release);
+    }
     ops.push(op);
     OUTSTANDING.store(ops.len(), Ordering::Release);
     loop {
         let op = ops.last_mut().expect("just pushed");
-        op.progress();
-        if op.edges_done() {
+        op.progress(false);
+        if op.recv.edges_done() {
             return Some(());
         }
         drop(ops);
-        std::thread::sleep(std::time::Duration::from_micros(20));
+        std::thread::yield_now();
         ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
     }
 }

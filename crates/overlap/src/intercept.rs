@@ -198,3 +198,77 @@ libc_guard! {
     recv(fd: c_int, buf: *mut c_void, n: libc::size_t, flags: c_int) -> libc::ssize_t;
     sendto(fd: c_int, buf: *const c_void, n: libc::size_t, flags: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> libc::ssize_t;
 }
+
+extern "C" {
+    fn __libc_free(p: *mut c_void);
+    fn __libc_realloc(p: *mut c_void, n: libc::size_t) -> *mut c_void;
+}
+
+/// Set while this library looks up the next `free`/`realloc`/`munmap` (the lookup itself may
+/// release memory): those calls go to glibc directly.
+static RESOLVING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The next definition of `name`, or `None` while a lookup is under way.
+unsafe fn next_release(cell: &AtomicUsize, name: &[u8]) -> Option<usize> {
+    let f = cell.load(Ordering::Acquire);
+    if f != 0 {
+        return Some(f);
+    }
+    if RESOLVING.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    let f = next(cell, name);
+    RESOLVING.store(false, Ordering::Release);
+    (f != 0).then_some(f)
+}
+
+/// Completes the outstanding operation if `[start, start + len)` overlaps its buffers: memory
+/// must not be released under a message in flight, nor reused before received pages move in.
+unsafe fn before_release(start: usize, len: usize) {
+    if !INSIDE.with(|c| c.get()) && engine::overlaps_outstanding(start, len) {
+        complete_all();
+    }
+}
+
+/// `free`: completes an outstanding overlapped operation whose buffers the block overlaps.
+#[no_mangle]
+pub unsafe extern "C" fn free(p: *mut c_void) {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    if !p.is_null() {
+        before_release(p as usize, libc::malloc_usable_size(p));
+    }
+    match next_release(&NEXT, b"free\0") {
+        Some(f) => std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(f)(p),
+        None => __libc_free(p),
+    }
+}
+
+/// `realloc`: completes an outstanding overlapped operation whose buffers the block overlaps.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(p: *mut c_void, n: libc::size_t) -> *mut c_void {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    if !p.is_null() {
+        before_release(p as usize, libc::malloc_usable_size(p));
+    }
+    match next_release(&NEXT, b"realloc\0") {
+        Some(f) => std::mem::transmute::<
+            usize,
+            unsafe extern "C" fn(*mut c_void, libc::size_t) -> *mut c_void,
+        >(f)(p, n),
+        None => __libc_realloc(p, n),
+    }
+}
+
+/// `munmap`: completes an outstanding overlapped operation whose buffers the range overlaps.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: libc::size_t) -> c_int {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    before_release(addr as usize, len);
+    match next_release(&NEXT, b"munmap\0") {
+        Some(f) => std::mem::transmute::<
+            usize,
+            unsafe extern "C" fn(*mut c_void, libc::size_t) -> c_int,
+        >(f)(addr, len),
+        None => libc::syscall(libc::SYS_munmap, addr, len) as c_int,
+    }
+}

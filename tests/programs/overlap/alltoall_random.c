@@ -1,6 +1,7 @@
 /* Randomized MPI_Alltoall correctness under T-NBC: sizes, counts, datatypes, sub-communicators,
  * unaligned receive buffers, and receive-buffer accesses at once, late, from another thread,
- * through write(2) and in reverse block order. Expected values are computed arithmetically.
+ * through write(2) and in reverse block order; buffers freed right after the call (the memory
+ * then reused must not be overwritten by late sub-messages). Expected values are computed arithmetically.
  * Usage: alltoall_random ITERATIONS SEED. Prints "OK <checked bytes>" on rank 0. */
 #include <mpi.h>
 #include <pthread.h>
@@ -37,7 +38,7 @@ int main(int argc, char **argv) {
     srand(seed); /* same sequence on every rank: collective decisions agree */
     long total = 0, bad = 0;
     for (int it = 0; it < iters; it++) {
-        int split = rand() % 3, mode = rand() % 5;
+        int split = rand() % 3, mode = rand() % 7;
         long cnt = 1 + rand() % 40000; /* uint32 per peer: up to ~160 KB */
         if (rand() % 4 == 0) cnt = 1 + rand() % 300;
         int off = (rand() % 7) * 4; /* unaligned receive buffer */
@@ -56,8 +57,23 @@ int main(int argc, char **argv) {
             MPI_Alltoall(send, cnt, MPI_UINT32_T, recv, cnt, MPI_UINT32_T, comm);
         else
             MPI_Alltoall(send, cnt * 4, MPI_BYTE, recv, cnt * 4, MPI_BYTE, comm);
-        memset(send, 0, size * cnt * 4); /* the send buffer is free again at once */
-        if (mode == 0) {
+        if (mode == 5) {
+            /* Both buffers released at once; the reused memory must keep what is written. */
+            free(send);
+            free(raw);
+            long n = size * cnt * 4;
+            unsigned char *again = malloc(n + 64);
+            memset(again, 0x5A, n + 64);
+            usleep(2000);
+            for (long i = 0; i < n + 64; i++) bad += again[i] != 0x5A;
+            free(again);
+            total += n;
+            if (split) MPI_Comm_free(&comm);
+            continue;
+        }
+        if (mode == 6) free(send); /* the send buffer released at once, not written */
+        else memset(send, 0, size * cnt * 4); /* the send buffer is free again at once */
+        if (mode == 0 || mode == 6) {
             for (int s = 0; s < size; s++) bad += check_block(recv, s, rank, cnt, it);
         } else if (mode == 1) {
             usleep(3000);
@@ -83,7 +99,7 @@ int main(int argc, char **argv) {
             for (int s = size - 1; s >= 0; s--) bad += check_block(recv, s, rank, cnt, it);
         }
         total += size * cnt * 4;
-        free(send);
+        if (mode != 6) free(send);
         free(raw);
         if (split) MPI_Comm_free(&comm);
     }

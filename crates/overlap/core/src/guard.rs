@@ -20,6 +20,10 @@ use crate::Error;
 /// Slots of pending sub-messages shared with the handler.
 pub static TABLE: Table<4096> = Table::new();
 
+/// Times a faulting thread yields its core before it starts sleeping between looks at the
+/// table (a sleep costs some 50 us of timer slack in an application thread).
+const YIELDS_BEFORE_SLEEP: u32 = 2000;
+
 /// Faults handled as ours (waited for or retried), for statistics.
 pub static FAULTS: AtomicUsize = AtomicUsize::new(0);
 static PAGE: AtomicUsize = AtomicUsize::new(0);
@@ -81,9 +85,17 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
                 tv_sec: 0,
                 tv_nsec: 20_000,
             };
+            // Yield first (the progress thread may be waiting for this core), then sleep.
+            let mut spins = 0u32;
             while TABLE.cover(addr, page) == Cover::Pending {
-                // SAFETY: nanosleep is async-signal-safe.
-                unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+                if spins < YIELDS_BEFORE_SLEEP {
+                    spins += 1;
+                    // SAFETY: sched_yield is async-signal-safe.
+                    unsafe { libc::sched_yield() };
+                } else {
+                    // SAFETY: nanosleep is async-signal-safe.
+                    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+                }
             }
         }
         Cover::Released => {
@@ -127,6 +139,47 @@ pub fn protect(start: usize, end: usize, open: bool) -> Result<(), Error> {
         return Err(os_err("mprotect"));
     }
     Ok(())
+}
+
+/// Makes the whole pages `[start, end)` read-only (a send buffer whose sub-messages are still
+/// in flight: the application may read it, and a write waits in the fault handler until the
+/// pages are reopened with [`protect`]).
+pub fn write_protect(start: usize, end: usize) -> Result<(), Error> {
+    if start >= end {
+        return Ok(());
+    }
+    // SAFETY: the caller owns the pages' protection for the duration of the operation.
+    if unsafe { libc::mprotect(start as *mut libc::c_void, end - start, libc::PROT_READ) } != 0 {
+        return Err(os_err("mprotect"));
+    }
+    Ok(())
+}
+
+/// Moves the user pages `[user, user + len)` to `stage` (`MREMAP_DONTUNMAP`), then makes the
+/// user range, now mapped but empty, inaccessible. Receiving into the application's own,
+/// already populated pages avoids zero-filling fresh ones, which costs more than the transfer
+/// itself in shared memory, and protecting an empty range needs no TLB shootdown; [`publish`]
+/// moves the pages back. Only for a receive buffer during the collective call, which the
+/// application may not access until the call returns. If the kernel refuses the move (shared
+/// or file mappings before Linux 5.13), the pages are protected in place instead and the
+/// function returns `Ok(false)`: the caller then receives into fresh pages.
+pub fn adopt(user: usize, stage: usize, len: usize) -> Result<bool, Error> {
+    if len == 0 {
+        return Ok(true);
+    }
+    // SAFETY: `stage` is a mapping of at least `len` bytes owned by the caller; the
+    // application does not access the receive buffer during the call.
+    let p = unsafe {
+        libc::mremap(
+            user as *mut libc::c_void,
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
+            stage as *mut libc::c_void,
+        )
+    };
+    protect(user, user + len, false)?;
+    Ok(p != libc::MAP_FAILED)
 }
 
 /// A page-aligned anonymous mapping used to assemble received pages before publication.

@@ -60,9 +60,11 @@ impl<const N: usize> Table<N> {
     /// Records the pending range `[start, end)`; returns its slot.
     pub fn insert(&self, start: usize, end: usize) -> Result<usize, Error> {
         for (i, s) in self.slots.iter().enumerate() {
-            if s.state
-                .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            // A plain load first: a failed compare-exchange still takes the cache line.
+            if s.state.load(Ordering::Relaxed) == FREE
+                && s.state
+                    .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 s.start.store(start, Ordering::Relaxed);
                 s.end.store(end, Ordering::Relaxed);

@@ -96,6 +96,38 @@ pub fn alltoall(
     Ok(Schedule { rounds })
 }
 
+/// Splits a block of `len` bytes into sub-messages `(offset, len)`: a head of at most `edge`
+/// bytes, interior chunks of at most `chunk` bytes, and a tail of at most `edge` bytes. With
+/// `edge` the page size, the unaligned first page of a receive buffer lies in the head of its
+/// first block and the unaligned last page in the tail of its last block (blocks of at least
+/// two pages), so the call completes two small messages before it returns, not two chunks.
+pub fn pieces(len: usize, edge: usize, chunk: usize) -> Vec<(usize, usize)> {
+    let (edge, chunk) = (edge.max(1), chunk.max(1));
+    let head = len.min(edge);
+    let mut out = vec![(0, head)];
+    if len <= edge {
+        return out;
+    }
+    let tail = edge.max(len - edge);
+    let mut at = edge;
+    while at < tail {
+        let n = chunk.min(tail - at);
+        out.push((at, n));
+        at += n;
+    }
+    if tail < len {
+        out.push((tail, len - tail));
+    }
+    out
+}
+
+/// Whether piece `piece` of `pieces` of the block that rank `source` (of `size`) sends is sent
+/// ahead of the schedule: the head of rank 0's blocks and the tail of the last rank's blocks,
+/// which fill the receivers' unaligned first and last pages.
+pub fn is_priority(source: usize, size: usize, piece: usize, pieces: usize) -> bool {
+    (source == 0 && piece == 0) || (source + 1 == size && piece + 1 == pieces)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,6 +190,46 @@ mod tests {
             }
         }
         assert_eq!(scheds[0].receives().count(), size);
+    }
+
+    /// Pieces tile the block in order, heads and tails are at most `edge`, chunks at most
+    /// `chunk`, and a block of two pages or more has its last `edge` bytes in its last piece.
+    #[test]
+    fn pieces_tile_the_block() {
+        for len in [0, 1, 4095, 4096, 4097, 8191, 8192, 8193, 70_000, 1 << 20] {
+            let p = pieces(len, 4096, 65536);
+            let mut at = 0;
+            for (i, &(o, n)) in p.iter().enumerate() {
+                assert_eq!(o, at, "len {len}");
+                assert!(n > 0 || len == 0);
+                let limit = if i == 0 || i + 1 == p.len() {
+                    4096
+                } else {
+                    65536
+                };
+                assert!(n <= limit, "len {len} piece {i} {n}");
+                at += n;
+            }
+            assert_eq!(at, len);
+            if len >= 8192 {
+                assert_eq!(*p.last().unwrap(), (len - 4096, 4096));
+                assert_eq!(p[0], (0, 4096));
+            }
+        }
+        assert_eq!(
+            pieces(1 << 20, 4096, 65536).len(),
+            2 + (1048576 - 8192usize).div_ceil(65536)
+        );
+    }
+
+    #[test]
+    fn priority_pieces_are_rank0_heads_and_last_rank_tails() {
+        assert!(is_priority(0, 4, 0, 5));
+        assert!(!is_priority(0, 4, 4, 5));
+        assert!(is_priority(3, 4, 4, 5));
+        assert!(!is_priority(3, 4, 0, 5));
+        assert!(!is_priority(1, 4, 0, 5));
+        assert!(is_priority(0, 1, 0, 1));
     }
 
     #[test]
