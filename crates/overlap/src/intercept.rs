@@ -7,14 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::engine::{self, complete_all, consts, ACTIVE, INSIDE, MIN_BYTES};
 use crate::mpi::*;
+use crate::op::MAX_BLOCK;
 
 unsafe fn init_common(provided: c_int) {
     let disabled =
         std::env::var("MPISCOPE_OVERLAP_DISABLE").is_ok_and(|v| v != "0" && !v.is_empty());
-    // Under MPICH the overlapped path still hangs in randomized runs (see ARCHITECTURE.md):
-    // pass everything through there until that is understood.
-    let supported = env!("MPISCOPE_OVERLAP_FLAVOUR") != "mpich";
-    if !disabled && supported && provided == consts().thread_multiple {
+    if !disabled && provided == consts().thread_multiple {
         engine::start();
     }
 }
@@ -85,7 +83,31 @@ unsafe fn contiguous(t: MPI_Datatype, count: c_int) -> Option<usize> {
         .then_some(size as usize * count as usize)
 }
 
-/// MPI_Alltoall: overlapped when eligible, otherwise the blocking collective.
+/// Whether the overlapped path may be taken on `comm` from this thread.
+unsafe fn eligible_comm(comm: MPI_Comm) -> bool {
+    if !ACTIVE.load(Ordering::Acquire) || INSIDE.with(|c| c.get()) {
+        return false;
+    }
+    let mut inter = 1;
+    PMPI_Comm_test_inter(comm, &mut inter);
+    inter == 0
+}
+
+fn big_enough(bytes: usize) -> bool {
+    bytes >= MIN_BYTES.load(Ordering::Relaxed) && bytes > 0
+}
+
+/// The bytes `count` elements of `t` carry (the same on every rank, by type matching, unlike
+/// their layout).
+unsafe fn type_bytes(t: MPI_Datatype, count: c_int) -> Option<usize> {
+    let mut size = 0;
+    (count >= 0 && PMPI_Type_size(t, &mut size) == consts().success && size >= 0)
+        .then(|| size as usize * count as usize)
+}
+
+/// MPI_Alltoall: overlapped when eligible, otherwise the blocking collective. The size test
+/// uses what every rank computes alike; what may differ between ranks (datatype layouts,
+/// local resources) is agreed on inside the engine.
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Alltoall(
     sendbuf: *const c_void,
@@ -97,35 +119,112 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    if ACTIVE.load(Ordering::Acquire) && !INSIDE.with(|c| c.get()) {
-        let mut inter = 1;
+    if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
         let mut size = 0;
-        PMPI_Comm_test_inter(comm, &mut inter);
         PMPI_Comm_size(comm, &mut size);
-        let s = contiguous(sendtype, sendcount);
-        let r = contiguous(recvtype, recvcount);
-        if inter == 0
-            && !std::ptr::eq(sendbuf, consts().in_place)
-            && s.is_some()
-            && s == r
-            && s.unwrap_or(0) * size as usize >= MIN_BYTES.load(Ordering::Relaxed)
-            && engine::inside(|| {
-                engine::alltoall(
-                    sendbuf as *const u8,
-                    recvbuf as *mut u8,
-                    s.unwrap_or(0),
-                    comm,
-                )
-            })
-            .is_some()
-        {
-            engine::OVERLAPPED.fetch_add(1, Ordering::Relaxed);
-            return consts().success;
+        if let Some(block) = type_bytes(recvtype, recvcount) {
+            if block <= MAX_BLOCK && big_enough(block * size as usize) {
+                let s = contiguous(sendtype, sendcount);
+                let local =
+                    (s == contiguous(recvtype, recvcount) && s == Some(block)).then_some(block);
+                if engine::inside(|| {
+                    engine::alltoall(sendbuf as *const u8, recvbuf as *mut u8, local, comm)
+                })
+                .is_some()
+                {
+                    return consts().success;
+                }
+            }
         }
     }
     PMPI_Alltoall(
         sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
     )
+}
+
+/// Per-peer `(displacement, length)` in bytes from MPI counts and displacements of a
+/// contiguous datatype of `tsize` bytes; `None` for negative values or oversized blocks.
+unsafe fn byte_layout(
+    counts: *const c_int,
+    displs: *const c_int,
+    n: usize,
+    tsize: usize,
+) -> Option<Vec<(usize, usize)>> {
+    if counts.is_null() || displs.is_null() {
+        return None;
+    }
+    (0..n)
+        .map(|j| {
+            let (c, d) = (*counts.add(j), *displs.add(j));
+            (c >= 0 && d >= 0 && c as usize * tsize <= MAX_BLOCK)
+                .then(|| (d as usize * tsize, c as usize * tsize))
+        })
+        .collect()
+}
+
+/// MPI_Alltoallv: overlapped when eligible (contiguous datatypes, blocks tiling each buffer
+/// without gaps or overlaps), otherwise the blocking collective.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Alltoallv(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtype: MPI_Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtype: MPI_Datatype,
+    comm: MPI_Comm,
+) -> c_int {
+    complete_all();
+    // Counts differ from rank to rank: every rank enters the engine, which agrees on whether
+    // all of them can overlap this call (one MPI_Allreduce).
+    if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
+        let mut size = 0;
+        PMPI_Comm_size(comm, &mut size);
+        let n = size as usize;
+        let layouts = match (contiguous(sendtype, 1), contiguous(recvtype, 1)) {
+            (Some(ts), Some(tr)) => byte_layout(sendcounts, sdispls, n, ts)
+                .zip(byte_layout(recvcounts, rdispls, n, tr))
+                .filter(|(_, r)| big_enough(r.iter().map(|b| b.1).sum())),
+            _ => None,
+        };
+        if engine::inside(|| {
+            engine::alltoallv(sendbuf as *const u8, recvbuf as *mut u8, layouts, comm)
+        })
+        .is_some()
+        {
+            return consts().success;
+        }
+    }
+    PMPI_Alltoallv(
+        sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+    )
+}
+
+/// MPI_Bcast: overlapped when eligible, otherwise the blocking collective.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Bcast(
+    buf: *mut c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    root: c_int,
+    comm: MPI_Comm,
+) -> c_int {
+    complete_all();
+    if eligible_comm(comm) && root >= 0 {
+        if let Some(n) = type_bytes(datatype, count) {
+            if n <= MAX_BLOCK && big_enough(n) {
+                let local = (contiguous(datatype, count) == Some(n)).then_some(n);
+                if engine::inside(|| engine::bcast(buf as *mut u8, local, root as usize, comm))
+                    .is_some()
+                {
+                    return consts().success;
+                }
+            }
+        }
+    }
+    PMPI_Bcast(buf, count, datatype, root, comm)
 }
 
 /// Declares MPI entry points that only complete outstanding operations and pass through.
@@ -142,7 +241,6 @@ macro_rules! complete_then {
 
 complete_then! {
     MPI_Barrier => PMPI_Barrier(comm: MPI_Comm);
-    MPI_Bcast => PMPI_Bcast(buf: *mut c_void, count: c_int, t: MPI_Datatype, root: c_int, comm: MPI_Comm);
     MPI_Allreduce => PMPI_Allreduce(s: *const c_void, r: *mut c_void, count: c_int, t: MPI_Datatype, op: MPI_Op, comm: MPI_Comm);
     MPI_Reduce => PMPI_Reduce(s: *const c_void, r: *mut c_void, count: c_int, t: MPI_Datatype, op: MPI_Op, root: c_int, comm: MPI_Comm);
     MPI_Send => PMPI_Send(buf: *const c_void, count: c_int, t: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm);

@@ -7,7 +7,7 @@
 //! is overlapped (below it a protection and a fault cost more than they can hide).
 //! `MPISCOPE_OVERLAP_STATS=1` prints, at MPI_Finalize, whether T-NBC was active and how many
 //! Alltoalls were overlapped and faults handled. Everything passes through unchanged when MPI
-//! does not grant MPI_THREAD_MULTIPLE, and, for now, in the MPICH build (a known hang).
+//! does not grant MPI_THREAD_MULTIPLE.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -34,3 +34,4 @@ pub mod consts {
 
 mod engine;
 mod intercept;
+mod op;

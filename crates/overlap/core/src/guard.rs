@@ -170,7 +170,7 @@ pub fn adopt(user: usize, stage: usize, len: usize) -> Result<bool, Error> {
     // SAFETY: `stage` is a mapping of at least `len` bytes owned by the caller; the
     // application does not access the receive buffer during the call.
     let p = unsafe {
-        libc::mremap(
+        mremap_syscall(
             user as *mut libc::c_void,
             len,
             len,
@@ -186,6 +186,9 @@ pub fn adopt(user: usize, stage: usize, len: usize) -> Result<bool, Error> {
 pub struct Staging {
     base: usize,
     len: usize,
+    /// Ranges moved out by [`Staging::publish`] (absolute addresses, sorted): holes that
+    /// anyone's later `mmap` may fill, so [`Drop`] must not unmap them.
+    moved: Vec<(usize, usize)>,
 }
 
 impl Staging {
@@ -210,7 +213,24 @@ impl Staging {
         Ok(Self {
             base: p as usize,
             len,
+            moved: Vec::new(),
         })
+    }
+
+    /// Moves the staging pages at `src` (inside this mapping) over the user pages at `dst`
+    /// (see [`publish`]) and remembers the hole it leaves.
+    pub fn publish(&mut self, src: usize, dst: usize, len: usize) -> Result<(), Error> {
+        publish(src, dst, len)?;
+        if len > 0 {
+            self.moved.push((src, src + len));
+            self.moved.sort_unstable();
+        }
+        Ok(())
+    }
+
+    /// The parts of the mapping still ours (not moved out), merged.
+    pub fn remaining(&self) -> Vec<(usize, usize)> {
+        crate::pages::subtract(&[(self.base, self.base + self.len)], &self.moved)
     }
 
     /// The mapping's address.
@@ -231,8 +251,12 @@ impl Staging {
 
 impl Drop for Staging {
     fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping; pages already moved away are simply absent.
-        unsafe { libc::munmap(self.base as *mut libc::c_void, self.len) };
+        // Only what is still ours: a hole left by a publication may hold someone else's
+        // mapping by now (an MPI library's memory pool, a malloc arena).
+        for (s, e) in self.remaining() {
+            // SAFETY: unmapping ranges of our own mapping.
+            unsafe { libc::munmap(s as *mut libc::c_void, e - s) };
+        }
     }
 }
 
@@ -245,7 +269,7 @@ pub fn publish(src: usize, dst: usize, len: usize) -> Result<(), Error> {
     }
     // SAFETY: both ranges are whole pages owned by the caller; MREMAP_FIXED replaces dst.
     let p = unsafe {
-        libc::mremap(
+        mremap_syscall(
             src as *mut libc::c_void,
             len,
             len,
@@ -266,6 +290,40 @@ mod tests {
 
     /// The application thread reads a protected page while another thread publishes it late:
     /// the read waits and sees the published bytes, never the old ones.
+    /// Dropping a staging mapping leaves alone what was mapped into its holes meanwhile.
+    #[test]
+    fn drop_spares_mappings_in_published_holes() {
+        let page = page_size();
+        let mut st = Staging::new(4 * page).unwrap();
+        let user = Staging::new(page).unwrap();
+        let hole = st.base() + page;
+        unsafe { std::ptr::write_bytes(hole as *mut u8, 7, page) };
+        st.publish(hole, user.base(), page).unwrap();
+        assert_eq!(
+            st.remaining(),
+            vec![(st.base(), hole), (hole + page, st.base() + 4 * page)]
+        );
+        // Someone else maps the hole.
+        let p = unsafe {
+            libc::mmap(
+                hole as *mut libc::c_void,
+                page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        assert_eq!(p as usize, hole);
+        drop(st);
+        unsafe { std::ptr::write_volatile(hole as *mut u8, 1) };
+        assert_eq!(
+            unsafe { std::ptr::read_volatile(user.base() as *const u8) },
+            7
+        );
+        unsafe { libc::munmap(hole as *mut libc::c_void, page) };
+    }
+
     #[test]
     fn fault_waits_for_publication() {
         install().unwrap();
@@ -316,4 +374,17 @@ mod tests {
         assert!(libc::WIFSIGNALED(status), "status {status}");
         assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
     }
+}
+
+/// `mremap` through the system call, not libc's symbol: MPI libraries hook the symbol to keep
+/// their registration caches coherent, and UCX's hook (Debian 12's MPICH runs over UCX) drops
+/// the fifth argument, the target address of `MREMAP_FIXED`.
+unsafe fn mremap_syscall(
+    old: *mut libc::c_void,
+    old_len: usize,
+    new_len: usize,
+    flags: libc::c_int,
+    new: *mut libc::c_void,
+) -> *mut libc::c_void {
+    libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new) as *mut libc::c_void
 }

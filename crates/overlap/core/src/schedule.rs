@@ -128,6 +128,28 @@ pub fn is_priority(source: usize, size: usize, piece: usize, pieces: usize) -> b
     (source == 0 && piece == 0) || (source + 1 == size && piece + 1 == pieces)
 }
 
+/// The binomial broadcast tree over ranks relative to the root (`0` is the root): the
+/// parent of `vrank` (none for the root) and its children, nearest subtree last. The parent of
+/// `v` is `v` without its lowest set bit; the children of `v` are `v + 2^k` for every `2^k`
+/// below `v`'s lowest set bit (every `2^k` for the root) that stays below `size`.
+pub fn binomial_tree(vrank: usize, size: usize) -> (Option<usize>, Vec<usize>) {
+    let parent = (vrank > 0).then(|| vrank & (vrank - 1));
+    let low = if vrank == 0 {
+        size.next_power_of_two()
+    } else {
+        1 << vrank.trailing_zeros()
+    };
+    let mut children = Vec::new();
+    let mut k = low;
+    while k > 1 {
+        k /= 2;
+        if vrank + k < size {
+            children.push(vrank + k);
+        }
+    }
+    (parent, children)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +252,29 @@ mod tests {
         assert!(!is_priority(3, 4, 0, 5));
         assert!(!is_priority(1, 4, 0, 5));
         assert!(is_priority(0, 1, 0, 1));
+    }
+
+    /// Every non-root rank has exactly one parent, is among its parent's children, and the
+    /// tree reaches every rank from the root.
+    #[test]
+    fn binomial_tree_spans_every_rank_once() {
+        for size in 1..40 {
+            let mut reached = vec![0; size];
+            reached[0] = 1;
+            let mut frontier = vec![0];
+            while let Some(v) = frontier.pop() {
+                let (_, kids) = binomial_tree(v, size);
+                for c in kids {
+                    assert_eq!(binomial_tree(c, size).0, Some(v), "size {size} child {c}");
+                    reached[c] += 1;
+                    frontier.push(c);
+                }
+            }
+            assert_eq!(reached, vec![1; size], "size {size}");
+        }
+        assert_eq!(binomial_tree(0, 8), (None, vec![4, 2, 1]));
+        assert_eq!(binomial_tree(4, 8), (Some(0), vec![6, 5]));
+        assert_eq!(binomial_tree(6, 7), (Some(4), vec![]));
     }
 
     #[test]
