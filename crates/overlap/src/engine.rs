@@ -279,12 +279,15 @@ pub unsafe fn alltoall(
     run(dup, call)
 }
 
+/// Per peer `(displacement, length)` in bytes.
+pub type ByteLayout = Vec<(usize, usize)>;
+
 /// MPI_Alltoallv: per peer `(displacement, length)` in bytes, send and receive (`None`: this
 /// rank's layout cannot be overlapped).
 pub unsafe fn alltoallv(
     sendbuf: *const u8,
     recvbuf: *mut u8,
-    layouts: Option<(Vec<(usize, usize)>, Vec<(usize, usize)>)>,
+    layouts: Option<(ByteLayout, ByteLayout)>,
     comm: MPI_Comm,
 ) -> Option<()> {
     let (rank, size) = rank_size(comm);
