@@ -283,6 +283,19 @@ pub fn publish(src: usize, dst: usize, len: usize) -> Result<(), Error> {
     Ok(())
 }
 
+/// `mremap` through the system call, not libc's symbol: MPI libraries hook the symbol to keep
+/// their registration caches coherent, and UCX's hook (Debian 12's MPICH runs over UCX) drops
+/// the fifth argument, the target address of `MREMAP_FIXED`.
+unsafe fn mremap_syscall(
+    old: *mut libc::c_void,
+    old_len: usize,
+    new_len: usize,
+    flags: libc::c_int,
+    new: *mut libc::c_void,
+) -> *mut libc::c_void {
+    libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new) as *mut libc::c_void
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -374,17 +387,4 @@ mod tests {
         assert!(libc::WIFSIGNALED(status), "status {status}");
         assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
     }
-}
-
-/// `mremap` through the system call, not libc's symbol: MPI libraries hook the symbol to keep
-/// their registration caches coherent, and UCX's hook (Debian 12's MPICH runs over UCX) drops
-/// the fifth argument, the target address of `MREMAP_FIXED`.
-unsafe fn mremap_syscall(
-    old: *mut libc::c_void,
-    old_len: usize,
-    new_len: usize,
-    flags: libc::c_int,
-    new: *mut libc::c_void,
-) -> *mut libc::c_void {
-    libc::syscall(libc::SYS_mremap, old, old_len, new_len, flags, new) as *mut libc::c_void
 }
