@@ -15,6 +15,7 @@ pub mod histogram;
 pub mod html;
 pub mod matrix;
 pub mod messages;
+pub mod overlap;
 pub mod parallel;
 pub mod profile;
 pub mod structure;

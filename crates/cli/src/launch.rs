@@ -144,14 +144,15 @@ fn launcher_kind(cmd0: &str) -> Option<Launcher> {
     }
 }
 
-fn find_preload(flavour: &str, explicit: Option<&PathBuf>) -> Result<PathBuf> {
+/// The library `lib<stem>_<flavour>.so` next to mpiscope (or `explicit`).
+pub fn find_library(stem: &str, flavour: &str, explicit: Option<&PathBuf>) -> Result<PathBuf> {
     if let Some(p) = explicit {
         if !p.is_file() {
             bail!("--preload {}: no such file", p.display());
         }
         return Ok(std::fs::canonicalize(p)?);
     }
-    let name = format!("libmpiscope_preload_{flavour}.so");
+    let name = format!("lib{stem}_{flavour}.so");
     let mut dirs = Vec::new();
     if let Some(d) = std::env::var_os("MPISCOPE_PRELOAD_DIR") {
         dirs.push(PathBuf::from(d));
@@ -175,9 +176,16 @@ fn find_preload(flavour: &str, explicit: Option<&PathBuf>) -> Result<PathBuf> {
     )
 }
 
-/// Runs the command under the recorder.
-pub fn trace(a: TraceArgs) -> Result<i32> {
-    let cmd = &a.command;
+/// What running a command under one of mpiscope's preload libraries needs: its MPI flavour
+/// and how its launcher takes environment variables.
+pub struct Target {
+    /// `openmpi` or `mpich`.
+    pub flavour: &'static str,
+    launcher: Option<Launcher>,
+}
+
+/// Finds the MPI flavour of `cmd` (`flavour`: auto, openmpi or mpich) and its launcher.
+pub fn resolve(cmd: &[String], flavour: &str) -> Result<Target> {
     let launcher = launcher_kind(&cmd[0]);
     // The executable: the command itself, or the first ELF argument after the launcher.
     let exe = if launcher.is_some() {
@@ -189,7 +197,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     } else {
         which(&cmd[0])
     };
-    let flavour = match a.flavour.as_str() {
+    let flavour = match flavour {
         "auto" => {
             let from_exe = exe.as_deref().and_then(flavour_of);
             let from_launcher = match launcher {
@@ -209,7 +217,45 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         "mpich" => "mpich",
         other => bail!("--flavour {other}: expected auto, openmpi or mpich"),
     };
-    let preload = find_preload(flavour, a.preload.as_ref())?;
+    Ok(Target { flavour, launcher })
+}
+
+/// Runs `cmd` with `env` passed through its launcher (`-x` for Open MPI, `-genv` for Hydra,
+/// the environment otherwise); returns its exit code.
+pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Result<i32> {
+    let mut argv: Vec<String> = vec![cmd[0].clone()];
+    let mut child_env: Vec<(String, String)> = Vec::new();
+    match target.launcher {
+        Some(Launcher::OpenMpi) => {
+            for (k, v) in env {
+                argv.push("-x".into());
+                argv.push(format!("{k}={v}"));
+            }
+        }
+        Some(Launcher::Hydra) => {
+            for (k, v) in env {
+                argv.push("-genv".into());
+                argv.push(k.clone());
+                argv.push(v.clone());
+            }
+        }
+        _ => child_env = env.to_vec(),
+    }
+    argv.extend(cmd[1..].iter().cloned());
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .envs(child_env)
+        .status()
+        .with_context(|| format!("cannot run `{}`", cmd[0]))?;
+    Ok(status.code().unwrap_or(128))
+}
+
+/// Runs the command under the recorder.
+pub fn trace(a: TraceArgs) -> Result<i32> {
+    let cmd = &a.command;
+    let target = resolve(cmd, &a.flavour)?;
+    let flavour = target.flavour;
+    let preload = find_library("mpiscope_preload", flavour, a.preload.as_ref())?;
 
     // The output directory: created, and emptied of an earlier run's files.
     std::fs::create_dir_all(&a.output)
@@ -259,31 +305,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         opt("MPISCOPE_SIGNALS", Some("off".into()));
     }
 
-    let mut argv: Vec<String> = vec![cmd[0].clone()];
-    let mut child_env: Vec<(String, String)> = Vec::new();
-    match launcher {
-        Some(Launcher::OpenMpi) => {
-            for (k, v) in &env {
-                argv.push("-x".into());
-                argv.push(format!("{k}={v}"));
-            }
-        }
-        Some(Launcher::Hydra) => {
-            for (k, v) in &env {
-                argv.push("-genv".into());
-                argv.push(k.clone());
-                argv.push(v.clone());
-            }
-        }
-        _ => child_env = env.clone(),
-    }
-    argv.extend(cmd[1..].iter().cloned());
-    let status = Command::new(&argv[0])
-        .args(&argv[1..])
-        .envs(child_env)
-        .status()
-        .with_context(|| format!("cannot run `{}`", cmd[0]))?;
-    let code = status.code().unwrap_or(128);
+    let code = spawn(cmd, &target, &env)?;
 
     // Complete the manifest and summarize.
     let mpath = out.join(mpiscope_trace::MANIFEST_FILE);

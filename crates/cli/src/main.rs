@@ -4,6 +4,7 @@ mod bench;
 mod calibrate;
 mod hpl;
 mod launch;
+mod overlap;
 mod plan;
 mod replay;
 
@@ -69,6 +70,11 @@ enum Command {
     /// Simulate HPL from a standard HPL.dat on a modeled platform: `mpiscope hpl HPL.dat
     /// --platform FILE` prints HPL's result lines (`--json` for a list).
     Hpl(hpl::HplArgs),
+    /// Run an MPI program with transparent non-blocking collectives (T-NBC): `mpiscope
+    /// overlap -- mpirun -np 4 ./app`; `--trace-access` records the order it reads received
+    /// data; `mpiscope overlap bench` measures overlap; `mpiscope overlap predict RUN`
+    /// estimates the gain from a trace.
+    Overlap(overlap::OverlapArgs),
     /// Benchmark the basic MPI operations (MPITEST): `mpiscope bench -np 4 m1 M100 K10
     /// T100 t1000 R2 otransfer.dat` runs `mpirun -np 4 mpiscope-bench ...`.
     Bench(bench::BenchArgs),
@@ -169,6 +175,7 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Trace(args) => launch::trace(args),
         Command::Replay(args) => replay::replay(args),
         Command::Hpl(args) => hpl::hpl(args),
+        Command::Overlap(args) => overlap::overlap(args),
         Command::Bench(args) => bench::bench(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
         Command::Plan(args) => plan::plan(args),

@@ -8,7 +8,11 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use std::collections::BTreeMap;
+
+use mpiscope_overlap_core::access::{self, SiteOrder, ACCESS};
 use mpiscope_overlap_core::guard;
+use mpiscope_overlap_core::pages::{self, Range};
 
 use crate::op::{Block, Call, Kind, Op};
 
@@ -135,9 +139,16 @@ fn progress_all() -> bool {
     any
 }
 
-/// Completes every outstanding operation (call before anything that could observe buffers).
+/// Completes every outstanding operation (call before anything that could observe buffers);
+/// in access-tracing mode, closes the traced call instead.
 pub fn complete_all() {
-    if OUTSTANDING.load(Ordering::Acquire) == 0 || INSIDE.with(|c| c.get()) {
+    if INSIDE.with(|c| c.get()) {
+        return;
+    }
+    if ACCESS_MODE.load(Ordering::Relaxed) {
+        access_flush();
+    }
+    if OUTSTANDING.load(Ordering::Acquire) == 0 {
         return;
     }
     inside(|| loop {
@@ -158,8 +169,176 @@ pub fn complete_all() {
     })
 }
 
+/// Whether this process traces access orders (`MPISCOPE_OVERLAP_ACCESS`) instead of
+/// overlapping.
+pub static ACCESS_MODE: AtomicBool = AtomicBool::new(false);
+/// The traced calls, one JSON line each, written at MPI_Finalize.
+static ACCESS_LOG: Mutex<Vec<String>> = Mutex::new(Vec::new());
+/// The call being traced: (index, kind, call site, sub-messages).
+static ACCESS_CALL: Mutex<Option<(u64, &'static str, String, u32)>> = Mutex::new(None);
+static ACCESS_CALLS: AtomicUsize = AtomicUsize::new(0);
+/// Access orders to run with (`MPISCOPE_OVERLAP_ORDER`), by call site.
+static ORDERS: OnceLock<BTreeMap<String, SiteOrder>> = OnceLock::new();
+
+extern "C" {
+    fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
+}
+
+/// The application's call site of the intercepted MPI function that called this one, as
+/// `module+0xoffset` (the same in every process, whatever the address-space layout).
+#[inline(never)]
+pub fn callsite() -> String {
+    let mut frames = [std::ptr::null_mut::<libc::c_void>(); 3];
+    // SAFETY: backtrace writes at most 3 frames into the array.
+    let n = unsafe { backtrace(frames.as_mut_ptr(), 3) };
+    if n < 3 {
+        return "unknown".into();
+    }
+    let pc = frames[2];
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    if unsafe { libc::dladdr(pc, &mut info) } == 0 || info.dli_fname.is_null() {
+        return format!("{:#x}", pc as usize);
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let name = path.rsplit('/').next().unwrap_or("?").to_string();
+    format!("{name}+{:#x}", pc as usize - info.dli_fbase as usize)
+}
+
+/// Traces the first touches of the sub-messages `subs` (user address ranges inside the
+/// region `[lo, hi)`) of a completed collective until the next MPI call.
+pub fn access_arm(kind: &'static str, site: String, subs: &[Range], region: Range) {
+    let page = guard::page_size();
+    let Ok(Some((lo, hi))) = pages::protectable(region.0, region.1 - region.0, page) else {
+        return;
+    };
+    let call = ACCESS_CALLS.fetch_add(1, Ordering::Relaxed) as u64;
+    *ACCESS_CALL.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((call, kind, site, subs.len().min(access::CAPACITY) as u32));
+    ACCESS.arm(subs, lo, hi);
+    if guard::protect(lo, hi, false).is_err() {
+        ACCESS.drain();
+    }
+}
+
+/// Closes the traced call: records its first touches and reopens its pages.
+pub fn access_flush() {
+    if ACCESS.protected().is_none() {
+        return;
+    }
+    let (touches, prot) = ACCESS.drain();
+    if let Some((lo, hi)) = prot {
+        let _ = guard::protect(lo, hi, true);
+    }
+    if let Some((call, kind, callsite, subs)) =
+        ACCESS_CALL.lock().unwrap_or_else(|e| e.into_inner()).take()
+    {
+        let rec = access::Record {
+            rank: world_rank(),
+            call,
+            kind: kind.into(),
+            callsite,
+            subs,
+            touches,
+        };
+        ACCESS_LOG
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(rec.to_line());
+    }
+}
+
+fn world_rank() -> u32 {
+    let mut r = 0;
+    // SAFETY: MPI is initialized while collectives are traced.
+    unsafe { PMPI_Comm_rank(consts().comm_world, &mut r) };
+    r as u32
+}
+
+/// Writes this rank's traced calls to `DIR/access-<rank>.jsonl` (MPI_Finalize).
+pub fn write_access_log() {
+    access_flush();
+    let Ok(dir) = std::env::var("MPISCOPE_OVERLAP_ACCESS") else {
+        return;
+    };
+    let lines = std::mem::take(&mut *ACCESS_LOG.lock().unwrap_or_else(|e| e.into_inner()));
+    let path = std::path::Path::new(&dir).join(format!("access-{}.jsonl", world_rank()));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    if let Err(e) = std::fs::write(&path, text) {
+        let msg = format!("mpiscope-overlap: cannot write {}: {e}\n", path.display());
+        // SAFETY: writing a message to stderr.
+        unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+    }
+}
+
+/// The access order recorded for this call site and sub-message count, if any.
+pub fn order_for(subs: usize) -> Option<Vec<usize>> {
+    let orders = ORDERS.get()?;
+    if orders.is_empty() {
+        return None;
+    }
+    let site = callsite_of_collective();
+    let o = orders
+        .get(&format!("{site}#{subs}"))
+        .or_else(|| orders.get(&site))?;
+    (o.subs as usize == subs).then(|| o.order.iter().map(|&i| i as usize).collect())
+}
+
+thread_local! {
+    /// The call site of the collective being intercepted on this thread (set by the entry
+    /// points when orders are loaded).
+    static SITE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Records the call site of the collective being intercepted (entry points call this first,
+/// through [`callsite`], only when it is needed: access tracing or orders loaded).
+pub fn set_site(site: String) {
+    SITE.with(|s| *s.borrow_mut() = site);
+}
+
+fn callsite_of_collective() -> String {
+    SITE.with(|s| s.borrow().clone())
+}
+
+/// Whether call sites are needed (access tracing, or orders to run with).
+pub fn wants_site() -> bool {
+    ACCESS_MODE.load(Ordering::Relaxed) || ORDERS.get().is_some_and(|o| !o.is_empty())
+}
+
+fn load_orders() {
+    let Ok(path) = std::env::var("MPISCOPE_OVERLAP_ORDER") else {
+        let _ = ORDERS.set(BTreeMap::new());
+        return;
+    };
+    let parsed = std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| access::parse_orders(&t));
+    match parsed {
+        Ok(o) => {
+            let _ = ORDERS.set(o);
+        }
+        Err(e) => {
+            let msg = format!("mpiscope-overlap: MPISCOPE_OVERLAP_ORDER={path}: {e} (running without priorities)\n");
+            // SAFETY: writing a message to stderr.
+            unsafe { libc::write(2, msg.as_ptr() as *const libc::c_void, msg.len()) };
+            let _ = ORDERS.set(BTreeMap::new());
+        }
+    }
+}
+
+/// Starts access-order tracing (no overlap): installs the fault handler.
+pub fn start_access_tracing() {
+    if guard::install().is_ok() {
+        consts();
+        ACCESS_MODE.store(true, Ordering::Release);
+        WAS_ACTIVE.store(true, Ordering::Release);
+    }
+}
+
 /// Starts the progress thread and installs the fault handler.
 pub fn start() {
+    load_orders();
     if let Ok(v) = std::env::var("MPISCOPE_OVERLAP_MIN_BYTES") {
         if let Ok(n) = v.trim().parse() {
             MIN_BYTES.store(n, Ordering::Relaxed);
@@ -274,6 +453,7 @@ pub unsafe fn alltoall(
             size,
             send: at(sendbuf as usize).collect(),
             recv: at(recvbuf as usize).collect(),
+            order: order_for(size),
         }
     });
     run(dup, call)
@@ -307,6 +487,7 @@ pub unsafe fn alltoallv(
             size,
             send: blocks(sendbuf as usize, &s),
             recv: blocks(recvbuf as usize, &r),
+            order: order_for(size),
         });
     run(dup, call)
 }
@@ -332,6 +513,7 @@ pub unsafe fn bcast(buf: *mut u8, len: Option<usize>, root: usize, comm: MPI_Com
             size,
             send,
             recv,
+            order: order_for(crate::op::pieces_of(len).len()),
         }
     });
     run(dup, call)

@@ -12,7 +12,12 @@ use crate::op::MAX_BLOCK;
 unsafe fn init_common(provided: c_int) {
     let disabled =
         std::env::var("MPISCOPE_OVERLAP_DISABLE").is_ok_and(|v| v != "0" && !v.is_empty());
-    if !disabled && provided == consts().thread_multiple {
+    if disabled {
+        return;
+    }
+    if std::env::var_os("MPISCOPE_OVERLAP_ACCESS").is_some() {
+        engine::start_access_tracing();
+    } else if provided == consts().thread_multiple {
         engine::start();
     }
 }
@@ -51,6 +56,9 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     engine::stop();
+    if engine::ACCESS_MODE.load(Ordering::Relaxed) {
+        engine::write_access_log();
+    }
     if std::env::var("MPISCOPE_OVERLAP_STATS").is_ok_and(|v| v == "1") {
         // One write, so the lines of ranks sharing a terminal do not interleave.
         let line = format!(
@@ -81,6 +89,18 @@ unsafe fn contiguous(t: MPI_Datatype, count: c_int) -> Option<usize> {
         && text == size as MPI_Aint
         && count > 0)
         .then_some(size as usize * count as usize)
+}
+
+/// Whether this call is access-traced (tracing mode, not from inside the library).
+fn tracing() -> bool {
+    engine::ACCESS_MODE.load(Ordering::Relaxed) && !INSIDE.with(|c| c.get())
+}
+
+/// The range `subs` tile without gap or overlap (empty ones ignored), if they do.
+fn tiling(subs: &[(usize, usize)]) -> Option<(usize, usize)> {
+    let mut r: Vec<(usize, usize)> = subs.iter().copied().filter(|s| s.0 < s.1).collect();
+    r.sort_unstable();
+    (!r.is_empty() && r.windows(2).all(|w| w[0].1 == w[1].0)).then(|| (r[0].0, r[r.len() - 1].1))
 }
 
 /// Whether the overlapped path may be taken on `comm` from this thread.
@@ -119,6 +139,25 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
+    let site = engine::wants_site().then(engine::callsite);
+    if tracing() {
+        let rc = PMPI_Alltoall(
+            sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+        );
+        let mut size = 0;
+        PMPI_Comm_size(comm, &mut size);
+        if let (Some(site), Some(b)) = (site, contiguous(recvtype, recvcount)) {
+            let base = recvbuf as usize;
+            let subs: Vec<(usize, usize)> = (0..size as usize)
+                .map(|j| (base + j * b, base + (j + 1) * b))
+                .collect();
+            engine::access_arm("alltoall", site, &subs, (base, base + b * size as usize));
+        }
+        return rc;
+    }
+    if let Some(site) = site {
+        engine::set_site(site);
+    }
     if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
         let mut size = 0;
         PMPI_Comm_size(comm, &mut size);
@@ -177,6 +216,31 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
+    let site = engine::wants_site().then(engine::callsite);
+    if tracing() {
+        let rc = PMPI_Alltoallv(
+            sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
+        );
+        let mut size = 0;
+        PMPI_Comm_size(comm, &mut size);
+        let layout = contiguous(recvtype, 1)
+            .and_then(|t| byte_layout(recvcounts, rdispls, size as usize, t));
+        if let (Some(site), Some(layout)) = (site, layout) {
+            let base = recvbuf as usize;
+            let subs: Vec<(usize, usize)> = layout
+                .iter()
+                .map(|&(d, n)| (base + d, base + d + n))
+                .collect();
+            // Only a buffer the blocks tile: a gap's pages may hold other data.
+            if let Some(region) = tiling(&subs) {
+                engine::access_arm("alltoallv", site, &subs, region);
+            }
+        }
+        return rc;
+    }
+    if let Some(site) = site {
+        engine::set_site(site);
+    }
     // Counts differ from rank to rank: every rank enters the engine, which agrees on whether
     // all of them can overlap this call (one MPI_Allreduce).
     if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
@@ -212,6 +276,24 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
+    let site = engine::wants_site().then(engine::callsite);
+    if tracing() {
+        let rc = PMPI_Bcast(buf, count, datatype, root, comm);
+        let mut rank = 0;
+        PMPI_Comm_rank(comm, &mut rank);
+        if let (Some(site), Some(n), true) = (site, contiguous(datatype, count), rank != root) {
+            let base = buf as usize;
+            let subs: Vec<(usize, usize)> = crate::op::pieces_of(n)
+                .iter()
+                .map(|&(o, l)| (base + o, base + o + l))
+                .collect();
+            engine::access_arm("bcast", site, &subs, (base, base + n));
+        }
+        return rc;
+    }
+    if let Some(site) = site {
+        engine::set_site(site);
+    }
     if eligible_comm(comm) && root >= 0 {
         if let Some(n) = type_bytes(datatype, count) {
             if n <= MAX_BLOCK && big_enough(n) {
@@ -323,7 +405,13 @@ unsafe fn next_release(cell: &AtomicUsize, name: &[u8]) -> Option<usize> {
 /// Completes the outstanding operation if `[start, start + len)` overlaps its buffers: memory
 /// must not be released under a message in flight, nor reused before received pages move in.
 unsafe fn before_release(start: usize, len: usize) {
-    if !INSIDE.with(|c| c.get()) && engine::overlaps_outstanding(start, len) {
+    if INSIDE.with(|c| c.get()) {
+        return;
+    }
+    let traced = mpiscope_overlap_core::access::ACCESS
+        .protected()
+        .is_some_and(|(lo, hi)| start < hi && lo < start.saturating_add(len.max(1)));
+    if traced || engine::overlaps_outstanding(start, len) {
         complete_all();
     }
 }

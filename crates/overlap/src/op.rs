@@ -294,6 +294,14 @@ pub struct Call {
     pub send: Vec<Block>,
     /// Blocks this rank receives (by peer for all-to-alls; one block for a broadcast leaf).
     pub recv: Vec<Block>,
+    /// The order in which the program reads what it receives, from an access trace: sources
+    /// for all-to-alls, pieces for a broadcast. Earlier-read sub-messages go first.
+    pub order: Option<Vec<usize>>,
+}
+
+/// The pieces a broadcast of `len` bytes is cut into (the segments access tracing reports).
+pub fn pieces_of(len: usize) -> Vec<(usize, usize)> {
+    Block::new(0, 0, len).pieces
 }
 
 /// One overlapped collective.
@@ -305,6 +313,8 @@ pub struct Op {
     /// All-to-all rounds (pairs of peers), posted one after the other.
     rounds: Vec<Vec<Item>>,
     round: usize,
+    /// Position of each broadcast piece in the program's reading order, if traced.
+    piece_rank: Option<Vec<usize>>,
     /// Broadcast tree: parent and children (communicator ranks).
     parent: Option<usize>,
     children: Vec<usize>,
@@ -344,6 +354,7 @@ impl Op {
             size,
             send: mut sblocks,
             recv: mut rblocks,
+            order,
         } = call;
         let page = guard::page_size();
         let rregion = tiled(&rblocks)?;
@@ -359,9 +370,23 @@ impl Op {
             }
             _ => (None, Vec::new()),
         };
-        let rounds = match kind {
-            Kind::Bcast { .. } => vec![Vec::new()],
-            _ => schedule::alltoall(rank, size, 1, 4).ok()?.rounds,
+        let rounds = match (kind, &order) {
+            (Kind::Bcast { .. }, _) => vec![Vec::new()],
+            (_, Some(o)) => schedule::alltoall_ordered(rank, size, 1, o).ok()?.rounds,
+            (_, None) => schedule::alltoall(rank, size, 1, 4).ok()?.rounds,
+        };
+        // A broadcast's pieces by reading order (position of each piece).
+        let piece_rank = match (kind, &order) {
+            (Kind::Bcast { .. }, Some(o)) => {
+                let mut r = vec![usize::MAX; o.len()];
+                for (pos, &p) in o.iter().enumerate() {
+                    if p < r.len() {
+                        r[p] = pos;
+                    }
+                }
+                Some(r)
+            }
+            _ => None,
         };
         let staging = if rregion.0 < rregion.1 {
             let upage = rregion.0 / page * page;
@@ -389,6 +414,7 @@ impl Op {
             size,
             rounds,
             round: 0,
+            piece_rank,
             parent,
             children,
             sblocks,
@@ -604,6 +630,17 @@ impl Op {
         }
     }
 
+    /// A broadcast's interior pieces, earliest-read first when the reading order is known.
+    fn interior_in_order(&self, root: usize, np: usize) -> Vec<usize> {
+        let mut v: Vec<usize> = (0..np)
+            .filter(|&p| !self.priority_piece(root, p, np))
+            .collect();
+        if let Some(r) = self.piece_rank.as_ref().filter(|r| r.len() == np) {
+            v.sort_by_key(|&p| r[p]);
+        }
+        v
+    }
+
     /// Posts the next rounds of the schedule until one has requests in flight.
     fn post_round(&mut self) {
         while self.round < self.rounds.len() {
@@ -613,9 +650,7 @@ impl Op {
                 Kind::Bcast { root } => {
                     if self.rank == root {
                         let np = self.sblocks[0].pieces.len();
-                        let interior: Vec<usize> = (0..np)
-                            .filter(|&p| !self.priority_piece(root, p, np))
-                            .collect();
+                        let interior = self.interior_in_order(root, np);
                         for c in self.children.clone() {
                             for &piece in &interior {
                                 self.isend(0, piece, c, false);
@@ -623,10 +658,7 @@ impl Op {
                         }
                     } else if let Some(parent) = self.parent {
                         let np = self.rblocks[0].pieces.len();
-                        let interior: Vec<usize> = (0..np)
-                            .filter(|&p| !self.priority_piece(root, p, np))
-                            .collect();
-                        for piece in interior {
+                        for piece in self.interior_in_order(root, np) {
                             self.irecv(0, piece, parent);
                         }
                     }

@@ -102,6 +102,19 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
             FAULTS.fetch_add(1, Ordering::Relaxed);
         }
         Cover::NotOurs => {
+            // A first touch of a traced sub-message (access-order tracing): recorded, its
+            // pages reopened, the access retried.
+            if let Some((lo, hi)) = crate::access::ACCESS.touch(addr, page) {
+                // SAFETY: mprotect is a plain system call; the range is ours (armed).
+                unsafe {
+                    libc::mprotect(
+                        lo as *mut libc::c_void,
+                        hi - lo,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                    )
+                };
+                return;
+            }
             // SAFETY: PREV was filled by `install`; sigaction is async-signal-safe.
             unsafe {
                 let prev = &*PREV.0.get();

@@ -8,10 +8,15 @@
 //!   sub-messages are released only when every sub-message touching them is done);
 //! - [`pending`]: a fixed-capacity table of pending sub-message address ranges that a SIGSEGV
 //!   handler can search with atomics only;
+//! - [`access`]: access-order tracing (which received sub-message the program reads first) and
+//!   the consensus order per call site;
+//! - [`model`]: the seed's overlap model and the OSU / IMB overlap measures;
 //! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
 //!   SIGSEGV handler itself.
 
+pub mod access;
 pub mod guard;
+pub mod model;
 pub mod pages;
 pub mod pending;
 pub mod schedule;
@@ -33,6 +38,9 @@ pub enum Error {
     /// A system call failed (name, errno).
     #[error("{0} failed: errno {1}")]
     Os(&'static str, i32),
+    /// An access order that is not a permutation of the ranks (its length, the size).
+    #[error("access order of {0} entries is not a permutation of {1} ranks")]
+    BadOrder(usize, usize),
     /// The pending table has no free slot.
     #[error("pending table full ({0} slots)")]
     TableFull(usize),

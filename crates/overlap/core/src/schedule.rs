@@ -96,6 +96,55 @@ pub fn alltoall(
     Ok(Schedule { rounds })
 }
 
+/// Alltoall in access order (seed 001, section 5.2.2): every rank reads the blocks in the same
+/// `order` of sources, so round `k` is a scatter from rank `order[k]`: it sends its block to
+/// every other rank while they all receive from it (the own block is copied in the round of
+/// the rank itself). The block everyone reads first is then complete everywhere first, and
+/// only one rank sends at a time. `order` must be a permutation of `0..size`.
+pub fn alltoall_ordered(
+    rank: usize,
+    size: usize,
+    block: usize,
+    order: &[usize],
+) -> Result<Schedule, Error> {
+    if size == 0 || rank >= size {
+        return Err(Error::BadRank { rank, size });
+    }
+    let mut seen = vec![false; size];
+    if order.len() != size
+        || order
+            .iter()
+            .any(|&s| s >= size || std::mem::replace(&mut seen[s], true))
+    {
+        return Err(Error::BadOrder(order.len(), size));
+    }
+    let rounds = order
+        .iter()
+        .map(|&src| {
+            if src == rank {
+                let mut r = vec![Item::Copy {
+                    from: rank * block,
+                    to: rank * block,
+                    len: block,
+                }];
+                r.extend((0..size).filter(|&p| p != rank).map(|peer| Item::Send {
+                    peer,
+                    offset: peer * block,
+                    len: block,
+                }));
+                r
+            } else {
+                vec![Item::Recv {
+                    peer: src,
+                    offset: src * block,
+                    len: block,
+                }]
+            }
+        })
+        .collect();
+    Ok(Schedule { rounds })
+}
+
 /// Splits a block of `len` bytes into sub-messages `(offset, len)`: a head of at most `edge`
 /// bytes, interior chunks of at most `chunk` bytes, and a tail of at most `edge` bytes. With
 /// `edge` the page size, the unaligned first page of a receive buffer lies in the head of its
@@ -275,6 +324,44 @@ mod tests {
         assert_eq!(binomial_tree(0, 8), (None, vec![4, 2, 1]));
         assert_eq!(binomial_tree(4, 8), (Some(0), vec![6, 5]));
         assert_eq!(binomial_tree(6, 7), (Some(4), vec![]));
+    }
+
+    /// In the ordered schedule, round k is a scatter from order[k] on every rank.
+    #[test]
+    fn alltoall_ordered_rounds_are_scatters() {
+        let order = [2, 0, 3, 1];
+        let scheds: Vec<_> = (0..4)
+            .map(|r| alltoall_ordered(r, 4, 8, &order).unwrap())
+            .collect();
+        for (k, &src) in order.iter().enumerate() {
+            for (r, s) in scheds.iter().enumerate() {
+                let round = &s.rounds[k];
+                if r == src {
+                    assert_eq!(round.len(), 4);
+                    assert!(round.contains(&Item::Copy {
+                        from: r * 8,
+                        to: r * 8,
+                        len: 8
+                    }));
+                } else {
+                    assert_eq!(
+                        round,
+                        &vec![Item::Recv {
+                            peer: src,
+                            offset: src * 8,
+                            len: 8
+                        }]
+                    );
+                    assert!(scheds[src].rounds[k].contains(&Item::Send {
+                        peer: r,
+                        offset: r * 8,
+                        len: 8
+                    }));
+                }
+            }
+        }
+        assert!(alltoall_ordered(0, 4, 8, &[0, 1, 1, 3]).is_err());
+        assert!(alltoall_ordered(0, 4, 8, &[0, 1, 2]).is_err());
     }
 
     #[test]

@@ -1,0 +1,232 @@
+//! What T-NBC (transparent non-blocking collectives) would gain for a traced program, before
+//! anyone runs it: for every MPI_Alltoall, MPI_Alltoallv and MPI_Bcast a rank made, the
+//! collective's time `T_comm` and the computation that follows it until the rank's next MPI
+//! call (T-NBC completes the collective there at the latest) go into the seed's model
+//! `T_overlap = min(T_comm - T_init, T_CURC + T_CRC)` (seed 001, formula 3), with `T_init`,
+//! the cost of starting the overlapped call, linear in the bytes it receives.
+//!
+//! The model assumes the sub-messages arrive in the order the computation reads them (what
+//! the access-order priorities aim at); `mpiscope overlap --trace-access` tells whether the
+//! program reads them in one consistent order. Calls below the overlap threshold are left
+//! out, as the library passes them through.
+
+use mpiscope_trace::{CommKind, RunDir, Slot};
+use serde::Serialize;
+
+use crate::parallel::per_rank;
+use crate::volume;
+use crate::AnalyzeError;
+
+/// The functions T-NBC overlaps.
+pub const OVERLAPPED: [&str; 3] = ["MPI_Alltoall", "MPI_Alltoallv", "MPI_Bcast"];
+
+/// The cost of starting an overlapped call: `base_ns + ns_per_mib * received MiB`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct InitModel {
+    /// Fixed part, ns.
+    pub base_ns: f64,
+    /// Per MiB received, ns.
+    pub ns_per_mib: f64,
+}
+
+impl InitModel {
+    /// `T_init` for a call receiving `bytes`.
+    pub fn init_ns(&self, bytes: u64) -> f64 {
+        self.base_ns + self.ns_per_mib * bytes as f64 / (1u64 << 20) as f64
+    }
+}
+
+/// One function's collectives on one rank.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct FunctionGain {
+    /// C name of the function.
+    pub function: String,
+    /// Calls at or above the threshold.
+    pub calls: u64,
+    /// Bytes they received (sent, for a broadcast root).
+    pub bytes: u64,
+    /// Their total time, ns.
+    pub comm_ns: u64,
+    /// Computation following them until the next MPI call, ns.
+    pub after_ns: u64,
+    /// Time T-NBC would hide, ns (model).
+    pub hidden_ns: f64,
+}
+
+/// One rank's prediction.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RankGain {
+    /// World rank.
+    pub rank: u32,
+    /// From the first call's entry to the last call's exit, ns.
+    pub span_ns: u64,
+    /// Per overlapped function (only those called).
+    pub functions: Vec<FunctionGain>,
+    /// Total hidden time, ns.
+    pub hidden_ns: f64,
+    /// Total time in the overlapped functions, ns.
+    pub comm_ns: u64,
+}
+
+/// The prediction for a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OverlapPrediction {
+    /// The `T_init` model used.
+    pub init: InitModel,
+    /// Smallest overlapped call, bytes received.
+    pub min_bytes: u64,
+    /// Per rank.
+    pub ranks: Vec<RankGain>,
+    /// The least any rank would hide, ns: a conservative estimate of the run's saving, since
+    /// the ranks wait for one another at the collectives.
+    pub min_hidden_ns: f64,
+    /// Mean over ranks of the hidden time, ns.
+    pub mean_hidden_ns: f64,
+    /// The longest rank span, ns.
+    pub span_ns: u64,
+}
+
+/// Predicts T-NBC's gain for `run`.
+pub fn predict(
+    run: &RunDir,
+    init: InitModel,
+    min_bytes: u64,
+) -> Result<OverlapPrediction, AnalyzeError> {
+    let results = per_rank(run, |mut reader, rank| {
+        let mut g = RankGain {
+            rank,
+            ..RankGain::default()
+        };
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        // The last overlapped call of thread 0: function index, bytes, duration, exit time.
+        let mut pending: Option<(usize, u64, u64, u64)> = None;
+        let mut names: std::collections::HashMap<u32, Option<usize>> = Default::default();
+        let mut acc: Vec<FunctionGain> = OVERLAPPED
+            .iter()
+            .map(|f| FunctionGain {
+                function: (*f).into(),
+                ..FunctionGain::default()
+            })
+            .collect();
+        while let Some(ev) = reader.next_event() {
+            first = first.min(ev.t_enter);
+            last = last.max(ev.t_exit);
+            if ev.thread != 0 {
+                continue;
+            }
+            if let Some((f, bytes, comm, exit)) = pending.take() {
+                let after = ev.t_enter.saturating_sub(exit);
+                let a = &mut acc[f];
+                a.after_ns += after;
+                a.hidden_ns += mpiscope_overlap_core::model::hidden(
+                    comm as f64,
+                    init.init_ns(bytes),
+                    after as f64,
+                    0.0,
+                );
+            }
+            let idx = *names.entry(ev.call).or_insert_with(|| {
+                let n = reader.tables().call_name(ev.call);
+                OVERLAPPED.iter().position(|f| *f == n)
+            });
+            let Some(f) = idx else {
+                continue;
+            };
+            let peers = ev
+                .args
+                .get(Slot::Comm)
+                .and_then(|c| reader.tables().comms.get(&(c as u32)))
+                .map_or(1, |c| {
+                    if c.kind == CommKind::Inter {
+                        c.remote.len() as u32
+                    } else {
+                        c.size
+                    }
+                });
+            let v = volume::volume(OVERLAPPED[f], &ev, rank, peers);
+            let bytes = if f == 2 {
+                v.received.max(v.sent)
+            } else {
+                v.received
+            };
+            if bytes < min_bytes.max(1) {
+                continue;
+            }
+            let a = &mut acc[f];
+            a.calls += 1;
+            a.bytes += bytes;
+            a.comm_ns += ev.duration();
+            pending = Some((f, bytes, ev.duration(), ev.t_exit));
+        }
+        g.span_ns = last.saturating_sub(first.min(last));
+        g.functions = acc.into_iter().filter(|a| a.calls > 0).collect();
+        g.hidden_ns = g.functions.iter().map(|a| a.hidden_ns).sum();
+        g.comm_ns = g.functions.iter().map(|a| a.comm_ns).sum();
+        Ok(g)
+    });
+    let mut ranks = Vec::new();
+    for (_, r) in results {
+        ranks.push(r?);
+    }
+    let n = ranks.len().max(1) as f64;
+    Ok(OverlapPrediction {
+        init,
+        min_bytes,
+        min_hidden_ns: if ranks.is_empty() {
+            0.0
+        } else {
+            ranks
+                .iter()
+                .map(|r| r.hidden_ns)
+                .fold(f64::INFINITY, f64::min)
+        },
+        mean_hidden_ns: ranks.iter().map(|r| r.hidden_ns).sum::<f64>() / n,
+        span_ns: ranks.iter().map(|r| r.span_ns).max().unwrap_or(0),
+        ranks,
+    })
+}
+
+impl OverlapPrediction {
+    /// A terminal table: per rank and function, then the summary.
+    pub fn to_text(&self) -> String {
+        let ms = |ns: f64| ns / 1e6;
+        let mut out = format!(
+            "T-NBC prediction (model min(T_comm - T_init, following computation); T_init = {:.0} us + {:.0} us/MiB; calls of at least {} bytes)\n\n",
+            self.init.base_ns / 1e3,
+            self.init.ns_per_mib / 1e3,
+            self.min_bytes
+        );
+        out += &format!(
+            "{:>5}  {:<14} {:>7} {:>10} {:>12} {:>12} {:>11}\n",
+            "rank", "function", "calls", "MiB", "comm ms", "after ms", "hidden ms"
+        );
+        for r in &self.ranks {
+            for f in &r.functions {
+                out += &format!(
+                    "{:>5}  {:<14} {:>7} {:>10.1} {:>12.3} {:>12.3} {:>11.3}\n",
+                    r.rank,
+                    f.function,
+                    f.calls,
+                    f.bytes as f64 / (1u64 << 20) as f64,
+                    ms(f.comm_ns as f64),
+                    ms(f.after_ns as f64),
+                    ms(f.hidden_ns)
+                );
+            }
+        }
+        let comm: u64 = self.ranks.iter().map(|r| r.comm_ns).max().unwrap_or(0);
+        out += &format!(
+            "\nhidden per rank: least {:.3} ms, mean {:.3} ms, of at most {:.3} ms in these collectives; run span {:.3} ms: the run would be about {:.1}% shorter\n",
+            ms(self.min_hidden_ns),
+            ms(self.mean_hidden_ns),
+            ms(comm as f64),
+            ms(self.span_ns as f64),
+            if self.span_ns > 0 {
+                100.0 * self.min_hidden_ns / self.span_ns as f64
+            } else {
+                0.0
+            }
+        );
+        out
+    }
+}

@@ -1,0 +1,57 @@
+//! The overlap model of seed 001 (section 3 and formula 3) and the two usual ways of
+//! measuring overlap.
+//!
+//! A collective that takes `t_comm` is followed by computation: first `t_curc` that touches
+//! no received byte (communication-unrelated), then `t_crc` that consumes the received data
+//! in the order it arrives (communication-related). Returning after `t_init`, T-NBC hides at
+//! most `min(t_comm - t_init, t_curc + t_comm * r_comm / r_crc)`; with `r_comm = D / t_comm`
+//! and `r_crc = D / t_crc` the second term is `t_curc + t_crc`.
+
+/// Time T-NBC can hide (seconds or any unit, all arguments alike); never negative.
+pub fn hidden(t_comm: f64, t_init: f64, t_curc: f64, t_crc: f64) -> f64 {
+    (t_comm - t_init).min(t_curc + t_crc).max(0.0)
+}
+
+/// Overlap the OSU way, percent: `100 * max(0, 1 - (t_ovrl - t_cpu) / t_pure)` with `t_pure`
+/// the collective alone, `t_cpu` the computation alone, `t_ovrl` both.
+pub fn osu_percent(t_pure: f64, t_cpu: f64, t_ovrl: f64) -> f64 {
+    if t_pure <= 0.0 {
+        return 0.0;
+    }
+    (100.0 * (1.0 - (t_ovrl - t_cpu) / t_pure)).max(0.0)
+}
+
+/// Overlap the IMB way, percent: `100 * (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu)`
+/// (may be negative when overlapping costs more than it hides).
+pub fn imb_percent(t_pure: f64, t_cpu: f64, t_ovrl: f64) -> f64 {
+    let lo = t_pure.min(t_cpu);
+    if lo <= 0.0 {
+        return 0.0;
+    }
+    100.0 * (t_pure + t_cpu - t_ovrl) / lo
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The seed's Table 1 cases (T_comm = 268 ms, T_init = 60 ms).
+    #[test]
+    fn seed_scenarios() {
+        // (a) T_CURC >= T_comm: everything but the initialisation.
+        assert_eq!(hidden(268.0, 60.0, 445.0, 0.0), 208.0);
+        // (c) no CURC, CRC faster than the data: the CRC time.
+        assert_eq!(hidden(268.0, 60.0, 0.0, 175.0), 175.0);
+        // (e) CURC then fast CRC.
+        assert_eq!(hidden(268.0, 60.0, 177.0, 175.0), 208.0);
+        assert_eq!(hidden(10.0, 20.0, 5.0, 0.0), 0.0);
+    }
+
+    #[test]
+    fn osu_and_imb_agree_when_computation_is_longer() {
+        assert!((osu_percent(1.0, 2.0, 2.2) - 80.0).abs() < 1e-9);
+        assert!((imb_percent(1.0, 2.0, 2.2) - 80.0).abs() < 1e-9);
+        assert_eq!(osu_percent(1.0, 2.0, 4.0), 0.0);
+        assert!(imb_percent(1.0, 2.0, 4.0) < 0.0);
+    }
+}
