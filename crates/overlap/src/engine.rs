@@ -358,12 +358,13 @@ pub fn start() {
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
             while !STOP.load(Ordering::Acquire) {
                 // Yield the core between passes: on a machine with as many ranks as cores a
-                // spinning progress thread steals whole scheduler quanta from the ranks.
+                // spinning progress thread steals whole scheduler quanta from the ranks. A new
+                // operation wakes the thread at once (`unpark` in `run`).
                 let busy = progress_all();
-                std::thread::sleep(std::time::Duration::from_micros(if busy {
+                std::thread::park_timeout(std::time::Duration::from_micros(if busy {
                     20
                 } else {
-                    100
+                    1000
                 }));
             }
         });
@@ -397,6 +398,9 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
     }
     ops.push(op);
     OUTSTANDING.store(ops.len(), Ordering::Release);
+    if let Some(h) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        h.thread().unpark();
+    }
     loop {
         let op = ops.last_mut().expect("just pushed");
         op.progress(false);
