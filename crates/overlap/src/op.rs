@@ -328,6 +328,8 @@ pub struct Op {
     copy_pending: bool,
     /// The priority pieces are posted: new requests belong to the schedule.
     scheduled: bool,
+    /// Priority receive pieces landing outside the staging mapping, by sub-message.
+    aside: Vec<(usize, Vec<u8>)>,
     /// Copies of send pieces on pages that stay writable, by user address.
     send_copies: Vec<(usize, Vec<u8>)>,
     staging: Option<Staging>,
@@ -423,6 +425,7 @@ impl Op {
             current: Requests::default(),
             copy_pending: false,
             scheduled: false,
+            aside: Vec::new(),
             send_copies: Vec::new(),
             staging,
             upage,
@@ -437,16 +440,25 @@ impl Op {
     /// buffer, into fresh staging pages that are published all the same).
     pub unsafe fn commit(&mut self) {
         let (rprot, sprot) = (self.recv.protected, self.send.protected);
+        self.send_copies = self.copy_sends(|r| pages::touches_unprotected(r, sprot));
+        // The priority pieces leave first (they land aside), so the peers waiting on them are
+        // not delayed by the protection of this rank's buffers, done while they travel.
+        // Sending from the application's pages before they are write-protected is safe: the
+        // application cannot write them before the call returns.
+        self.post_priority();
         if let (Some((lo, hi)), Some(st)) = (rprot, &self.staging) {
             if guard::adopt(lo, st.base() + (lo - self.upage), hi - lo).is_err() {
                 // Not even protected: complete the receive region before returning.
                 self.recv.protected = None;
             }
         }
-        self.send_copies = self.copy_sends(|r| pages::touches_unprotected(r, sprot));
-        // The priority pieces leave first (from copies), so the peers waiting on them are not
-        // delayed by the send buffer's protection.
-        self.post_priority();
+        // The own block's priority pieces, now that the staging mapping is complete.
+        if matches!(self.kind, Kind::Alltoall | Kind::Alltoallv) {
+            let np = self.rblocks.get(self.rank).map_or(0, |b| b.pieces.len());
+            for piece in self.priority_pieces(self.rank, np) {
+                self.copy_own(piece);
+            }
+        }
         if let Some((lo, hi)) = sprot {
             if guard::write_protect(lo, hi).is_err() {
                 self.send.protected = None;
@@ -549,9 +561,18 @@ impl Op {
         let block = &self.rblocks[b];
         let (o, n) = block.pieces[piece];
         let sub = block.first + piece;
-        let ptr = self.stage(block.at + o);
+        // Priority pieces are posted before the application's pages are moved into the
+        // staging mapping (which would discard what landed there): they land aside and are
+        // copied in when they complete.
+        let ptr = if self.scheduled {
+            self.stage(block.at + o)
+        } else {
+            self.aside.push((sub, vec![0u8; n]));
+            self.aside.last().map_or(0, |(_, v)| v.as_ptr() as usize)
+        };
         let mut r: MPI_Request = c.request_null;
-        // SAFETY: the piece lies inside the staging receive mapping.
+        // SAFETY: the piece lies inside the staging receive mapping, or in its own buffer
+        // owned by the op until the request completes.
         unsafe {
             PMPI_Irecv(
                 ptr as *mut _,
@@ -566,7 +587,7 @@ impl Op {
         self.push(r, Target::Recv(sub));
     }
 
-    /// Requests go to the priority set until [`Op::start`] is done, then to the schedule's.
+    /// Requests go to the priority set until [`Op::commit`] is done, then to the schedule's.
     fn push(&mut self, r: MPI_Request, t: Target) {
         if self.scheduled {
             self.current.push(r, t);
@@ -618,10 +639,8 @@ impl Op {
                 for b in 0..self.rblocks.len() {
                     let from = self.rblocks[b].peer;
                     let np = self.rblocks[b].pieces.len();
-                    for piece in self.priority_pieces(from, np) {
-                        if from == self.rank {
-                            self.copy_own(piece);
-                        } else {
+                    if from != self.rank {
+                        for piece in self.priority_pieces(from, np) {
                             self.irecv(b, piece, from);
                         }
                     }
@@ -697,6 +716,15 @@ impl Op {
     fn completed(&mut self, t: Target) {
         match t {
             Target::Recv(s) => {
+                if let Some(i) = self.aside.iter().position(|(x, _)| *x == s) {
+                    let (_, data) = self.aside.swap_remove(i);
+                    let dst = self.stage(self.recv.subs[s].0);
+                    // SAFETY: the piece's place in the staging mapping holds `data.len()`
+                    // bytes (the mapping is complete: `commit` has run).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(data.as_ptr(), dst as *mut u8, data.len())
+                    };
+                }
                 self.recv.complete_one(s);
                 if let Kind::Bcast { root } = self.kind {
                     let np = self.rblocks[0].pieces.len();
