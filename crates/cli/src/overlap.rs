@@ -54,7 +54,8 @@ struct RunArgs {
     /// Access orders to give priorities by (`order.json` of a `--trace-access` run).
     #[arg(long, value_name = "FILE")]
     order: Option<PathBuf>,
-    /// Smallest receive buffer overlapped, bytes (default 65536).
+    /// Smallest receive buffer overlapped, bytes (default 524288, the break-even measured on
+    /// shared memory: docs/BENCHMARKS.md).
     #[arg(long, value_name = "BYTES")]
     min_bytes: Option<u64>,
     /// Print, per rank at MPI_Finalize, the collectives overlapped and the faults handled.

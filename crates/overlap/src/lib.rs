@@ -1,12 +1,16 @@
-//! T-NBC preload library (issue 7): returns from MPI_Alltoall early and completes it from a
-//! progress thread while the application computes, guarding the receive buffer with
-//! `mprotect` (see `mpiscope-overlap-core`).
+//! T-NBC preload library (issue 7, seed 001): returns from MPI_Alltoall, MPI_Alltoallv and
+//! MPI_Bcast early and completes them from a progress thread while the application computes,
+//! guarding the buffers with `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
+//! mode, records the order in which the program first reads what it received.
 //!
-//! Options (environment): `MPISCOPE_OVERLAP_DISABLE=1` passes every call through unchanged;
-//! `MPISCOPE_OVERLAP_MIN_BYTES` (default 65536) is the smallest receive buffer, in bytes, that
-//! is overlapped (below it a protection and a fault cost more than they can hide).
-//! `MPISCOPE_OVERLAP_STATS=1` prints, at MPI_Finalize, whether T-NBC was active and how many
-//! Alltoalls were overlapped and faults handled. Everything passes through unchanged when MPI
+//! Options (environment; `mpiscope overlap` sets them): `MPISCOPE_OVERLAP_DISABLE=1` passes
+//! every call through unchanged; `MPISCOPE_OVERLAP_MIN_BYTES` (default 524288, the break-even
+//! measured on this kind of host: below it, on shared memory, protecting the buffers costs
+//! more than it hides) is the smallest receive buffer overlapped; `MPISCOPE_OVERLAP_STATS=1`
+//! prints, at MPI_Finalize, whether T-NBC was active, how many collectives were overlapped
+//! and how many faults were handled; `MPISCOPE_OVERLAP_ACCESS=DIR` traces access orders
+//! (collectives stay blocking) into `DIR/access-<rank>.jsonl`; `MPISCOPE_OVERLAP_ORDER=FILE`
+//! runs with the priorities of an order file. Everything passes through unchanged when MPI
 //! does not grant MPI_THREAD_MULTIPLE.
 
 #![allow(clippy::missing_safety_doc)]
