@@ -131,17 +131,15 @@ pub fn inside<T>(f: impl FnOnce() -> T) -> T {
 
 fn progress_all() -> bool {
     let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
-    // A finished operation is retired here, not at the next MPI call: the thread then sleeps
-    // instead of polling through the computation that follows (on a machine with as many
-    // ranks as cores, those polls cost the computation a third of its speed).
-    ops.retain_mut(|op| !op.progress(true));
-    if ops.is_empty() {
-        OUTSTANDING.store(0, Ordering::Release);
-        for a in &BUFFERS {
-            a.store(0, Ordering::Release);
-        }
+    // Busy only while an operation is unfinished: a finished one waits for the next MPI call
+    // to be retired, and the thread sleeps meanwhile instead of polling through the
+    // computation that follows (with as many ranks as cores, those polls cost the
+    // computation a third of its speed).
+    let mut busy = false;
+    for op in ops.iter_mut() {
+        busy |= !op.progress(true);
     }
-    !ops.is_empty()
+    busy
 }
 
 /// Completes every outstanding operation (call before anything that could observe buffers);
@@ -409,14 +407,11 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
     if let Some(h) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
         h.thread().unpark();
     }
-    OVERLAPPED.fetch_add(1, Ordering::Relaxed);
     loop {
-        // The progress thread retires an operation once it is complete.
-        let Some(op) = ops.last_mut() else {
-            return Some(());
-        };
+        let op = ops.last_mut().expect("just pushed");
         op.progress(false);
         if op.edges_done() {
+            OVERLAPPED.fetch_add(1, Ordering::Relaxed);
             return Some(());
         }
         drop(ops);

@@ -2,7 +2,7 @@
  * received blocks are read in order 0..P-1 with computation between them (as NPB FT's
  * transpose), then an MPI_Bcast whose segments are read from the last to the first.
  * Usage: ft_like ITERS BYTES_PER_PEER. Rank 0 prints "CHECKSUM <n>" (the same with and without
- * T-NBC). */
+ * T-NBC) and "TIME <s>", the slowest rank's time for the iterations. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
     long bn = 1 << 20; /* broadcast: 1 MiB, read in 64 KiB segments from the end */
     unsigned char *b = malloc(bn);
     double sum = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
     for (int it = 0; it < iters; it++) {
         for (long i = 0; i < n * size; i++) s[i] = (unsigned char)(rank * 7 + i / n + it);
         MPI_Alltoall(s, (int)n, MPI_BYTE, r, (int)n, MPI_BYTE, MPI_COMM_WORLD);
@@ -33,9 +35,10 @@ int main(int argc, char **argv) {
         MPI_Bcast(b, (int)bn, MPI_BYTE, 0, MPI_COMM_WORLD);
         for (long seg = bn / 65536 - 1; seg >= 0; seg--) sum += work(b + seg * 65536, 65536);
     }
-    double total = 0;
+    double t = MPI_Wtime() - t0, tmax = 0, total = 0;
+    MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&sum, &total, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0) printf("CHECKSUM %.3f\n", total);
+    if (rank == 0) printf("CHECKSUM %.3f\nTIME %.6f\n", total, tmax);
     free(s); free(r); free(b);
     MPI_Finalize();
     return 0;
