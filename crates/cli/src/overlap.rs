@@ -112,6 +112,10 @@ struct PredictArgs {
     /// Cost of starting an overlapped call per MiB received, microseconds.
     #[arg(long, default_value_t = 50.0)]
     init_us_per_mib: f64,
+    /// T-NBC's collective time over the traced collective's (`mpiscope overlap bench`: T-NBC
+    /// pure over blocking pure; about 2.5 on shared memory here).
+    #[arg(long, default_value_t = 1.0)]
+    slowdown: f64,
     /// Smallest call overlapped, bytes received (as the library's threshold).
     #[arg(long, default_value_t = 65536)]
     min_bytes: u64,
@@ -257,7 +261,11 @@ fn predict(p: PredictArgs) -> Result<i32> {
     let init = mpiscope_analyze::overlap::InitModel {
         base_ns: p.init_us * 1e3,
         ns_per_mib: p.init_us_per_mib * 1e3,
+        slowdown: p.slowdown,
     };
+    if !(p.slowdown > 0.0 && p.slowdown.is_finite()) {
+        bail!("--slowdown {}: expected a positive factor", p.slowdown);
+    }
     let pred = mpiscope_analyze::overlap::predict(&run, init, p.min_bytes)?;
     if p.json {
         println!("{}", serde_json::to_string_pretty(&pred)?);

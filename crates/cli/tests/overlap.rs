@@ -306,9 +306,12 @@ fn predict_from_a_trace() {
         assert_eq!(calls("MPI_Bcast"), Some(3), "{r:#}");
         for x in f {
             let hidden = x["hidden_ns"].as_f64().unwrap();
+            let comm = x["comm_ns"].as_f64().unwrap();
             assert!(hidden >= 0.0);
-            assert!(hidden <= x["comm_ns"].as_f64().unwrap() + 1.0, "{x:#}");
+            assert!(hidden <= comm + 1.0, "{x:#}");
             assert!(hidden <= x["after_ns"].as_f64().unwrap() + 1.0, "{x:#}");
+            // At slowdown 1 the saving is what is hidden minus the initializations.
+            assert!(x["saved_ns"].as_f64().unwrap() <= hidden + 1.0, "{x:#}");
         }
     }
     assert!(p["mean_hidden_ns"].as_f64().unwrap() > 0.0, "{p:#}");
