@@ -99,6 +99,17 @@ pub struct OverlapPrediction {
     pub span_ns: u64,
 }
 
+/// One call's `(hidden, saved)` ns: a collective of `comm_ns` receiving `bytes`, followed by
+/// `after_ns` of computation. The call takes `T_init`; T-NBC's collective (`slowdown` times
+/// longer) overlaps the computation; the next MPI call waits for what is left.
+pub fn call_gain(init: &InitModel, comm_ns: u64, bytes: u64, after_ns: u64) -> (f64, f64) {
+    let t_init = init.init_ns(bytes);
+    let t_tnbc = comm_ns as f64 * init.slowdown;
+    let hidden = mpiscope_overlap_core::model::hidden(t_tnbc, t_init, after_ns as f64, 0.0);
+    let exposed = t_init + (t_tnbc - t_init - hidden).max(0.0);
+    (hidden, comm_ns as f64 - exposed)
+}
+
 /// Predicts T-NBC's gain for `run`.
 pub fn predict(
     run: &RunDir,
@@ -131,13 +142,9 @@ pub fn predict(
                 let after = ev.t_enter.saturating_sub(exit);
                 let a = &mut acc[f];
                 a.after_ns += after;
-                let t_init = init.init_ns(bytes);
-                let t_tnbc = comm as f64 * init.slowdown;
-                let hidden =
-                    mpiscope_overlap_core::model::hidden(t_tnbc, t_init, after as f64, 0.0);
+                let (hidden, saved) = call_gain(&init, comm, bytes, after);
                 a.hidden_ns += hidden;
-                // In the call: the initialization, then at the next MPI call what is not hidden.
-                a.saved_ns += comm as f64 - (t_init + (t_tnbc - t_init - hidden).max(0.0));
+                a.saved_ns += saved;
             }
             let idx = *names.entry(ev.call).or_insert_with(|| {
                 let n = reader.tables().call_name(ev.call);
@@ -245,5 +252,47 @@ impl OverlapPrediction {
             }
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INIT: InitModel = InitModel {
+        base_ns: 100.0,
+        ns_per_mib: 0.0,
+        slowdown: 1.0,
+    };
+
+    #[test]
+    fn long_computation_hides_all_but_the_initialization() {
+        let (hidden, saved) = call_gain(&INIT, 1000, 1 << 20, 5000);
+        assert_eq!((hidden, saved), (900.0, 900.0));
+    }
+
+    #[test]
+    fn short_computation_hides_itself_only() {
+        let (hidden, saved) = call_gain(&INIT, 1000, 1 << 20, 300);
+        assert_eq!((hidden, saved), (300.0, 300.0));
+        // No computation: only the initialization is paid on top.
+        assert_eq!(call_gain(&INIT, 1000, 1 << 20, 0), (0.0, 0.0));
+    }
+
+    #[test]
+    fn a_slower_collective_can_lose() {
+        let slow = InitModel {
+            slowdown: 3.0,
+            ..INIT
+        };
+        // 3000 ns of T-NBC collective, 500 ns of computation: 2600 ns exposed for 1000.
+        let (hidden, saved) = call_gain(&slow, 1000, 1 << 20, 500);
+        assert_eq!(hidden, 500.0);
+        assert_eq!(saved, -1500.0);
+        let per_mib = InitModel {
+            ns_per_mib: 1000.0,
+            ..INIT
+        };
+        assert_eq!(per_mib.init_ns(2 << 20), 2100.0);
     }
 }
