@@ -297,10 +297,12 @@ thread_local! {
     static SITE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// Records the call site of the collective being intercepted (entry points call this first,
-/// through [`callsite`], only when it is needed: access tracing or orders loaded).
-pub fn set_site(site: String) {
-    SITE.with(|s| *s.borrow_mut() = site);
+/// Records the call site of the collective being intercepted (found by [`callsite`], only
+/// when it is needed: access tracing or orders loaded).
+pub fn set_site(site: Option<String>) {
+    if let Some(site) = site {
+        SITE.with(|s| *s.borrow_mut() = site);
+    }
 }
 
 fn callsite_of_collective() -> String {

@@ -91,6 +91,12 @@ unsafe fn contiguous(t: MPI_Datatype, count: c_int) -> Option<usize> {
         .then_some(size as usize * count as usize)
 }
 
+unsafe fn comm_size(comm: MPI_Comm) -> c_int {
+    let mut size = 0;
+    PMPI_Comm_size(comm, &mut size);
+    size
+}
+
 /// Whether this call is access-traced (tracing mode, not from inside the library).
 fn tracing() -> bool {
     engine::ACCESS_MODE.load(Ordering::Relaxed) && !INSIDE.with(|c| c.get())
@@ -144,8 +150,7 @@ pub unsafe extern "C" fn MPI_Alltoall(
         let rc = PMPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         );
-        let mut size = 0;
-        PMPI_Comm_size(comm, &mut size);
+        let size = comm_size(comm);
         if let (Some(site), Some(b)) = (site, contiguous(recvtype, recvcount)) {
             let base = recvbuf as usize;
             let subs: Vec<(usize, usize)> = (0..size as usize)
@@ -155,12 +160,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
         }
         return rc;
     }
-    if let Some(site) = site {
-        engine::set_site(site);
-    }
+    engine::set_site(site);
     if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
-        let mut size = 0;
-        PMPI_Comm_size(comm, &mut size);
+        let size = comm_size(comm);
         if let Some(block) = type_bytes(recvtype, recvcount) {
             if block <= MAX_BLOCK && big_enough(block * size as usize) {
                 let s = contiguous(sendtype, sendcount);
@@ -221,8 +223,7 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         let rc = PMPI_Alltoallv(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
         );
-        let mut size = 0;
-        PMPI_Comm_size(comm, &mut size);
+        let size = comm_size(comm);
         let layout = contiguous(recvtype, 1)
             .and_then(|t| byte_layout(recvcounts, rdispls, size as usize, t));
         if let (Some(site), Some(layout)) = (site, layout) {
@@ -238,14 +239,11 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         }
         return rc;
     }
-    if let Some(site) = site {
-        engine::set_site(site);
-    }
+    engine::set_site(site);
     // Counts differ from rank to rank: every rank enters the engine, which agrees on whether
     // all of them can overlap this call (one MPI_Allreduce).
     if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
-        let mut size = 0;
-        PMPI_Comm_size(comm, &mut size);
+        let size = comm_size(comm);
         let n = size as usize;
         let layouts = match (contiguous(sendtype, 1), contiguous(recvtype, 1)) {
             (Some(ts), Some(tr)) => byte_layout(sendcounts, sdispls, n, ts)
@@ -291,9 +289,7 @@ pub unsafe extern "C" fn MPI_Bcast(
         }
         return rc;
     }
-    if let Some(site) = site {
-        engine::set_site(site);
-    }
+    engine::set_site(site);
     if eligible_comm(comm) && root >= 0 {
         if let Some(n) = type_bytes(datatype, count) {
             if n <= MAX_BLOCK && big_enough(n) {
