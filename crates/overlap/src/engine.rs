@@ -5,7 +5,7 @@
 //! libc call that hands memory to the kernel or releases it, completes it first.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use std::collections::BTreeMap;
@@ -68,6 +68,16 @@ pub unsafe fn forget(comm: MPI_Comm) {
         PMPI_Comm_free(&mut c.0);
     }
 }
+
+/// Time spent returning from overlapped collectives, summed over calls, in nanoseconds:
+/// preparing (staging map, pending table), agreeing with the other ranks, committing
+/// (protections, priority pieces) and waiting for the pieces of the unaligned edge pages.
+pub static INIT_NS: [AtomicU64; 4] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
 
 static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
@@ -397,8 +407,13 @@ pub fn stop() {
 /// cannot), and returns once the pieces on its receive region's unaligned edge pages are in
 /// place; `None`, having changed nothing, when the ranks run the blocking collective instead.
 unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
-    let mut op = agree(comm, call.and_then(|c| Op::prepare(c)))?;
+    let t0 = std::time::Instant::now();
+    let prepared = call.and_then(|c| Op::prepare(c));
+    let t1 = std::time::Instant::now();
+    let mut op = agree(comm, prepared)?;
+    let t2 = std::time::Instant::now();
     op.commit();
+    let t3 = std::time::Instant::now();
     let [(s0, s1), (r0, r1)] = op.regions();
     let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
     for (a, v) in BUFFERS.iter().zip([s0, s1, r0, r1]) {
@@ -414,6 +429,10 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
         op.progress(false);
         if op.edges_done() {
             OVERLAPPED.fetch_add(1, Ordering::Relaxed);
+            let t4 = std::time::Instant::now();
+            for (slot, d) in INIT_NS.iter().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3]) {
+                slot.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+            }
             return Some(());
         }
         drop(ops);

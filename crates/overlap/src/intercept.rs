@@ -61,11 +61,18 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     }
     if std::env::var("MPISCOPE_OVERLAP_STATS").is_ok_and(|v| v == "1") {
         // One write, so the lines of ranks sharing a terminal do not interleave.
+        let n = engine::OVERLAPPED.load(Ordering::Relaxed);
+        let us =
+            |i: usize| engine::INIT_NS[i].load(Ordering::Relaxed) as f64 / 1e3 / n.max(1) as f64;
         let line = format!(
-            "mpiscope-overlap: active {} overlapped {} faults {}\n",
+            "mpiscope-overlap: active {} overlapped {} faults {} init_us prepare {:.1} agree {:.1} commit {:.1} edges {:.1}\n",
             engine::WAS_ACTIVE.load(Ordering::Relaxed),
-            engine::OVERLAPPED.load(Ordering::Relaxed),
-            mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed)
+            n,
+            mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed),
+            us(0),
+            us(1),
+            us(2),
+            us(3),
         );
         libc::write(2, line.as_ptr() as *const c_void, line.len());
     }

@@ -497,6 +497,16 @@ impl Op {
             .collect()
     }
 
+    /// Where the send piece starting at user address `addr` is read from: the op's copy when
+    /// the piece lies on a page left writable (the application may overwrite it as soon as
+    /// the call returns), else the write-protected user pages.
+    fn send_source(&self, addr: usize) -> *const u8 {
+        match self.send_copies.iter().find(|(a, _)| *a == addr) {
+            Some((_, copy)) => copy.as_ptr(),
+            None => addr as *const u8,
+        }
+    }
+
     /// Whether piece `piece` of `pieces` of a block `source` sends goes ahead of the schedule.
     fn priority_piece(&self, source: usize, piece: usize, pieces: usize) -> bool {
         match self.kind {
@@ -529,10 +539,7 @@ impl Op {
         let ptr = if forward {
             self.stage(addr) as *const u8
         } else {
-            match self.send_copies.iter().find(|(a, _)| *a == addr) {
-                Some((_, copy)) => copy.as_ptr(),
-                None => addr as *const u8,
-            }
+            self.send_source(addr)
         };
         let mut r: MPI_Request = c.request_null;
         // SAFETY: the piece stays readable until the request completes (write-protected user
@@ -600,7 +607,9 @@ impl Op {
     fn copy_own(&mut self, piece: usize) {
         let (sb, rb) = (&self.sblocks[self.rank], &self.rblocks[self.rank]);
         let (o, n) = rb.pieces[piece];
-        let (src, dst) = (sb.at + o, self.stage(rb.at + o));
+        // The own block's later pieces are copied by the progress thread after the call has
+        // returned: a piece on a writable send page comes from its copy.
+        let (src, dst) = (self.send_source(sb.at + o) as usize, self.stage(rb.at + o));
         let (ssub, rsub) = (sb.first + piece, rb.first + piece);
         // SAFETY: both ranges are `n` bytes inside live buffers.
         unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, n) };
