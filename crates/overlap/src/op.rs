@@ -6,8 +6,10 @@
 //! returns; the others follow the collective's schedule, posted and tested by the progress
 //! thread. Receive pieces land in a page-aligned staging mapping holding the application's own
 //! pages (moved there with `MREMAP_DONTUNMAP`) and are moved back with `mremap` once no
-//! pending piece shares their pages; send pieces are read from the application's buffer,
-//! write-protected meanwhile (pieces on its unaligned edge pages are sent from copies).
+//! pending piece shares their pages. An all-to-all's send pages are moved aside the same way
+//! (the user range inaccessible until the pieces on each page are sent, then moved back); a
+//! broadcast root's stay in place, write-protected, so the root reads its data freely. Pieces
+//! on the send buffer's unaligned edge pages, and the priority pieces, are sent from copies.
 //! A piece is done when every operation on it has completed: its receive (and, for a
 //! broadcast, its forwards to the tree children, which read the staging pages) or its sends.
 
@@ -333,6 +335,9 @@ pub struct Op {
     /// Copies of send pieces on pages that stay writable, by user address.
     send_copies: Vec<(usize, Vec<u8>)>,
     staging: Option<Staging>,
+    /// Where an all-to-all's whole send pages are moved for the operation (offset 0 is the
+    /// first protected send page), when the move succeeded.
+    send_staging: Option<Staging>,
     /// First page of the receive region (staging offset 0).
     upage: usize,
     recv: Guarded,
@@ -399,6 +404,10 @@ impl Op {
         let upage = rregion.0 / page * page;
         let rprot = pages::protectable(rregion.0, rregion.1 - rregion.0, page).ok()?;
         let sprot = pages::protectable(sregion.0, sregion.1 - sregion.0, page).ok()?;
+        let send_staging = match (kind, sprot) {
+            (Kind::Alltoall | Kind::Alltoallv, Some((lo, hi))) => Some(Staging::new(hi - lo).ok()?),
+            _ => None,
+        };
         let np = |b: &Block| b.pieces.len();
         let recv = Guarded::new(&mut rblocks, rprot, |b, i| match kind {
             Kind::Bcast { .. } if i != 0 && i + 1 != np(b) => 1 + children.len() as u32,
@@ -428,6 +437,7 @@ impl Op {
             aside: Vec::new(),
             send_copies: Vec::new(),
             staging,
+            send_staging,
             upage,
             recv,
             send,
@@ -440,12 +450,20 @@ impl Op {
     /// buffer, into fresh staging pages that are published all the same).
     pub unsafe fn commit(&mut self) {
         let (rprot, sprot) = (self.recv.protected, self.send.protected);
-        self.send_copies = self.copy_sends(|r| pages::touches_unprotected(r, sprot));
-        // The priority pieces leave first (they land aside), so the peers waiting on them are
-        // not delayed by the protection of this rank's buffers, done while they travel.
-        // Sending from the application's pages before they are write-protected is safe: the
-        // application cannot write them before the call returns.
+        let priority = self.priority_send_subs();
+        self.send_copies = self.copy_sends(|r| {
+            pages::touches_unprotected(r, sprot) || priority.binary_search(&r).is_ok()
+        });
+        // The priority pieces leave first, from copies (they land aside), so the peers waiting
+        // on them are not delayed by the protection of this rank's buffers, done while they
+        // travel.
         self.post_priority();
+        if let (Some((lo, hi)), Some(st)) = (sprot, &self.send_staging) {
+            if !matches!(guard::move_aside(lo, st.base(), hi - lo), Ok(true)) {
+                // Refused (a shared or file mapping): write-protect in place below.
+                self.send_staging = None;
+            }
+        }
         if let (Some((lo, hi)), Some(st)) = (rprot, &self.staging) {
             if guard::adopt(lo, st.base() + (lo - self.upage), hi - lo).is_err() {
                 // Not even protected: complete the receive region before returning.
@@ -459,7 +477,7 @@ impl Op {
                 self.copy_own(piece);
             }
         }
-        if let Some((lo, hi)) = sprot {
+        if let (Some((lo, hi)), None) = (sprot, &self.send_staging) {
             if guard::write_protect(lo, hi).is_err() {
                 self.send.protected = None;
                 self.send_copies = self.copy_sends(|_| true);
@@ -501,10 +519,34 @@ impl Op {
     /// the piece lies on a page left writable (the application may overwrite it as soon as
     /// the call returns), else the write-protected user pages.
     fn send_source(&self, addr: usize) -> *const u8 {
-        match self.send_copies.iter().find(|(a, _)| *a == addr) {
-            Some((_, copy)) => copy.as_ptr(),
-            None => addr as *const u8,
+        if let Some((_, copy)) = self.send_copies.iter().find(|(a, _)| *a == addr) {
+            return copy.as_ptr();
         }
+        match (&self.send_staging, self.send.protected) {
+            (Some(st), Some((lo, _))) => (st.base() + (addr - lo)) as *const u8,
+            _ => addr as *const u8,
+        }
+    }
+
+    /// The send sub-messages posted ahead of the schedule (user address ranges, sorted).
+    fn priority_send_subs(&self) -> Vec<Range> {
+        let source = match self.kind {
+            Kind::Bcast { root } if self.rank == root => root,
+            Kind::Bcast { .. } => return Vec::new(),
+            Kind::Alltoall | Kind::Alltoallv => self.rank,
+        };
+        let mut v: Vec<Range> = self
+            .sblocks
+            .iter()
+            .filter(|b| matches!(self.kind, Kind::Bcast { .. }) || b.peer != self.rank)
+            .flat_map(|b| {
+                self.priority_pieces(source, b.pieces.len())
+                    .into_iter()
+                    .map(move |p| self.send.subs[b.first + p])
+            })
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// Whether piece `piece` of `pieces` of a block `source` sends goes ahead of the schedule.
@@ -809,8 +851,15 @@ impl Op {
                 }
             },
         );
+        let send_base = self.send.protected.map_or(0, |(lo, _)| lo);
+        let send_staging = &mut self.send_staging;
         self.send.publish(
-            |s, e| guard::protect(s, e, true).expect("mprotect of the send buffer"),
+            |s, e| match send_staging.as_mut() {
+                Some(st) => st
+                    .publish(st.base() + (s - send_base), s, e - s)
+                    .expect("mremap over the send buffer"),
+                None => guard::protect(s, e, true).expect("mprotect of the send buffer"),
+            },
             |_, _| {},
         );
     }
