@@ -6,7 +6,7 @@
 //! user's pages, and [`publish`] moves those pages over the protected ones with one
 //! `mremap(MREMAP_FIXED)`, which replaces them atomically, already readable and writable.
 //!
-//! The handler uses atomics, `nanosleep` and `sigaction` only. A fault whose page no slot of
+//! The handler uses atomics, `sched_yield`, `futex` and `sigaction` only. A fault whose page no slot of
 //! [`TABLE`] covers is not ours: the previous action is reinstalled (or called, when it was an
 //! `SA_SIGINFO` handler) and the faulting access is retried, so genuine crashes still die of
 //! SIGSEGV.
@@ -20,9 +20,10 @@ use crate::Error;
 /// Slots of pending sub-messages shared with the handler.
 pub static TABLE: Table<4096> = Table::new();
 
-/// Times a faulting thread yields its core before it starts sleeping between looks at the
-/// table (a sleep costs some 50 us of timer slack in an application thread).
-const YIELDS_BEFORE_SLEEP: u32 = 2000;
+/// Times a faulting thread yields its core before it sleeps until a release: a few, for data
+/// about to land; yielding does not hand the core to the progress thread, which runs at the
+/// lowest priority, so the wait is a futex sleep.
+const YIELDS_BEFORE_SLEEP: u32 = 8;
 
 /// Faults handled as ours (waited for or retried), for statistics.
 pub static FAULTS: AtomicUsize = AtomicUsize::new(0);
@@ -81,22 +82,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     match TABLE.cover(addr, page) {
         Cover::Pending => {
             FAULTS.fetch_add(1, Ordering::Relaxed);
-            let ts = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 20_000,
-            };
-            // Yield first (the progress thread may be waiting for this core), then sleep.
-            let mut spins = 0u32;
-            while TABLE.cover(addr, page) == Cover::Pending {
-                if spins < YIELDS_BEFORE_SLEEP {
-                    spins += 1;
-                    // SAFETY: sched_yield is async-signal-safe.
-                    unsafe { libc::sched_yield() };
-                } else {
-                    // SAFETY: nanosleep is async-signal-safe.
-                    unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
-                }
-            }
+            TABLE.wait_while_pending(addr, page, YIELDS_BEFORE_SLEEP);
         }
         Cover::Released => {
             FAULTS.fetch_add(1, Ordering::Relaxed);

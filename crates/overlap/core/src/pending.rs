@@ -37,6 +37,10 @@ pub enum Cover {
 /// A fixed-capacity table of `N` slots.
 pub struct Table<const N: usize> {
     slots: [Slot; N],
+    /// Bumped by every release: the futex word faulting threads sleep on.
+    generation: AtomicU32,
+    /// Threads asleep in [`Table::wait_while_pending`].
+    sleepers: AtomicU32,
 }
 
 impl<const N: usize> Default for Table<N> {
@@ -54,7 +58,11 @@ impl<const N: usize> Table<N> {
             end: AtomicUsize::new(0),
             state: AtomicU32::new(FREE),
         };
-        Self { slots: [EMPTY; N] }
+        Self {
+            slots: [EMPTY; N],
+            generation: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+        }
     }
 
     /// Records the pending range `[start, end)`; returns its slot.
@@ -78,6 +86,40 @@ impl<const N: usize> Table<N> {
     /// Marks slot `i` released: its data is in place and its pages are accessible.
     pub fn release(&self, i: usize) {
         self.slots[i].state.store(RELEASED, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            futex(&self.generation, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX as u32, None);
+        }
+    }
+
+    /// Blocks the calling thread while a pending slot covers the page of `addr` (the fault
+    /// handler's wait): first `spins` yields of the core, then asleep on a futex that every
+    /// release wakes, so a progress thread of lower priority gets the core at once and the
+    /// waiter resumes as soon as the data is in place. Async-signal-safe: atomics and raw
+    /// system calls only.
+    pub fn wait_while_pending(&self, addr: usize, page: usize, spins: u32) {
+        for _ in 0..spins {
+            if self.cover(addr, page) != Cover::Pending {
+                return;
+            }
+            // SAFETY: sched_yield has no preconditions and is async-signal-safe.
+            unsafe { libc::sched_yield() };
+        }
+        // A bounded sleep: a release between the check and the sleep changes the word, so the
+        // kernel returns at once; the timeout only guards against a release missed otherwise.
+        let timeout = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        loop {
+            let seen = self.generation.load(Ordering::SeqCst);
+            if self.cover(addr, page) != Cover::Pending {
+                return;
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            futex(&self.generation, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, seen, Some(&timeout));
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Frees slot `i` for reuse.
@@ -112,6 +154,22 @@ impl<const N: usize> Table<N> {
     }
 }
 
+/// The futex system call on `word` (wait while it holds `val`, or wake up to `val` sleepers).
+fn futex(word: &AtomicU32, op: libc::c_int, val: u32, timeout: Option<&libc::timespec>) {
+    // SAFETY: `word` is a live, aligned u32; the timeout, if any, outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            val,
+            timeout.map_or(std::ptr::null(), |t| t as *const libc::timespec),
+            std::ptr::null::<u32>(),
+            0u32,
+        )
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +194,25 @@ mod tests {
         t.free(a);
         t.free(b);
         assert_eq!(t.cover(2 * P, P), Cover::NotOurs);
+    }
+
+    #[test]
+    fn sleeper_wakes_on_release() {
+        static T: Table<8> = Table::new();
+        let i = T.insert(20 * P, 21 * P).unwrap();
+        let woke = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                T.wait_while_pending(20 * P + 7, P, 0);
+                woke.store(true, Ordering::Release);
+            });
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            assert!(!woke.load(Ordering::Acquire), "woke before the release");
+            T.release(i);
+            h.join().unwrap();
+        });
+        assert!(woke.load(Ordering::Acquire));
+        T.free(i);
     }
 
     #[test]
