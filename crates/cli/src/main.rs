@@ -139,6 +139,7 @@ enum Command {
         json: bool,
         /// Instead, save the structural form that `mpiscope replay FILE` replays: per rank
         /// the loop tree, every distinct call with all its recorded arguments, mean times.
+        /// JSON, gzip-compressed when FILE ends in `.gz`.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["rank", "json"])]
         save: Option<PathBuf>,
     },
@@ -307,14 +308,11 @@ fn run(cli: Cli) -> Result<i32> {
             let run = open_run(&dir)?;
             if let Some(out) = save {
                 let form = mpiscope_sim::workload::structural::save(&run)?;
-                let text = serde_json::to_vec(&form)?;
-                std::fs::write(&out, &text)
-                    .with_context(|| format!("cannot write {}", out.display()))?;
+                let bytes = mpiscope_sim::workload::structural::write_file(&form, &out)?;
                 eprintln!(
-                    "mpiscope: structural form of {} rank(s) in {} ({} bytes)",
+                    "mpiscope: structural form of {} rank(s) in {} ({bytes} bytes)",
                     form.ranks.len(),
                     out.display(),
-                    text.len()
                 );
                 return Ok(0);
             }

@@ -198,11 +198,8 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         let (w, sites) = trace::load_with_callsites(&run, options, &speeds_of(n)?)?;
         callsites = Some(sites);
         (w, n)
-    } else if is_structural(input) {
-        let text =
-            std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
-        let form: structural::StructuralRun = serde_json::from_slice(&text)
-            .with_context(|| format!("{}: not a structural form", input.display()))?;
+    } else if structural::sniff(input) {
+        let form = structural::read_file(input)?;
         let n = form.ranks.len() as u32;
         let (w, sites) = structural::load(&form, options, &speeds_of(n)?)?;
         callsites = Some(sites);
@@ -275,20 +272,6 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         crate::write_stdout(&report.to_text())?;
     }
     Ok(0)
-}
-
-/// Is `input` a structural form (`mpiscope structure --save`: a JSON file) rather than a
-/// SimGrid time-independent index (text)?
-fn is_structural(input: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut head = [0u8; 64];
-    let n = std::fs::File::open(input)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    head[..n]
-        .iter()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b == b'{')
 }
 
 fn place(platform: &mpiscope_sim::platform::Platform, n: u32, a: &ReplayArgs) -> Result<Vec<u32>> {

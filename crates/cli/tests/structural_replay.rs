@@ -46,8 +46,20 @@ fn dir_size(d: &Path) -> u64 {
         .sum()
 }
 
-/// Traces `iters` iterations; returns (trace size, structural file size).
-fn check(iters: u32, tmp: &Path, platform: &Path) -> (u64, u64) {
+/// Saves the structural form of `trace` to `out` (gzip-compressed when it ends in `.gz`).
+fn save(trace: &Path, out: &Path) {
+    let o = Command::new(mpiscope())
+        .arg("structure")
+        .arg(trace)
+        .arg("--save")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Traces `iters` iterations; returns (trace size, structural file size, gzipped form size).
+fn check(iters: u32, tmp: &Path, platform: &Path) -> (u64, u64, u64) {
     let exe = build(Mpi::OpenMpi, "npb/halo.c", &[]);
     let d = tmp.join(format!("it{iters}"));
     std::fs::create_dir_all(&d).unwrap();
@@ -57,16 +69,16 @@ fn check(iters: u32, tmp: &Path, platform: &Path) -> (u64, u64) {
     };
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let form = d.join("halo.structure.json");
-    let o = Command::new(mpiscope())
-        .arg("structure")
-        .arg(&trace)
-        .arg("--save")
-        .arg(&form)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let gz = d.join("halo.structure.json.gz");
+    save(&trace, &form);
+    save(&trace, &gz);
+    assert_eq!(std::fs::read(&gz).unwrap()[..2], [0x1f, 0x8b], "not gzip");
     let t = replay(&trace, platform);
     let s = replay(&form, platform);
+    // The compressed form is the same form.
+    let z = replay(&gz, platform);
+    assert_eq!(s["makespan_s"], z["makespan_s"]);
+    assert_eq!(s["messages"], z["messages"]);
     // Per iteration 2 sends per rank, every 10 an allreduce.
     assert_eq!(t["messages"], s["messages"]);
     assert!(t["messages"].as_u64().unwrap() >= u64::from(8 * iters));
@@ -90,15 +102,16 @@ fn check(iters: u32, tmp: &Path, platform: &Path) -> (u64, u64) {
         (mt - ms).abs() <= 0.08 * mt,
         "{iters} iterations: trace {mt} s, structural {ms} s"
     );
-    (dir_size(&trace), std::fs::metadata(&form).unwrap().len())
+    let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+    (dir_size(&trace), size(&form), size(&gz))
 }
 
 #[test]
 fn structural_form_replays_like_the_trace_in_constant_size() {
     let tmp = tempdir();
     let platform = cluster(tmp.path());
-    let (trace100, form100) = check(100, tmp.path(), &platform);
-    let (trace1000, form1000) = check(1000, tmp.path(), &platform);
+    let (trace100, form100, _) = check(100, tmp.path(), &platform);
+    let (trace1000, form1000, gz1000) = check(1000, tmp.path(), &platform);
     assert!(trace1000 > 5 * trace100, "{trace100} {trace1000}");
     // Near-constant: counts and statistics change, not the shape.
     assert!(
@@ -106,6 +119,34 @@ fn structural_form_replays_like_the_trace_in_constant_size() {
         "100 iterations: {form100} bytes, 1000: {form1000} bytes"
     );
     assert!(form1000 * 20 < trace1000, "{form1000} vs trace {trace1000}");
+    assert!(gz1000 * 4 < form1000, "gzipped {gz1000} vs {form1000}");
+}
+
+/// A truncated compressed form is refused with the file named, not half-replayed.
+#[test]
+fn truncated_compressed_form() {
+    let tmp = tempdir();
+    let platform = cluster(tmp.path());
+    let f = tmp.path().join("cut.json.gz");
+    // A gzip stream of a valid form, cut in the middle.
+    let full = {
+        use std::io::Write;
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(b"{\"format\": \"mpiscope-structure-replay/1\", \"ranks\": []}")
+            .unwrap();
+        z.finish().unwrap()
+    };
+    std::fs::write(&f, &full[..full.len() / 2]).unwrap();
+    let o = Command::new(mpiscope())
+        .arg("replay")
+        .arg(&f)
+        .arg("--platform")
+        .arg(&platform)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("cut.json.gz") && err.contains("gzip"), "{err}");
 }
 
 /// A file that is neither a run nor a structural form is refused with a message.

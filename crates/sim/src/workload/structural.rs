@@ -125,6 +125,70 @@ fn saved_call(name: &str, ev: &Event) -> SavedCall {
     }
 }
 
+/// The two bytes every gzip stream starts with.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Writes `form` to `path` as JSON, gzip-compressed when the name ends in `.gz` (iterative
+/// programs repeat the same calls with the same arguments: the JSON compresses some 7x);
+/// returns the bytes written.
+pub fn write_file(form: &StructuralRun, path: &std::path::Path) -> Result<u64, WorkloadError> {
+    let io = |e: &dyn std::fmt::Display| WorkloadError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let json = serde_json::to_vec(form).map_err(|e| io(&e))?;
+    let bytes = if path.extension().is_some_and(|x| x == "gz") {
+        use std::io::Write;
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&json).map_err(|e| io(&e))?;
+        z.finish().map_err(|e| io(&e))?
+    } else {
+        json
+    };
+    std::fs::write(path, &bytes).map_err(|e| io(&e))?;
+    Ok(bytes.len() as u64)
+}
+
+/// Whether `path` looks like a structural form: JSON (its first non-blank byte `{`) or gzip.
+/// A guess from the first bytes, for telling it from other inputs; [`read_file`] checks.
+pub fn sniff(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 64];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n].starts_with(&GZIP_MAGIC)
+        || head[..n]
+            .iter()
+            .find(|b| !b.is_ascii_whitespace())
+            .is_some_and(|&b| b == b'{')
+}
+
+/// Reads a structural form written by [`write_file`] (plain or gzip JSON, told apart by the
+/// gzip magic, whatever the file is called); [`load`] checks its [`FORMAT`].
+pub fn read_file(path: &std::path::Path) -> Result<StructuralRun, WorkloadError> {
+    let bad = |message: String| WorkloadError::Syntax {
+        path: path.display().to_string(),
+        line: 1,
+        message,
+    };
+    let raw = std::fs::read(path).map_err(|e| WorkloadError::Io {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let json = if raw.starts_with(&GZIP_MAGIC) {
+        use std::io::Read;
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(|e| bad(format!("gzip stream broken after {} bytes: {e}", out.len())))?;
+        out
+    } else {
+        raw
+    };
+    serde_json::from_slice(&json).map_err(|e| bad(format!("not a structural form: {e}")))
+}
+
 /// The structural form of every rank of `run` (ranks read one after the other).
 pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
     let mut ranks = Vec::new();
