@@ -88,7 +88,12 @@ impl<const N: usize> Table<N> {
         self.slots[i].state.store(RELEASED, Ordering::Release);
         self.generation.fetch_add(1, Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            futex(&self.generation, libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX as u32, None);
+            futex(
+                &self.generation,
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                i32::MAX as u32,
+                None,
+            );
         }
     }
 
@@ -117,7 +122,12 @@ impl<const N: usize> Table<N> {
                 return;
             }
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            futex(&self.generation, libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG, seen, Some(&timeout));
+            futex(
+                &self.generation,
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                seen,
+                Some(&timeout),
+            );
             self.sleepers.fetch_sub(1, Ordering::SeqCst);
         }
     }

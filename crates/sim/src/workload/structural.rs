@@ -164,29 +164,36 @@ pub fn sniff(path: &std::path::Path) -> bool {
             .is_some_and(|&b| b == b'{')
 }
 
-/// Reads a structural form written by [`write_file`] (plain or gzip JSON, told apart by the
-/// gzip magic, whatever the file is called); [`load`] checks its [`FORMAT`].
+/// Reads a structural form written by [`write_file`]; [`load`] checks its [`FORMAT`].
 pub fn read_file(path: &std::path::Path) -> Result<StructuralRun, WorkloadError> {
-    let bad = |message: String| WorkloadError::Syntax {
-        path: path.display().to_string(),
-        line: 1,
-        message,
-    };
     let raw = std::fs::read(path).map_err(|e| WorkloadError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
+    from_bytes(&raw, &path.display().to_string())
+}
+
+/// Parses a structural form from the bytes of a file called `name` (for messages): plain or
+/// gzip JSON, told apart by the gzip magic, whatever the file is called.
+pub fn from_bytes(raw: &[u8], name: &str) -> Result<StructuralRun, WorkloadError> {
+    let bad = |message: String| WorkloadError::Syntax {
+        path: name.to_string(),
+        line: 1,
+        message,
+    };
+    let inflated;
     let json = if raw.starts_with(&GZIP_MAGIC) {
         use std::io::Read;
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..])
+        flate2::read::GzDecoder::new(raw)
             .read_to_end(&mut out)
             .map_err(|e| bad(format!("gzip stream broken after {} bytes: {e}", out.len())))?;
-        out
+        inflated = out;
+        &inflated[..]
     } else {
         raw
     };
-    serde_json::from_slice(&json).map_err(|e| bad(format!("not a structural form: {e}")))
+    serde_json::from_slice(json).map_err(|e| bad(format!("not a structural form: {e}")))
 }
 
 /// The structural form of every rank of `run` (ranks read one after the other).
@@ -560,5 +567,66 @@ mod tests {
             .collect();
         let orig: Vec<Event> = it(1).into_iter().chain(it(3)).map(|x| x.1).collect();
         assert_eq!(back, orig);
+    }
+
+    fn small_form() -> StructuralRun {
+        let leaf = |sym| Node::Leaf {
+            sym,
+            stats: mpiscope_structure::Stats::one(1000.0 + f64::from(sym)),
+        };
+        StructuralRun {
+            format: FORMAT.into(),
+            ranks: vec![StructuralRank {
+                rank: 0,
+                events: 40,
+                calls: vec![SavedCall {
+                    function: "MPI_Barrier".into(),
+                    callsite: 0,
+                    args: vec![(Slot::Comm as u8, 0)],
+                    lists: Vec::new(),
+                }],
+                tree: vec![Node::Loop {
+                    body: vec![leaf(0), leaf(1)],
+                    count: 20,
+                }],
+                comms: Vec::new(),
+                callsites: Vec::new(),
+            }],
+        }
+    }
+
+    #[test]
+    fn compressed_and_plain_files_read_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let form = small_form();
+        let (plain, packed) = (dir.path().join("f.json"), dir.path().join("f.json.gz"));
+        let n_plain = write_file(&form, &plain).unwrap();
+        let n_packed = write_file(&form, &packed).unwrap();
+        assert!(std::fs::read(&packed).unwrap().starts_with(&GZIP_MAGIC));
+        assert!(!std::fs::read(&plain).unwrap().starts_with(&GZIP_MAGIC));
+        assert!(n_packed < n_plain, "{n_packed} vs {n_plain}");
+        assert_eq!(read_file(&plain).unwrap(), form);
+        assert_eq!(read_file(&packed).unwrap(), form);
+        assert!(sniff(&plain) && sniff(&packed));
+    }
+
+    proptest::proptest! {
+        /// A damaged compressed form (cut or with a byte changed) reads back as the form or
+        /// as an error naming the file, never a panic.
+        #[test]
+        fn damaged_compressed_form_is_an_error(cut in 0usize..400, at in 0usize..400, byte: u8) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f.json.gz");
+            write_file(&small_form(), &path).unwrap();
+            let mut raw = std::fs::read(&path).unwrap();
+            raw.truncate(cut.max(2));
+            if at < raw.len() {
+                raw[at] = byte;
+            }
+            match from_bytes(&raw, "f.json.gz") {
+                Ok(form) => proptest::prop_assert_eq!(form.format, FORMAT),
+                Err(e) => proptest::prop_assert!(e.to_string().starts_with("f.json.gz"), "{}", e),
+            }
+        }
     }
 }
