@@ -1,7 +1,9 @@
 //! Times the passes of `mpiscope report` over a run, each on its own (CPU time of the
 //! process, all threads): the statistics (`profile`), the communication matrix (`matrix`)
 //! and the balance (`balance`). Usage: `cargo run --release -p mpiscope-analyze --example
-//! report_passes -- RUN_DIR [REPEATS]`; prints the median of each.
+//! report_passes -- RUN_DIR [REPEATS] [PASSES]`, PASSES a comma-separated subset of
+//! `profile,matrix,balance` (all by default); prints the median of each and, for the
+//! statistics, events per second of CPU time.
 
 use std::time::Instant;
 
@@ -29,6 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .get(1)
         .ok_or("usage: report_passes RUN_DIR [REPEATS]")?;
     let repeats: usize = args.get(2).map_or(Ok(3), |r| r.parse())?;
+    let passes = args.get(3).map_or("profile,matrix,balance", |p| p.as_str());
+    let want = |p: &str| passes.split(',').any(|x| x == p);
     let run = RunDir::open(dir)?;
     let mut times: [Vec<(f64, f64)>; 3] = Default::default();
     for _ in 0..repeats {
@@ -36,20 +40,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let p = profile(&run)?;
         times[0].push((w.elapsed().as_secs_f64(), cpu_s() - c));
         let (w, c) = (Instant::now(), cpu_s());
-        let m = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &Window::ALL)?;
-        times[1].push((w.elapsed().as_secs_f64(), cpu_s() - c));
-        assert!(m.is_some());
+        if want("matrix") {
+            let m = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &Window::ALL)?;
+            times[1].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+            assert!(m.is_some());
+        }
         let (w, c) = (Instant::now(), cpu_s());
-        mpiscope_analyze::balance::balance(&run, &p.per_rank, &p.p2p, None)?;
-        times[2].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+        if want("balance") {
+            mpiscope_analyze::balance::balance(&run, &p.per_rank, &p.p2p, None)?;
+            times[2].push((w.elapsed().as_secs_f64(), cpu_s() - c));
+        }
     }
-    println!("{} events, {repeats} repeats, medians:", {
-        let p = profile(&run)?;
-        p.events
-    });
+    let events = profile(&run)?.events;
+    println!("{events} events, {repeats} repeats, medians:");
     for (name, t) in ["profile", "matrix", "balance"].iter().zip(times) {
+        if t.is_empty() {
+            continue;
+        }
         let (wall, cpu) = median(t);
-        println!("{name:<8} {wall:.3} s wall {cpu:.3} s CPU");
+        print!("{name:<8} {wall:.3} s wall {cpu:.3} s CPU");
+        if *name == "profile" && cpu > 0.0 {
+            print!(" ({:.1} M events/s per core)", events as f64 / cpu / 1e6);
+        }
+        println!();
     }
     Ok(())
 }

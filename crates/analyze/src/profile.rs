@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot};
+use mpiscope_trace::{CommKind, RankReader, RunDir, Slot};
 use serde::Serialize;
 
 use crate::histogram::LogHistogram;
@@ -173,7 +173,8 @@ struct Acc {
     max_ns: u64,
     vol: Volume,
     durations: LogHistogram,
-    sizes: BTreeMap<u32, u64>,
+    /// Calls by message size class ([`size_class`]).
+    sizes: Vec<u64>,
 }
 
 impl Acc {
@@ -186,8 +187,11 @@ impl Acc {
         self.vol.sent += a.vol.sent;
         self.vol.received += a.vol.received;
         self.durations.merge(&a.durations);
-        for (c, n) in &a.sizes {
-            *self.sizes.entry(*c).or_default() += n;
+        if self.sizes.len() < a.sizes.len() {
+            self.sizes.resize(a.sizes.len(), 0);
+        }
+        for (x, n) in self.sizes.iter_mut().zip(&a.sizes) {
+            *x += n;
         }
     }
 }
@@ -254,7 +258,6 @@ pub fn profile_rank<R: std::io::Read>(
     rank: u32,
     window: &Window,
 ) -> RankProfile {
-    let mut by_id: HashMap<u32, Acc> = HashMap::new();
     let mut persistent: HashMap<i64, Volume> = HashMap::new();
     let mut stats = RankStats {
         rank,
@@ -267,12 +270,14 @@ pub fn profile_rank<R: std::io::Read>(
     let (mut mpi0, mut prev_exit0, mut compute0) = (0u64, None::<u64>, 0u64);
     let mut bursts = LogHistogram::default();
     let mut burst_recip = 0.0f64;
-    let mut sites: HashMap<u32, SiteAcc> = HashMap::new();
-    let mut sent_to: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    // Per call id: name, classification, and whether it sends a message when called.
-    let mut classes: HashMap<u32, (String, mpiscope_mpispec::CallClass, bool)> = HashMap::new();
+    let mut sites: ById<SiteAcc> = ById::default();
+    let mut sent_to: ById<(u64, u64)> = ById::default();
+    // Per call id: what its events need, worked out at the first one, and its totals.
+    let mut calls: ById<CallInfo> = ById::default();
+    // Per communicator id: the processes a per-process count applies to.
+    let mut comm_peers: ById<u32> = ById::default();
     let mut threads: Vec<u16> = Vec::new();
-    while let Some(ev) = reader.next_event() {
+    while let Some((ev, tables)) = reader.next_with_tables() {
         if !window.contains(ev.t_enter) {
             continue;
         }
@@ -295,28 +300,59 @@ pub fn profile_rank<R: std::io::Read>(
             }
             prev_exit0 = Some(ev.t_exit);
         }
-        let (name, class, send) = classes.entry(ev.call).or_insert_with(|| {
-            let n = reader.tables().call_name(ev.call).into_owned();
-            let c = mpiscope_mpispec::classify(&n);
-            let s = is_send(&n);
-            (n, c, s)
-        });
-        let acc = by_id.entry(ev.call).or_default();
+        let info = calls.get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call));
+        let acc = &mut info.acc;
         acc.count += 1 + ev.skipped;
         acc.recorded += 1;
         acc.time_ns += d;
         acc.max_ns = acc.max_ns.max(d);
         acc.durations.add(d);
         if let Some(b) = ev.args.get(Slot::Bytes) {
-            *acc.sizes.entry(size_class(b.max(0) as u64)).or_default() += 1;
+            let c = size_class(b.max(0) as u64) as usize;
+            if acc.sizes.len() <= c {
+                acc.sizes.resize(c + 1, 0);
+            }
+            acc.sizes[c] += 1;
         }
-        let peers = peers_of(&reader, &ev);
-        let v = event_volume(name, class, &ev, rank, peers, &mut persistent);
+        let peers = match ev.args.get(Slot::Comm) {
+            None => 1,
+            Some(id) => match comm_peers.get(id as u32) {
+                Some(&n) => n,
+                None => match peers_of(tables, id as u32) {
+                    // Cached once defined (definitions come before their first use).
+                    Some(n) => *comm_peers.get_or_insert_with(id as u32, || n),
+                    None => 1,
+                },
+            },
+        };
+        let v = match info.start {
+            Start::Creates => {
+                if let Some(req) = ev.args.get(Slot::Request) {
+                    persistent.insert(req, volume::persistent_volume(&info.name, ev, rank, peers));
+                }
+                Volume::default()
+            }
+            Start::One => ev
+                .args
+                .get(Slot::Request)
+                .and_then(|r| persistent.get(&r).copied())
+                .unwrap_or_default(),
+            Start::All => ev
+                .list(mpiscope_trace::ListKind::Requests)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|r| persistent.get(r))
+                .fold(Volume::default(), |a, v| Volume {
+                    sent: a.sent + v.sent,
+                    received: a.received + v.received,
+                }),
+            Start::No => info.rule.volume(ev, rank, peers),
+        };
         acc.vol.sent += v.sent;
         acc.vol.received += v.received;
         if ev.callsite != 0 {
-            let site = sites.entry(ev.callsite).or_insert_with(|| SiteAcc {
-                function: name.clone(),
+            let site = sites.get_or_insert_with(ev.callsite, || SiteAcc {
+                function: info.name.clone(),
                 ..SiteAcc::default()
             });
             site.count += 1;
@@ -324,14 +360,17 @@ pub fn profile_rank<R: std::io::Read>(
             site.max_ns = site.max_ns.max(d);
             site.bytes += v.total();
         }
-        if *send {
+        if info.send {
             if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
-                let e = sent_to.entry(peer as u32).or_default();
+                let e = sent_to.get_or_insert_with(peer as u32, Default::default);
                 e.0 += 1;
                 e.1 += v.sent;
             }
         }
     }
+    let mut by_id: HashMap<u32, Acc> = calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
+    let sites: HashMap<u32, SiteAcc> = sites.into_iter().collect();
+    let sent_to: BTreeMap<u32, (u64, u64)> = sent_to.into_iter().collect();
     stats.threads = threads.len() as u32;
     if first != u64::MAX {
         stats.wall_s = (last - first) as f64 * 1e-9;
@@ -411,47 +450,105 @@ pub fn profile_rank<R: std::io::Read>(
     }
 }
 
-fn peers_of<R: std::io::Read>(reader: &RankReader<R>, ev: &Event) -> u32 {
-    let Some(id) = ev.args.get(Slot::Comm) else {
-        return 1;
-    };
-    match reader.tables().comms.get(&(id as u32)) {
-        Some(c) if c.kind == CommKind::Inter => c.remote.len() as u32,
-        Some(c) => c.size,
-        None => 1,
+/// The processes a per-process count of communicator `id` applies to (its size, or its
+/// remote group's for an intercommunicator), if it is defined.
+fn peers_of(tables: &mpiscope_trace::Tables, id: u32) -> Option<u32> {
+    tables.comms.get(&id).map(|c| match c.kind {
+        CommKind::Inter => c.remote.len() as u32,
+        _ => c.size,
+    })
+}
+
+/// How a call's volume is found: from its arguments ([`volume::Rule`]), or through the
+/// persistent requests it creates or starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// An ordinary call.
+    No,
+    /// Creates a persistent request (credited when started).
+    Creates,
+    /// MPI_Start.
+    One,
+    /// MPI_Startall.
+    All,
+}
+
+/// What the statistics need of one call id, worked out at its first event, and its totals.
+struct CallInfo {
+    name: String,
+    rule: volume::Rule,
+    start: Start,
+    /// Sends one point-to-point message when called.
+    send: bool,
+    acc: Acc,
+}
+
+impl CallInfo {
+    fn new(tables: &mpiscope_trace::Tables, id: u32) -> Self {
+        let name = tables.call_name(id).into_owned();
+        let class = mpiscope_mpispec::classify(&name);
+        let start = match name.as_str() {
+            _ if class.persistent => Start::Creates,
+            "MPI_Start" => Start::One,
+            "MPI_Startall" => Start::All,
+            _ => Start::No,
+        };
+        CallInfo {
+            rule: volume::Rule::of(&class),
+            start,
+            send: is_send(&name),
+            name,
+            acc: Acc::default(),
+        }
     }
 }
 
-fn event_volume(
-    name: &str,
-    class: &mpiscope_mpispec::CallClass,
-    ev: &Event,
-    rank: u32,
-    peers: u32,
-    persistent: &mut HashMap<i64, Volume>,
-) -> Volume {
-    if class.persistent {
-        if let Some(req) = ev.args.get(Slot::Request) {
-            persistent.insert(req, volume::persistent_volume(name, ev, rank, peers));
+/// Values by a small integer id from the trace (call, callsite, communicator, rank): a
+/// vector for ids below 2^16, a hash map above, so a corrupt id cannot allocate gigabytes.
+struct ById<T> {
+    dense: Vec<Option<T>>,
+    sparse: HashMap<u32, T>,
+}
+
+impl<T> Default for ById<T> {
+    fn default() -> Self {
+        ById {
+            dense: Vec::new(),
+            sparse: HashMap::new(),
         }
-        return Volume::default();
     }
-    match name {
-        "MPI_Start" => ev
-            .args
-            .get(Slot::Request)
-            .and_then(|r| persistent.get(&r).copied())
-            .unwrap_or_default(),
-        "MPI_Startall" => ev
-            .list(mpiscope_trace::ListKind::Requests)
-            .unwrap_or(&[])
-            .iter()
-            .filter_map(|r| persistent.get(r))
-            .fold(Volume::default(), |a, v| Volume {
-                sent: a.sent + v.sent,
-                received: a.received + v.received,
-            }),
-        _ => volume::volume_of(class, ev, rank, peers),
+}
+
+impl<T> ById<T> {
+    const DENSE: u32 = 1 << 16;
+
+    #[inline]
+    fn get(&self, id: u32) -> Option<&T> {
+        if id < Self::DENSE {
+            self.dense.get(id as usize).and_then(Option::as_ref)
+        } else {
+            self.sparse.get(&id)
+        }
+    }
+
+    #[inline]
+    fn get_or_insert_with(&mut self, id: u32, make: impl FnOnce() -> T) -> &mut T {
+        if id >= Self::DENSE {
+            return self.sparse.entry(id).or_insert_with(make);
+        }
+        let i = id as usize;
+        if self.dense.len() <= i {
+            self.dense.resize_with(i + 1, || None);
+        }
+        self.dense[i].get_or_insert_with(make)
+    }
+
+    fn into_iter(self) -> impl Iterator<Item = (u32, T)> {
+        self.dense
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.map(|v| (i as u32, v)))
+            .chain(self.sparse)
     }
 }
 
@@ -671,7 +768,9 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
                 sizes: a
                     .sizes
                     .iter()
-                    .map(|(c, n)| (size_class_label(*c), *n))
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(c, &n)| (size_class_label(c as u32), n))
                     .collect(),
             },
         );

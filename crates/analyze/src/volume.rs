@@ -38,87 +38,125 @@ pub fn volume(name: &str, ev: &Event, rank: u32, peers: u32) -> Volume {
 
 /// As [`volume`], for a function already classified.
 pub fn volume_of(class: &mpiscope_mpispec::CallClass, ev: &Event, rank: u32, peers: u32) -> Volume {
-    let n = u64::from(peers.max(1));
-    let fam = &class.family;
-    let a = &ev.args;
-    let to_null = a.get(Slot::Peer) == Some(PEER_NULL);
-    let is_root = a
-        .get(Slot::Root)
-        .is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT);
-    let persistent_init = class.persistent;
-    let v = |sent: u64, received: u64| Volume { sent, received };
-    match fam.as_str() {
-        _ if persistent_init => Volume::default(),
-        "send" | "ssend" | "bsend" | "rsend" | "psend" => {
-            v(if to_null { 0 } else { pos(a.get(Slot::Bytes)) }, 0)
+    Rule::of(class).volume(ev, rank, peers)
+}
+
+/// How a function's arguments give its volume: decided once per function from its class
+/// ([`Rule::of`], string comparisons), applied to every call ([`Rule::volume`], no string).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Moves nothing counted here (persistent creations, waits, probes, ...).
+    Nothing,
+    /// Point-to-point send: its buffer, unless to the null process.
+    Send,
+    /// Point-to-point receive: its status, else its buffer, unless from the null process.
+    Recv,
+    /// Sendrecv: send buffer out, status or receive buffer in.
+    Sendrecv,
+    /// Sendrecv_replace: one buffer out and in.
+    SendrecvReplace,
+    /// Bcast: the root sends its buffer, the others receive it.
+    Bcast,
+    /// Reduce: everyone sends; the root also receives.
+    Reduce,
+    /// Allreduce, scan, exscan: the buffer out and in.
+    Allreduce,
+    /// Reduce_scatter_block: n receive blocks out, one in.
+    ReduceScatterBlock,
+    /// Reduce_scatter: the whole send buffer out, a share in.
+    ReduceScatter,
+    /// Alltoall: per-process counts both ways.
+    Alltoall,
+    /// Allgather: own block out, n in.
+    Allgather,
+    /// Gather: own block out, n in at the root.
+    Gather,
+    /// Scatter: n out at the root, one block in.
+    Scatter,
+    /// Other collectives: send buffer out, receive buffer in.
+    Collective,
+    /// One-sided put or accumulate: origin buffer out.
+    Put,
+    /// One-sided get: origin buffer in.
+    Get,
+    /// Atomic read-modify-write: both ways.
+    GetAccumulate,
+}
+
+impl Rule {
+    /// The rule for a classified function.
+    pub fn of(class: &mpiscope_mpispec::CallClass) -> Rule {
+        if class.persistent {
+            return Rule::Nothing;
         }
-        "recv" | "mrecv" | "precv" => {
-            if to_null {
-                return Volume::default();
+        match class.family.as_str() {
+            "send" | "ssend" | "bsend" | "rsend" | "psend" => Rule::Send,
+            "recv" | "mrecv" | "precv" => Rule::Recv,
+            "sendrecv" => Rule::Sendrecv,
+            "sendrecv_replace" => Rule::SendrecvReplace,
+            "bcast" => Rule::Bcast,
+            "reduce" => Rule::Reduce,
+            "allreduce" | "scan" | "exscan" => Rule::Allreduce,
+            "reduce_scatter_block" => Rule::ReduceScatterBlock,
+            "reduce_scatter" => Rule::ReduceScatter,
+            "alltoall" => Rule::Alltoall,
+            "allgather" => Rule::Allgather,
+            "gather" => Rule::Gather,
+            "scatter" => Rule::Scatter,
+            _ if class.collective => Rule::Collective,
+            "put" | "rput" | "accumulate" | "raccumulate" => Rule::Put,
+            "get" | "rget" => Rule::Get,
+            "get_accumulate" | "rget_accumulate" | "fetch_and_op" | "compare_and_swap" => {
+                Rule::GetAccumulate
             }
-            v(0, pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))))
+            _ => Rule::Nothing,
         }
-        "sendrecv" => v(
-            pos(a.get(Slot::Bytes)),
-            pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes))),
-        ),
-        "sendrecv_replace" => v(
-            pos(a.get(Slot::Bytes)),
-            pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))),
-        ),
-        "bcast" => {
-            let b = pos(a.get(Slot::Bytes));
-            if is_root {
-                v(b, 0)
-            } else {
-                v(0, b)
-            }
+    }
+
+    /// The volume of `ev` under this rule (see [`volume`] for `rank` and `peers`).
+    #[inline]
+    pub fn volume(self, ev: &Event, rank: u32, peers: u32) -> Volume {
+        let n = u64::from(peers.max(1));
+        let a = &ev.args;
+        let to_null = || a.get(Slot::Peer) == Some(PEER_NULL);
+        let is_root = || {
+            a.get(Slot::Root)
+                .is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT)
+        };
+        let bytes = || pos(a.get(Slot::Bytes));
+        let rbytes = || pos(a.get(Slot::RecvBytes));
+        let v = |sent: u64, received: u64| Volume { sent, received };
+        match self {
+            Rule::Nothing => Volume::default(),
+            Rule::Send => v(if to_null() { 0 } else { bytes() }, 0),
+            Rule::Recv if to_null() => Volume::default(),
+            Rule::Recv => v(0, pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)))),
+            Rule::Sendrecv => v(
+                bytes(),
+                pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes))),
+            ),
+            Rule::SendrecvReplace => v(
+                bytes(),
+                pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))),
+            ),
+            Rule::Bcast if is_root() => v(bytes(), 0),
+            Rule::Bcast => v(0, bytes()),
+            Rule::Reduce if is_root() => v(bytes(), bytes()),
+            Rule::Reduce => v(bytes(), 0),
+            Rule::Allreduce => v(bytes(), bytes()),
+            Rule::ReduceScatterBlock => v(rbytes() * n, rbytes()),
+            // Bytes is the sum of the per-process counts: the whole send buffer.
+            Rule::ReduceScatter => v(bytes(), bytes() / n),
+            // Per-process counts.
+            Rule::Alltoall => v(bytes() * n, rbytes() * n),
+            Rule::Allgather => v(bytes(), rbytes() * n),
+            Rule::Gather => v(bytes(), if is_root() { rbytes() * n } else { 0 }),
+            Rule::Scatter => v(if is_root() { bytes() * n } else { 0 }, rbytes()),
+            Rule::Collective => v(bytes(), rbytes()),
+            Rule::Put => v(bytes(), 0),
+            Rule::Get => v(0, bytes()),
+            Rule::GetAccumulate => v(bytes(), bytes()),
         }
-        "reduce" => {
-            let b = pos(a.get(Slot::Bytes));
-            if is_root {
-                v(b, b)
-            } else {
-                v(b, 0)
-            }
-        }
-        "allreduce" | "scan" | "exscan" => {
-            let b = pos(a.get(Slot::Bytes));
-            v(b, b)
-        }
-        "reduce_scatter_block" => {
-            let b = pos(a.get(Slot::RecvBytes));
-            v(b * n, b)
-        }
-        // Bytes is the sum of the per-process counts: the whole send buffer.
-        "reduce_scatter" => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::Bytes)) / n),
-        // Per-process counts.
-        "alltoall" => v(pos(a.get(Slot::Bytes)) * n, pos(a.get(Slot::RecvBytes)) * n),
-        "allgather" => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes)) * n),
-        "gather" => v(
-            pos(a.get(Slot::Bytes)),
-            if is_root {
-                pos(a.get(Slot::RecvBytes)) * n
-            } else {
-                0
-            },
-        ),
-        "scatter" => v(
-            if is_root {
-                pos(a.get(Slot::Bytes)) * n
-            } else {
-                0
-            },
-            pos(a.get(Slot::RecvBytes)),
-        ),
-        _ if class.collective => v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::RecvBytes))),
-        // One-sided: origin buffer out for put/accumulate, in for get.
-        "put" | "rput" | "accumulate" | "raccumulate" => v(pos(a.get(Slot::Bytes)), 0),
-        "get" | "rget" => v(0, pos(a.get(Slot::Bytes))),
-        "get_accumulate" | "rget_accumulate" | "fetch_and_op" | "compare_and_swap" => {
-            v(pos(a.get(Slot::Bytes)), pos(a.get(Slot::Bytes)))
-        }
-        _ => Volume::default(),
     }
 }
 

@@ -3,31 +3,8 @@
 use crate::encode::{
     CodecState, F_ARGS, F_CALL, F_CALLSITE, F_CORE, F_LISTS, F_RET, F_SKIP, NO_CORE,
 };
-use crate::event::{Args, List, ListKind, NSLOTS};
+use crate::event::{Event, List, ListKind, NSLOTS};
 use crate::varint::{self, unzigzag};
-
-/// An event with times still in clock ticks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TickEvent {
-    /// Call id.
-    pub call: u32,
-    /// Entry, in ticks.
-    pub t_enter: u64,
-    /// Exit, in ticks.
-    pub t_exit: u64,
-    /// Callsite id.
-    pub callsite: u32,
-    /// Core, if known.
-    pub core: Option<u32>,
-    /// Return code.
-    pub ret: i32,
-    /// Unrecorded calls before this one.
-    pub skipped: u64,
-    /// Fixed arguments.
-    pub args: Args,
-    /// Vector arguments.
-    pub lists: Vec<List>,
-}
 
 /// Decodes the events of one block payload. The payload is passed to each call so that the
 /// reader can keep decoder and buffer side by side.
@@ -35,6 +12,8 @@ pub struct EventDecoder {
     pos: usize,
     state: CodecState,
     remaining: u32,
+    /// List buffers of earlier events, reused.
+    spare_lists: Vec<List>,
 }
 
 impl EventDecoder {
@@ -45,6 +24,7 @@ impl EventDecoder {
             pos: 0,
             state: CodecState::new(base_ticks),
             remaining: records,
+            spare_lists: Vec::new(),
         }
     }
 
@@ -60,8 +40,14 @@ impl EventDecoder {
         self.pos
     }
 
-    /// The next event of `payload`; `None` after the last. Errors are short descriptions.
-    pub fn next_event(&mut self, payload: &[u8]) -> Option<Result<TickEvent, &'static str>> {
+    /// Decodes the next event of `payload` into `out` (times in clock ticks, `thread`
+    /// untouched), reusing its list buffers; `None` after the last. Errors are short
+    /// descriptions.
+    pub fn next_into(
+        &mut self,
+        payload: &[u8],
+        out: &mut Event,
+    ) -> Option<Result<(), &'static str>> {
         if self.remaining == 0 {
             return if self.pos == payload.len() {
                 None
@@ -70,10 +56,11 @@ impl EventDecoder {
             };
         }
         self.remaining -= 1;
-        Some(self.decode_one(payload))
+        Some(self.decode_into(payload, out))
     }
 
-    fn decode_one(&mut self, buf: &[u8]) -> Result<TickEvent, &'static str> {
+    #[inline]
+    fn decode_into(&mut self, buf: &[u8], out: &mut Event) -> Result<(), &'static str> {
         let st = &mut self.state;
         let p = &mut self.pos;
         let u = |p: &mut usize| varint::get(buf, p).map_err(|_| "bad varint in event");
@@ -105,37 +92,29 @@ impl EventDecoder {
         let dur = u(p)?;
         let t_enter = st.prev_exit.checked_add(gap).ok_or("time overflow")?;
         let t_exit = t_enter.checked_add(dur).ok_or("time overflow")?;
-        let args = if h & F_ARGS != 0 {
-            let cached = *st.cached_args(call);
+        // The call's cached arguments are updated in place and copied out once, present
+        // slots only.
+        // The cache changes only with the arguments (as in the encoder): an event without
+        // them leaves another call's entry in place.
+        if h & F_ARGS != 0 {
             let present = u32::try_from(u(p)?).map_err(|_| "argument mask out of range")?;
             let changed = u32::try_from(u(p)?).map_err(|_| "argument mask out of range")?;
             if present >> NSLOTS != 0 || changed & !present != 0 {
                 return Err("bad argument mask");
             }
-            let mut a = Args::EMPTY;
-            let mut m = present;
-            while m != 0 {
-                let i = m.trailing_zeros() as usize;
-                m &= m - 1;
-                let v = if changed & (1 << i) != 0 {
-                    cached.raw(i).wrapping_add(unzigzag(u(p)?))
-                } else {
-                    cached.raw(i)
-                };
-                a.set_raw(i, v);
-            }
-            st.store_args(call, &a);
-            a
+            let cached = st.cached_args_mut(call);
+            cached.update(present, changed, || u(p).map(unzigzag))?;
+            out.args.copy_present(cached);
         } else {
-            *st.cached_args(call)
-        };
-        let mut lists = Vec::new();
+            out.args.copy_present(st.cached_args(call));
+        }
+        let mut nlists = 0;
         if h & F_LISTS != 0 {
-            let n = u(p)? as usize;
-            if n > 16 {
+            nlists = u(p)? as usize;
+            if nlists > 16 {
                 return Err("too many lists in one event");
             }
-            for _ in 0..n {
+            for l in 0..nlists {
                 let k = *buf.get(*p).ok_or("truncated list")?;
                 *p += 1;
                 let kind = ListKind::from_u8(k).ok_or("unknown list kind")?;
@@ -143,26 +122,35 @@ impl EventDecoder {
                 if len > buf.len() - (*p).min(buf.len()) {
                     return Err("list longer than its block");
                 }
-                let mut values = Vec::with_capacity(len);
-                for _ in 0..len {
-                    values.push(unzigzag(u(p)?));
+                if l == out.lists.len() {
+                    out.lists.push(self.spare_lists.pop().unwrap_or(List {
+                        kind,
+                        values: Vec::with_capacity(len),
+                    }));
                 }
-                lists.push(List { kind, values });
+                let list = &mut out.lists[l];
+                list.kind = kind;
+                list.values.clear();
+                for _ in 0..len {
+                    list.values.push(unzigzag(u(p)?));
+                }
             }
+        }
+        // Lists no longer used keep their buffers for the next events that have lists.
+        while out.lists.len() > nlists {
+            let spare = out.lists.pop().expect("longer than nlists");
+            self.spare_lists.push(spare);
         }
         st.prev_exit = t_exit;
         st.prev_call = call;
         st.prev_callsite = callsite;
-        Ok(TickEvent {
-            call,
-            t_enter,
-            t_exit,
-            callsite,
-            core: (st.prev_core != NO_CORE).then_some(st.prev_core),
-            ret,
-            skipped,
-            args,
-            lists,
-        })
+        out.call = call;
+        out.t_enter = t_enter;
+        out.t_exit = t_exit;
+        out.callsite = callsite;
+        out.core = (st.prev_core != NO_CORE).then_some(st.prev_core);
+        out.ret = ret;
+        out.skipped = skipped;
+        Ok(())
     }
 }

@@ -132,6 +132,18 @@ impl CodecState {
         }
     }
 
+    /// The cached arguments of `call`, for updating in place (emptied on a miss, which
+    /// evicts the entry's previous call).
+    #[inline]
+    pub fn cached_args_mut(&mut self, call: u32) -> &mut Args {
+        let e = &mut self.cache[call as usize % ARG_CACHE];
+        if e.0 != call.wrapping_add(1) {
+            e.0 = call.wrapping_add(1);
+            e.1.reset();
+        }
+        &mut e.1
+    }
+
     #[inline]
     pub fn store_args(&mut self, call: u32, args: &Args) {
         let e = &mut self.cache[call as usize % ARG_CACHE];

@@ -204,11 +204,42 @@ impl Args {
         }
     }
 
-    /// Sets slot number `i` from raw parts; used by the decoder.
+    /// Makes these the present slots of `from`, copying only their values (cheaper than a
+    /// copy of the whole array when few slots are present).
     #[inline]
-    pub(crate) fn set_raw(&mut self, i: usize, v: i64) {
-        self.present |= 1 << i;
-        self.vals[i & 31] = v;
+    pub(crate) fn copy_present(&mut self, from: &Args) {
+        self.present = from.present;
+        let mut m = from.present;
+        while m != 0 {
+            let i = (m.trailing_zeros() & 31) as usize;
+            m &= m - 1;
+            self.vals[i] = from.vals[i];
+        }
+    }
+
+    /// Applies an encoded argument update in place: the present slots become `present`, and
+    /// slot `i` of `changed` gets its previous value (0 if it was absent) plus `delta(i)`.
+    #[inline]
+    pub(crate) fn update<E>(
+        &mut self,
+        present: u32,
+        changed: u32,
+        mut delta: impl FnMut() -> Result<i64, E>,
+    ) -> Result<(), E> {
+        let old = self.present;
+        let mut m = present;
+        while m != 0 {
+            let i = (m.trailing_zeros() & 31) as usize;
+            m &= m - 1;
+            let base = if old & (1 << i) != 0 { self.vals[i] } else { 0 };
+            self.vals[i] = if changed & (1 << i) != 0 {
+                base.wrapping_add(delta()?)
+            } else {
+                base
+            };
+        }
+        self.present = present;
+        Ok(())
     }
 
     /// Present slots and their values, in slot order.
@@ -329,7 +360,7 @@ pub struct Completion {
 }
 
 /// One traced call, as decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Event {
     /// Thread index within the rank (0 is the thread that initialized MPI).
     pub thread: u16,

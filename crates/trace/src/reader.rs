@@ -117,6 +117,8 @@ pub struct RankReader<R> {
     block_offset: u64,
     block_thread: u16,
     decoder: EventDecoder,
+    /// The event [`RankReader::next_ref`] decodes into.
+    current: Event,
     in_events: bool,
     stopped: Option<ReadError>,
     done: bool,
@@ -175,6 +177,7 @@ impl<R: Read> RankReader<R> {
             block_offset: 0,
             block_thread: 0,
             decoder: EventDecoder::new(0, 0),
+            current: Event::default(),
             in_events: false,
             stopped: None,
             done: false,
@@ -354,34 +357,45 @@ impl<R: Read> RankReader<R> {
 
     /// The next event, or `None` at the end (check [`RankReader::stopped`]).
     pub fn next_event(&mut self) -> Option<Event> {
+        self.next_ref().cloned()
+    }
+
+    /// The next event, decoded in place into a buffer the reader keeps (no copy, no
+    /// allocation once its lists have grown): the fast way through a trace. `None` at the end
+    /// (check [`RankReader::stopped`]).
+    pub fn next_ref(&mut self) -> Option<&Event> {
+        self.advance().then_some(&self.current)
+    }
+
+    /// As [`RankReader::next_ref`], with the definitions read so far (names, communicators,
+    /// callsites), which the event's ids refer to.
+    pub fn next_with_tables(&mut self) -> Option<(&Event, &Tables)> {
+        self.advance().then_some((&self.current, &self.tables))
+    }
+
+    /// Decodes the next event into `self.current`; false at the end.
+    fn advance(&mut self) -> bool {
         loop {
             if self.in_events {
-                match self.decoder.next_event(&self.payload) {
-                    Some(Ok(t)) => {
-                        return Some(Event {
-                            thread: self.block_thread,
-                            call: t.call,
-                            t_enter: self.clock.to_ns(t.t_enter),
-                            t_exit: self.clock.to_ns(t.t_exit),
-                            callsite: t.callsite,
-                            core: t.core,
-                            ret: t.ret,
-                            skipped: t.skipped,
-                            args: t.args,
-                            lists: t.lists,
-                        });
+                match self.decoder.next_into(&self.payload, &mut self.current) {
+                    Some(Ok(())) => {
+                        let ev = &mut self.current;
+                        ev.thread = self.block_thread;
+                        ev.t_enter = self.clock.to_ns(ev.t_enter);
+                        ev.t_exit = self.clock.to_ns(ev.t_exit);
+                        return true;
                     }
                     Some(Err(m)) => {
                         let at =
                             self.block_offset + (BLOCK_HEADER_LEN + self.decoder.position()) as u64;
                         self.corrupt(at, m);
-                        return None;
+                        return false;
                     }
                     None => self.in_events = false,
                 }
             }
             if self.done {
-                return None;
+                return false;
             }
             self.next_block();
         }
