@@ -277,6 +277,8 @@ pub fn profile_rank<R: std::io::Read>(
     // Per communicator id: the processes a per-process count applies to.
     let mut comm_peers: ById<u32> = ById::default();
     let mut threads: Vec<u16> = Vec::new();
+    // Only MPI_Startall's list (of requests) counts here: the others are skipped over.
+    reader.lists_only_for(&["MPI_Startall"]);
     while let Some((ev, tables)) = reader.next_with_tables() {
         if !window.contains(ev.t_enter) {
             continue;

@@ -41,12 +41,14 @@ impl EventDecoder {
     }
 
     /// Decodes the next event of `payload` into `out` (times in clock ticks, `thread`
-    /// untouched), reusing its list buffers; `None` after the last. Errors are short
-    /// descriptions.
+    /// untouched), reusing its list buffers; `None` after the last. The lists of a call for
+    /// which `lists(call)` is false are skipped over, not decoded (`out.lists` is then empty).
+    /// Errors are short descriptions.
     pub fn next_into(
         &mut self,
         payload: &[u8],
         out: &mut Event,
+        lists: impl FnMut(u32) -> bool,
     ) -> Option<Result<(), &'static str>> {
         if self.remaining == 0 {
             return if self.pos == payload.len() {
@@ -56,11 +58,16 @@ impl EventDecoder {
             };
         }
         self.remaining -= 1;
-        Some(self.decode_into(payload, out))
+        Some(self.decode_into(payload, out, lists))
     }
 
     #[inline]
-    fn decode_into(&mut self, buf: &[u8], out: &mut Event) -> Result<(), &'static str> {
+    fn decode_into(
+        &mut self,
+        buf: &[u8],
+        out: &mut Event,
+        mut lists: impl FnMut(u32) -> bool,
+    ) -> Result<(), &'static str> {
         let st = &mut self.state;
         let p = &mut self.pos;
         let u = |p: &mut usize| varint::get(buf, p).map_err(|_| "bad varint in event");
@@ -109,7 +116,19 @@ impl EventDecoder {
             out.args.copy_present(st.cached_args(call));
         }
         let mut nlists = 0;
-        if h & F_LISTS != 0 {
+        if h & F_LISTS != 0 && !lists(call) {
+            let n = u(p)? as usize;
+            if n > 16 {
+                return Err("too many lists in one event");
+            }
+            for _ in 0..n {
+                let k = *buf.get(*p).ok_or("truncated list")?;
+                *p += 1;
+                ListKind::from_u8(k).ok_or("unknown list kind")?;
+                let len = u(p)? as usize;
+                varint::skip(buf, p, len).map_err(|_| "bad varint in event")?;
+            }
+        } else if h & F_LISTS != 0 {
             nlists = u(p)? as usize;
             if nlists > 16 {
                 return Err("too many lists in one event");
@@ -123,10 +142,11 @@ impl EventDecoder {
                     return Err("list longer than its block");
                 }
                 if l == out.lists.len() {
-                    out.lists.push(self.spare_lists.pop().unwrap_or(List {
-                        kind,
-                        values: Vec::with_capacity(len),
-                    }));
+                    out.lists
+                        .push(self.spare_lists.pop().unwrap_or_else(|| List {
+                            kind,
+                            values: Vec::with_capacity(len),
+                        }));
                 }
                 let list = &mut out.lists[l];
                 list.kind = kind;

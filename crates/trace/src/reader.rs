@@ -119,6 +119,8 @@ pub struct RankReader<R> {
     decoder: EventDecoder,
     /// The event [`RankReader::next_ref`] decodes into.
     current: Event,
+    /// Whose lists to decode ([`RankReader::lists_only_for`]); `None`: every call's.
+    list_filter: Option<ListFilter>,
     in_events: bool,
     stopped: Option<ReadError>,
     done: bool,
@@ -178,6 +180,7 @@ impl<R: Read> RankReader<R> {
             block_thread: 0,
             decoder: EventDecoder::new(0, 0),
             current: Event::default(),
+            list_filter: None,
             in_events: false,
             stopped: None,
             done: false,
@@ -355,6 +358,16 @@ impl<R: Read> RankReader<R> {
         }
     }
 
+    /// Decodes the lists (vector arguments) of the functions called `names` only: the others'
+    /// are skipped over, faster, and their events come with no lists. For passes that read
+    /// the fixed arguments only.
+    pub fn lists_only_for(&mut self, names: &[&str]) {
+        self.list_filter = Some(ListFilter {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            by_call: Vec::new(),
+        });
+    }
+
     /// The next event, or `None` at the end (check [`RankReader::stopped`]).
     pub fn next_event(&mut self) -> Option<Event> {
         self.next_ref().cloned()
@@ -377,7 +390,12 @@ impl<R: Read> RankReader<R> {
     fn advance(&mut self) -> bool {
         loop {
             if self.in_events {
-                match self.decoder.next_into(&self.payload, &mut self.current) {
+                let (filter, tables) = (&mut self.list_filter, &self.tables);
+                let lists = |call: u32| filter.as_mut().is_none_or(|f| f.wants(call, tables));
+                match self
+                    .decoder
+                    .next_into(&self.payload, &mut self.current, lists)
+                {
                     Some(Ok(())) => {
                         let ev = &mut self.current;
                         ev.thread = self.block_thread;
@@ -406,5 +424,34 @@ impl<R: Read> Iterator for RankReader<R> {
     type Item = Event;
     fn next(&mut self) -> Option<Event> {
         self.next_event()
+    }
+}
+
+/// The functions whose lists a reader decodes, and the answer per call id once known.
+struct ListFilter {
+    names: Vec<String>,
+    /// Per call id below 2^16: 0 unknown, 1 decode, 2 skip.
+    by_call: Vec<u8>,
+}
+
+impl ListFilter {
+    #[inline]
+    fn wants(&mut self, call: u32, tables: &Tables) -> bool {
+        let i = call as usize;
+        if let Some(&k) = self.by_call.get(i).filter(|&&k| k != 0) {
+            return k == 1;
+        }
+        let Some(def) = tables.calls.get(&call) else {
+            // Not defined (yet): decode, and ask again next time.
+            return true;
+        };
+        let yes = self.names.iter().any(|n| *n == def.name);
+        if i < 1 << 16 {
+            if self.by_call.len() <= i {
+                self.by_call.resize(i + 1, 0);
+            }
+            self.by_call[i] = if yes { 1 } else { 2 };
+        }
+        yes
     }
 }

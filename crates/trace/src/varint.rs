@@ -107,6 +107,39 @@ fn get_word(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
     Ok(x)
 }
 
+/// Moves `pos` past `n` varints without decoding them (eight bytes at a time: one count of
+/// the bytes that end a varint). Checks that each ends within the buffer; an overlong varint
+/// (more than ten bytes) is not detected here: skipping is for data that will not be used.
+pub fn skip(buf: &[u8], pos: &mut usize, mut n: usize) -> Result<(), VarintError> {
+    while n > 0 {
+        let p = *pos;
+        let Some(bytes) = buf.get(p..p + 8) else {
+            get_long(buf, pos)?;
+            n -= 1;
+            continue;
+        };
+        let word = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
+        let mut ends = !word & 0x8080_8080_8080_8080;
+        let k = ends.count_ones() as usize;
+        if k == 0 {
+            // Eight bytes inside one long varint (an i64::MIN marker is ten bytes).
+            *pos = p + 8;
+        } else if k <= n {
+            // Past the last varint ending in these eight bytes.
+            *pos = p + (64 - ends.leading_zeros() as usize).div_ceil(8);
+            n -= k;
+        } else {
+            // Past the n-th.
+            for _ in 1..n {
+                ends &= ends - 1;
+            }
+            *pos = p + (ends.trailing_zeros() as usize + 1).div_ceil(8);
+            n = 0;
+        }
+    }
+    Ok(())
+}
+
 /// [`get`] for values of two bytes or more (and errors).
 #[inline(never)]
 fn get_long(buf: &[u8], pos: &mut usize) -> Result<u64, VarintError> {
@@ -181,6 +214,26 @@ mod tests {
             prop_assert_eq!(get(&b, &mut p1), Ok(v));
             prop_assert_eq!(get_long(&b, &mut p2), Ok(v));
             prop_assert_eq!(p1, p2);
+        }
+
+        /// Skipping n varints lands where reading n of them does.
+        #[test]
+        fn skip_matches_reading(vs in prop::collection::vec(prop_oneof![0u64..200, any::<u64>()], 0..40), pad in prop::collection::vec(any::<u8>(), 0..12), take in 0usize..40) {
+            let mut b = Vec::new();
+            for &v in &vs {
+                let mut enc = [0u8; MAX_VARINT_LEN];
+                let n = put(&mut enc, 0, v);
+                b.extend_from_slice(&enc[..n]);
+            }
+            b.extend_from_slice(&pad);
+            let take = take.min(vs.len());
+            let mut read = 0;
+            for _ in 0..take {
+                get(&b, &mut read).unwrap();
+            }
+            let mut skipped = 0;
+            prop_assert_eq!(skip(&b, &mut skipped, take), Ok(()));
+            prop_assert_eq!(skipped, read);
         }
 
         #[test]
