@@ -271,9 +271,9 @@ fn rank_row<R: std::io::Read>(
     };
     let mut kinds: HashMap<u32, Kind> = HashMap::new();
     let mut world: Vec<u32> = Vec::new();
-    while let Some(ev) = reader.next_event() {
+    while let Some((ev, tables)) = reader.next_with_tables() {
         let kind = kinds.entry(ev.call).or_insert_with(|| {
-            let name = reader.tables().call_name(ev.call).into_owned();
+            let name = tables.call_name(ev.call).into_owned();
             let c = mpiscope_mpispec::classify(&name);
             let counted = mpiscope_mpispec::is_collective(&name)
                 && !c.persistent
@@ -287,7 +287,7 @@ fn rank_row<R: std::io::Read>(
         let Some(comm) = ev
             .args
             .get(Slot::Comm)
-            .and_then(|c| reader.tables().comms.get(&(c as u32)))
+            .and_then(|c| tables.comms.get(&(c as u32)))
         else {
             continue;
         };
