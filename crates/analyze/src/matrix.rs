@@ -303,7 +303,7 @@ fn rank_row<R: std::io::Read>(
         };
         let row = &mut r.row;
         let mut f = FunctionTraffic::default();
-        collective_sends(family, &ev, rank, members, |to, b| {
+        collective_sends(family, ev, rank, members, |to, b| {
             if let Some(c) = row.get_mut(to as usize) {
                 c.0 += 1;
                 c.1 += b;

@@ -58,9 +58,15 @@ struct RunArgs {
     /// shared memory: docs/BENCHMARKS.md).
     #[arg(long, value_name = "BYTES")]
     min_bytes: Option<u64>,
-    /// Print, per rank at MPI_Finalize, the collectives overlapped and the faults handled.
+    /// Print, per rank at MPI_Finalize, the collectives overlapped, the faults handled and
+    /// what returning from a call cost (microseconds per call, by phase).
     #[arg(long)]
     stats: bool,
+    /// With `--order`: which ranks share a node (and its network), when host names do not
+    /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
+    /// data is read first (seed 001, section 5.2.2).
+    #[arg(long, value_name = "N")]
+    ranks_per_node: Option<u32>,
     /// MPI flavour of the program: auto, openmpi, mpich.
     #[arg(long, default_value = "auto")]
     flavour: String,
@@ -160,6 +166,10 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if a.stats {
         env.push(("MPISCOPE_OVERLAP_STATS".into(), "1".into()));
+    }
+    if let Some(n) = a.ranks_per_node {
+        anyhow::ensure!(n > 0, "--ranks-per-node: must be at least 1");
+        env.push(("MPISCOPE_OVERLAP_RANKS_PER_NODE".into(), n.to_string()));
     }
     let out = if a.trace_access {
         std::fs::create_dir_all(&a.output)

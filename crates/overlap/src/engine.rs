@@ -28,10 +28,17 @@ pub static WAS_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Collectives that took the overlapped path.
 pub static OVERLAPPED: AtomicUsize = AtomicUsize::new(0);
 /// Duplicates of the application's communicators, by handle (dropped in MPI_Comm_free).
-static DUPS: Mutex<Vec<(usize, SendComm)>> = Mutex::new(Vec::new());
-struct SendComm(MPI_Comm);
+static DUPS: Mutex<Vec<Dup>> = Mutex::new(Vec::new());
+/// The private duplicate of an application communicator and the node of each of its ranks.
+struct Dup {
+    /// The application's handle, as a number.
+    key: usize,
+    comm: MPI_Comm,
+    /// Node label of each rank of the communicator.
+    nodes: Vec<usize>,
+}
 // SAFETY: MPI handles are usable from any thread under MPI_THREAD_MULTIPLE.
-unsafe impl Send for SendComm {}
+unsafe impl Send for Dup {}
 
 fn key(comm: MPI_Comm) -> usize {
     let mut k = 0usize;
@@ -46,26 +53,88 @@ fn key(comm: MPI_Comm) -> usize {
     k
 }
 
-/// The private duplicate of `comm`, created (collectively) on first use.
-unsafe fn dup_of(comm: MPI_Comm) -> MPI_Comm {
+/// The private duplicate of `comm` and the node of each of its ranks, found (collectively:
+/// a duplication and an allgather) on first use.
+unsafe fn dup_of(comm: MPI_Comm) -> (MPI_Comm, Vec<usize>) {
     let k = key(comm);
     let mut d = DUPS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, c)) = d.iter().find(|(x, _)| *x == k) {
-        return c.0;
+    if let Some(x) = d.iter().find(|x| x.key == k) {
+        return (x.comm, x.nodes.clone());
     }
-    let mut dup = consts().comm_null;
+    let c = consts();
+    let mut dup = c.comm_null;
     PMPI_Comm_dup(comm, &mut dup);
-    d.push((k, SendComm(dup)));
-    dup
+    let (_, size) = rank_size(dup);
+    let mine = node_label();
+    let mut all = vec![0u64; size];
+    let rc = PMPI_Allgather(
+        &mine as *const u64 as *const _,
+        1,
+        c.uint64,
+        all.as_mut_ptr() as *mut _,
+        1,
+        c.uint64,
+        dup,
+    );
+    // Labels as small numbers in order of first appearance (one node if the gather failed).
+    let mut labels: Vec<u64> = Vec::new();
+    let nodes = all
+        .iter()
+        .map(|&l| match labels.iter().position(|&x| x == l) {
+            _ if rc != c.success => 0,
+            Some(i) => i,
+            None => {
+                labels.push(l);
+                labels.len() - 1
+            }
+        })
+        .collect::<Vec<usize>>();
+    d.push(Dup {
+        key: k,
+        comm: dup,
+        nodes: nodes.clone(),
+    });
+    (dup, nodes)
+}
+
+/// The most nodes any overlapped communicator spans (for the statistics line).
+pub fn nodes_seen() -> usize {
+    let d = DUPS.lock().unwrap_or_else(|e| e.into_inner());
+    d.iter()
+        .map(|x| x.nodes.iter().max().map_or(0, |m| m + 1))
+        .max()
+        .unwrap_or(0)
+}
+
+/// This process's node: `MPISCOPE_OVERLAP_RANKS_PER_NODE=k` groups world ranks by `k` (for a
+/// launcher whose node names do not tell, or to emulate nodes); otherwise a hash of the host
+/// name.
+fn node_label() -> u64 {
+    if let Some(k) = std::env::var("MPISCOPE_OVERLAP_RANKS_PER_NODE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&k| k > 0)
+    {
+        return u64::from(world_rank()) / k;
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: gethostname writes at most `name.len()` bytes.
+    unsafe { libc::gethostname(name.as_mut_ptr() as *mut libc::c_char, name.len()) };
+    // FNV-1a over the name up to its NUL.
+    name.iter()
+        .take_while(|&&b| b != 0)
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 /// Forgets (and frees) the duplicate of `comm`; call before the application frees `comm`.
 pub unsafe fn forget(comm: MPI_Comm) {
     let k = key(comm);
     let mut d = DUPS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(i) = d.iter().position(|(x, _)| *x == k) {
-        let (_, mut c) = d.swap_remove(i);
-        PMPI_Comm_free(&mut c.0);
+    if let Some(i) = d.iter().position(|x| x.key == k) {
+        let mut x = d.swap_remove(i);
+        PMPI_Comm_free(&mut x.comm);
     }
 }
 
@@ -480,7 +549,7 @@ pub unsafe fn alltoall(
     comm: MPI_Comm,
 ) -> Option<()> {
     let (rank, size) = rank_size(comm);
-    let dup = dup_of(comm);
+    let (dup, nodes) = dup_of(comm);
     let call = block.map(|block| {
         let at = |base: usize| (0..size).map(move |j| Block::new(j, base + j * block, block));
         Call {
@@ -491,6 +560,7 @@ pub unsafe fn alltoall(
             send: at(sendbuf as usize).collect(),
             recv: at(recvbuf as usize).collect(),
             order: order_for(size),
+            nodes,
         }
     });
     run(dup, call)
@@ -508,7 +578,7 @@ pub unsafe fn alltoallv(
     comm: MPI_Comm,
 ) -> Option<()> {
     let (rank, size) = rank_size(comm);
-    let dup = dup_of(comm);
+    let (dup, nodes) = dup_of(comm);
     let blocks = |base: usize, v: &[(usize, usize)]| -> Vec<Block> {
         v.iter()
             .enumerate()
@@ -525,6 +595,7 @@ pub unsafe fn alltoallv(
             send: blocks(sendbuf as usize, &s),
             recv: blocks(recvbuf as usize, &r),
             order: order_for(size),
+            nodes: nodes.clone(),
         });
     run(dup, call)
 }
@@ -535,7 +606,7 @@ pub unsafe fn bcast(buf: *mut u8, len: Option<usize>, root: usize, comm: MPI_Com
     if root >= size || size < 2 {
         return None;
     }
-    let dup = dup_of(comm);
+    let (dup, nodes) = dup_of(comm);
     let call = len.map(|len| {
         let block = vec![Block::new(root, buf as usize, len)];
         let (send, recv) = if rank == root {
@@ -551,6 +622,7 @@ pub unsafe fn bcast(buf: *mut u8, len: Option<usize>, root: usize, comm: MPI_Com
             send,
             recv,
             order: order_for(crate::op::pieces_of(len).len()),
+            nodes,
         }
     });
     run(dup, call)

@@ -65,10 +65,11 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         let us =
             |i: usize| engine::INIT_NS[i].load(Ordering::Relaxed) as f64 / 1e3 / n.max(1) as f64;
         let line = format!(
-            "mpiscope-overlap: active {} overlapped {} faults {} init_us prepare {:.1} agree {:.1} commit {:.1} edges {:.1}\n",
+            "mpiscope-overlap: active {} overlapped {} faults {} nodes {} init_us prepare {:.1} agree {:.1} commit {:.1} edges {:.1}\n",
             engine::WAS_ACTIVE.load(Ordering::Relaxed),
             n,
             mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed),
+            engine::nodes_seen(),
             us(0),
             us(1),
             us(2),

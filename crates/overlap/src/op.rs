@@ -299,6 +299,9 @@ pub struct Call {
     /// The order in which the program reads what it receives, from an access trace: sources
     /// for all-to-alls, pieces for a broadcast. Earlier-read sub-messages go first.
     pub order: Option<Vec<usize>>,
+    /// Node label of each rank (ranks on one node share its network: with an order, one
+    /// sends at a time).
+    pub nodes: Vec<usize>,
 }
 
 /// The pieces a broadcast of `len` bytes is cut into (the segments access tracing reports).
@@ -362,6 +365,7 @@ impl Op {
             send: mut sblocks,
             recv: mut rblocks,
             order,
+            nodes,
         } = call;
         let page = guard::page_size();
         let rregion = tiled(&rblocks)?;
@@ -379,7 +383,11 @@ impl Op {
         };
         let rounds = match (kind, &order) {
             (Kind::Bcast { .. }, _) => vec![Vec::new()],
-            (_, Some(o)) => schedule::alltoall_ordered(rank, size, 1, o).ok()?.rounds,
+            (_, Some(o)) => {
+                schedule::alltoall_ordered_on_nodes(rank, size, 1, o, &nodes)
+                    .ok()?
+                    .rounds
+            }
             (_, None) => schedule::alltoall(rank, size, 1, 4).ok()?.rounds,
         };
         // A broadcast's pieces by reading order (position of each piece).

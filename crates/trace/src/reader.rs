@@ -445,7 +445,7 @@ impl ListFilter {
             // Not defined (yet): decode, and ask again next time.
             return true;
         };
-        let yes = self.names.iter().any(|n| *n == def.name);
+        let yes = self.names.contains(&def.name);
         if i < 1 << 16 {
             if self.by_call.len() <= i {
                 self.by_call.resize(i + 1, 0);

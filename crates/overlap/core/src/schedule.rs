@@ -96,18 +96,34 @@ pub fn alltoall(
     Ok(Schedule { rounds })
 }
 
-/// Alltoall in access order (seed 001, section 5.2.2): every rank reads the blocks in the same
-/// `order` of sources, so round `k` is a scatter from rank `order[k]`: it sends its block to
-/// every other rank while they all receive from it (the own block is copied in the round of
-/// the rank itself). The block everyone reads first is then complete everywhere first, and
-/// only one rank sends at a time. `order` must be a permutation of `0..size`.
+/// Alltoall in access order (seed 001, section 5.2.2) with every rank on one node: round `k`
+/// is a scatter from rank `order[k]`; see [`alltoall_ordered_on_nodes`].
 pub fn alltoall_ordered(
     rank: usize,
     size: usize,
     block: usize,
     order: &[usize],
 ) -> Result<Schedule, Error> {
-    if size == 0 || rank >= size {
+    alltoall_ordered_on_nodes(rank, size, block, order, &vec![0; size])
+}
+
+/// Alltoall in access order across nodes (seed 001, section 5.2.2). Every rank reads the
+/// blocks in the same `order` of sources, so the block read first should be everywhere first.
+/// Ranks sharing a node share its network interface: on each node only one rank sends at a
+/// time, the one whose block is read earliest among the node's ranks, while the first ranks
+/// of the other nodes send in parallel. Round `k` is therefore a scatter from the `k`-th rank
+/// (in reading order) of every node: each of them sends its block to every other rank (and
+/// copies its own), and every rank receives from all of them. `node[r]` is rank `r`'s node
+/// (any labels); `order` must be a permutation of `0..size`. With one node, round `k` is a
+/// scatter from `order[k]` alone.
+pub fn alltoall_ordered_on_nodes(
+    rank: usize,
+    size: usize,
+    block: usize,
+    order: &[usize],
+    node: &[usize],
+) -> Result<Schedule, Error> {
+    if size == 0 || rank >= size || node.len() != size {
         return Err(Error::BadRank { rank, size });
     }
     let mut seen = vec![false; size];
@@ -118,31 +134,46 @@ pub fn alltoall_ordered(
     {
         return Err(Error::BadOrder(order.len(), size));
     }
-    let rounds = order
-        .iter()
-        .map(|&src| {
-            if src == rank {
-                let mut r = vec![Item::Copy {
+    // Each rank's turn on its node: how many of the node's ranks are read before it.
+    let mut turn = vec![0usize; size];
+    let mut taken: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    for &src in order {
+        let t = taken.entry(node[src]).or_insert(0);
+        turn[src] = *t;
+        *t += 1;
+    }
+    let rounds = taken.values().copied().max().unwrap_or(0);
+    let schedule = (0..rounds)
+        .map(|k| {
+            // This round's senders, in reading order.
+            let senders: Vec<usize> = order.iter().copied().filter(|&s| turn[s] == k).collect();
+            let mut items = Vec::new();
+            if turn[rank] == k {
+                items.push(Item::Copy {
                     from: rank * block,
                     to: rank * block,
                     len: block,
-                }];
-                r.extend((0..size).filter(|&p| p != rank).map(|peer| Item::Send {
+                });
+                items.extend((0..size).filter(|&p| p != rank).map(|peer| Item::Send {
                     peer,
                     offset: peer * block,
                     len: block,
                 }));
-                r
-            } else {
-                vec![Item::Recv {
-                    peer: src,
-                    offset: src * block,
-                    len: block,
-                }]
             }
+            items.extend(
+                senders
+                    .iter()
+                    .filter(|&&s| s != rank)
+                    .map(|&src| Item::Recv {
+                        peer: src,
+                        offset: src * block,
+                        len: block,
+                    }),
+            );
+            items
         })
         .collect();
-    Ok(Schedule { rounds })
+    Ok(Schedule { rounds: schedule })
 }
 
 /// Splits a block of `len` bytes into sub-messages `(offset, len)`: a head of at most `edge`
@@ -362,6 +393,62 @@ mod tests {
         }
         assert!(alltoall_ordered(0, 4, 8, &[0, 1, 1, 3]).is_err());
         assert!(alltoall_ordered(0, 4, 8, &[0, 1, 2]).is_err());
+    }
+
+    /// Across nodes: every pair exactly once, each node's ranks send one per round in reading
+    /// order, the first ranks of all nodes together, and every send has its receive in the
+    /// same round.
+    #[test]
+    fn alltoall_ordered_on_nodes_one_sender_per_node_per_round() {
+        // Nodes {0, 1}, {2, 3}, {4}; reading order 3 4 0 2 1.
+        let (size, block) = (5, 8);
+        let node = [7, 7, 9, 9, 5];
+        let order = [3, 4, 0, 2, 1];
+        let scheds: Vec<_> = (0..size)
+            .map(|r| alltoall_ordered_on_nodes(r, size, block, &order, &node).unwrap())
+            .collect();
+        assert!(scheds.iter().all(|s| s.rounds.len() == 2));
+        let senders = |k: usize| -> Vec<usize> {
+            (0..size)
+                .filter(|&r| {
+                    scheds[r].rounds[k]
+                        .iter()
+                        .any(|i| matches!(i, Item::Send { .. }))
+                })
+                .collect()
+        };
+        // Round 0: the earliest-read rank of each node (3, 4, 0); round 1: the others.
+        assert_eq!(senders(0), vec![0, 3, 4]);
+        assert_eq!(senders(1), vec![1, 2]);
+        let mut sent = vec![vec![0; size]; size];
+        for (r, s) in scheds.iter().enumerate() {
+            for (k, round) in s.rounds.iter().enumerate() {
+                for item in round {
+                    match *item {
+                        Item::Send { peer, offset, len } => {
+                            assert_eq!((offset, len), (peer * block, block));
+                            assert!(scheds[peer].rounds[k].contains(&Item::Recv {
+                                peer: r,
+                                offset: r * block,
+                                len: block
+                            }));
+                            sent[r][peer] += 1;
+                        }
+                        Item::Recv { peer, .. } => assert!(senders(k).contains(&peer)),
+                        Item::Copy { .. } => sent[r][r] += 1,
+                    }
+                }
+            }
+        }
+        assert_eq!(sent, vec![vec![1; size]; size]);
+        // One node: the plain ordered schedule.
+        for r in 0..size {
+            assert_eq!(
+                alltoall_ordered_on_nodes(r, size, block, &order, &[0; 5]).unwrap(),
+                alltoall_ordered(r, size, block, &order).unwrap()
+            );
+        }
+        assert!(alltoall_ordered_on_nodes(0, size, block, &order, &[0; 4]).is_err());
     }
 
     #[test]
