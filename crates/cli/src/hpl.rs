@@ -34,6 +34,12 @@ pub struct HplArgs {
     /// Print a JSON list (one object per configuration).
     #[arg(long)]
     json: bool,
+    /// Pivot exchanges of the panel factorization: `aggregated` (three exchange patterns per
+    /// panel, the second timed and standing for the columns between it and the last:
+    /// docs/BENCHMARKS.md measures the difference) or `messages` (one per panel column, as
+    /// HPL).
+    #[arg(long, default_value = "aggregated", value_parser = ["aggregated", "messages"])]
+    pivots: String,
 }
 
 /// Runs `mpiscope hpl`.
@@ -60,7 +66,15 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     if !a.json {
         out += &header();
     }
-    let runs = dat.runs();
+    let mut runs = dat.runs();
+    let pivots = if a.pivots == "messages" {
+        mpiscope_hpl::Pivots::Messages
+    } else {
+        mpiscope_hpl::Pivots::Aggregated
+    };
+    for run in &mut runs {
+        run.pivots = pivots;
+    }
     for run in &runs {
         let r = mpiscope_hpl::simulate(run, &platform, config.clone(), &mapping)
             .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
@@ -76,6 +90,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
                 "energy_j": r.energy_j,
                 "sim_wall_s": r.sim_wall_s,
                 "messages": r.messages,
+                "pivots": a.pivots,
             }));
         } else {
             out += &format!(

@@ -63,6 +63,20 @@ pub enum Swap {
     Mix,
 }
 
+/// How the skeleton simulates the pivot exchanges of a panel factorization (not an HPL.dat
+/// parameter: a choice of the simulation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pivots {
+    /// One HPL_pdmxswp exchange pattern per panel column, message by message.
+    Messages,
+    /// The first, second and last columns message by message; the second is timed on the
+    /// simulated clock, and the columns between cost their summed flops plus that time each
+    /// (the exchanges are latency-bound and identical from column to column): three
+    /// exchange patterns per panel instead of NB.
+    #[default]
+    Aggregated,
+}
+
 /// One run: a single value of every parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -98,6 +112,8 @@ pub struct Run {
     pub u_transposed: bool,
     /// Equilibration.
     pub equilibration: bool,
+    /// How the pivot exchanges are simulated (not from HPL.dat).
+    pub pivots: Pivots,
 }
 
 impl Run {
@@ -376,6 +392,7 @@ impl HplDat {
                                                 l1_transposed: self.l1_transposed,
                                                 u_transposed: self.u_transposed,
                                                 equilibration: self.equilibration,
+                                                pivots: Pivots::default(),
                                             });
                                         }
                                     }

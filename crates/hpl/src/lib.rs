@@ -10,7 +10,7 @@
 pub mod dat;
 pub mod skeleton;
 
-pub use dat::{Bcast, Fact, HplDat, Run, Swap};
+pub use dat::{Bcast, Fact, HplDat, Pivots, Run, Swap};
 pub use skeleton::{workloads, Kernels};
 
 use std::time::Instant;

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use mpiscope_sim::workload::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError};
 
-use crate::dat::{Bcast, Run, Swap};
+use crate::dat::{Bcast, Pivots, Run, Swap};
 
 /// Kernel time models from a calibrated platform's `[config]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -655,6 +655,11 @@ enum Item {
         k: u64,
         i: u64,
     },
+    /// Columns 2 to jb - 2 of panel `k`'s factorization, aggregated ([`Pivots::Aggregated`]):
+    /// their flops, and the second column's measured exchange time for each.
+    FactorMiddle {
+        k: u64,
+    },
     /// The trailing update's remaining columns: chunks of nb while the broadcast is
     /// pending and polled, then the rest at once.
     Update {
@@ -709,6 +714,8 @@ struct HplRank {
     k: u64,
     finished: bool,
     next_req: ReqHandle,
+    /// Simulated clock readings (picoseconds) not yet used.
+    clocks: Vec<u64>,
 }
 
 /// The workloads of one run, rank by rank (world rank order); `speeds[i]` is rank i's
@@ -738,6 +745,7 @@ pub fn workloads(run: &Run, kernels: Kernels, speeds: &[f64]) -> Vec<Box<dyn Ran
             k: 0,
             finished: false,
             next_req: 1,
+            clocks: Vec::new(),
         }));
     }
     out
@@ -824,28 +832,72 @@ impl HplRank {
     }
 
     /// Column `i` of panel k's factorization: its flops, then its pivot exchange
-    /// (HPL_pdmxswp), queued at the front.
+    /// (HPL_pdmxswp), queued at the front. With [`Pivots::Aggregated`] (and jb >= 4), the
+    /// second column's exchange is timed and columns 2 to jb - 2 become one
+    /// [`Item::FactorMiddle`].
     fn factor_column(&mut self, k: u64, i: u64) {
         let s = self.s.clone();
         let p = s.run.p;
-        let (j, jb, nb) = (s.j(k), s.jb(k), s.run.nb);
-        if i + 1 < jb {
+        let jb = s.jb(k);
+        let aggregate = s.run.pivots == Pivots::Aggregated && jb >= 4;
+        if aggregate && i == 1 {
+            self.queue.push_front(Item::FactorMiddle { k });
+        } else if i + 1 < jb {
             self.queue.push_front(Item::Factor { k, i: i + 1 });
         }
         let cur = (k % u64::from(p)) as u32;
-        let mp = local(j, s.run.n, nb, self.row, p);
+        let mut acts = Vec::new();
+        let flops = self.column_flops(k, i);
+        if flops > 0.0 {
+            acts.push(Action::Compute { flops });
+        }
+        let timed = aggregate && i == 1;
+        if timed {
+            acts.push(Action::Clock);
+        }
+        let pivots = pivot_plan(p, cur, self.row, jb);
+        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as i64, &mut acts);
+        if timed {
+            acts.push(Action::Clock);
+        }
+        self.prepend(acts);
+    }
+
+    /// Flops of column `i` of panel k's factorization on this rank (HPL_pdfact's rank-one
+    /// updates of the local panel rows below the pivot).
+    fn column_flops(&self, k: u64, i: u64) -> f64 {
+        let s = &self.s;
+        let (j, jb) = (s.j(k), s.jb(k));
+        let cur = (k % u64::from(s.run.p)) as u32;
+        let mp = local(j, s.run.n, s.run.nb, self.row, s.run.p);
         let rows = if self.row == cur {
             mp.saturating_sub(i)
         } else {
             mp
         };
+        rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64
+    }
+
+    /// Columns 2 to jb - 2 of panel k ([`Pivots::Aggregated`]): their flops, then the time
+    /// the second column's exchange took on this rank (waiting for the slowest partner
+    /// included) once for each of them; the last column follows message by message.
+    fn factor_middle(&mut self, k: u64) {
+        let jb = self.s.jb(k);
+        self.queue.push_front(Item::Factor { k, i: jb - 1 });
+        let exchange_ps = match self.clocks.as_slice() {
+            [.., a, b] => b.saturating_sub(*a),
+            _ => 0,
+        };
+        self.clocks.clear();
+        let flops: f64 = (2..jb - 1).map(|i| self.column_flops(k, i)).sum();
         let mut acts = Vec::new();
-        let flops = rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64;
         if flops > 0.0 {
             acts.push(Action::Compute { flops });
         }
-        let pivots = pivot_plan(p, cur, self.row, jb);
-        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as i64, &mut acts);
+        let secs = mpiscope_sim::Time(exchange_ps).secs() * (jb - 3) as f64;
+        if secs > 0.0 {
+            acts.push(Action::Sleep { secs });
+        }
         self.prepend(acts);
     }
 
@@ -971,6 +1023,9 @@ impl HplRank {
 
 impl RankWorkload for HplRank {
     fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        if let Outcome::Time(t) = last {
+            self.clocks.push(t);
+        }
         if self.awaiting_probe {
             self.awaiting_probe = false;
             if last == Outcome::Flag(true) {
@@ -993,6 +1048,7 @@ impl RankWorkload for HplRank {
             match item {
                 Item::Act(a) => return Some(Ok(a)),
                 Item::Factor { k, i } => self.factor_column(k, i),
+                Item::FactorMiddle { k } => self.factor_middle(k),
                 Item::Poll => match &self.pending {
                     None => {}
                     Some(Pending { probe: None, .. }) => {

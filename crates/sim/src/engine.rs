@@ -911,6 +911,7 @@ impl<'p> Simulation<'p> {
                 }
             }
             Action::Callsite(c) => self.ranks[r as usize].callsite = c,
+            Action::Clock => self.ranks[r as usize].last = Outcome::Time(now.0),
             Action::Send {
                 dst,
                 tag,

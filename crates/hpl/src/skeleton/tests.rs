@@ -311,14 +311,32 @@ fn run_1x1(n: u64, nb: u64, depth: u32) -> Run {
 fn total_flops(run: &Run, kernels: Kernels, speed: f64) -> f64 {
     let mut w = workloads(run, kernels, &[speed]).remove(0);
     let mut flops = 0.0;
-    while let Some(a) = w.next(Outcome::None) {
+    let mut last = Outcome::None;
+    while let Some(a) = w.next(std::mem::take(&mut last)) {
         match a.unwrap() {
             Action::Compute { flops: f } => flops += f,
+            // The aggregated pivot model reads the clock (an exchange takes no time here).
+            Action::Clock => last = Outcome::Time(0),
             Action::Finalize => {}
             other => panic!("a 1 x 1 grid sends nothing: {other:?}"),
         }
     }
     flops
+}
+
+#[test]
+fn aggregated_pivots_keep_every_flop() {
+    for depth in [0, 1] {
+        let mut run = run_1x1(1000, 64, depth);
+        assert_eq!(run.pivots, crate::Pivots::Aggregated);
+        let aggregated = total_flops(&run, Kernels::default(), 1e9);
+        run.pivots = crate::Pivots::Messages;
+        let messages = total_flops(&run, Kernels::default(), 1e9);
+        assert!(
+            (aggregated - messages).abs() <= 1e-9 * messages,
+            "{aggregated} vs {messages}"
+        );
+    }
 }
 
 #[test]

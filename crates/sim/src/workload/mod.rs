@@ -112,6 +112,9 @@ pub enum Action {
     },
     /// Marks the callsite of the following actions (for per-callsite reports).
     Callsite(u32),
+    /// Read the simulated clock (`Outcome::Time`); takes no time. For skeletons that
+    /// measure a repeated pattern once and stand for its repetitions with one `Sleep`.
+    Clock,
     /// Done.
     Finalize,
 }
@@ -124,6 +127,8 @@ pub enum Outcome {
     None,
     /// The answer of a test or a probe.
     Flag(bool),
+    /// The simulated time when [`Action::Clock`] ran, picoseconds.
+    Time(u64),
 }
 
 /// A problem in a workload's input.
