@@ -24,8 +24,7 @@ for r in "${@:-16 64 256}"; do
     *) echo "unsupported rank count $r" >&2; exit 2 ;;
   esac
   n=$((5000 * p))
-  printf '[fat_tree]\nid = "ft"\nprefix = "node-"\nspeed = "10Gf"\nbandwidth = "10Gbps"\nlatency = "1us"\ntopology = "%s"\n' \
-    "$topo" > "ft-$r.toml"
+  fat_tree_toml "$topo" > "ft-$r.toml"
   hpl_dat "$n" 128 "$p" "$p" > "hpl-$r-default.dat"
   # SWAP 0 (binary exchange) and BCAST 3 (2ringM).
   sed -e 's/^2            SWAP/0            SWAP/' "hpl-$r-default.dat" > "hpl-$r-swap0.dat"

@@ -23,8 +23,7 @@ for r in "${@:-16 64 256 1024}"; do
       *) echo "unsupported rank count $r" >&2; exit 2 ;;
     esac
     n=$((5000 * p))
-    printf '[fat_tree]\nid = "ft"\nprefix = "node-"\nspeed = "10Gf"\nbandwidth = "10Gbps"\nlatency = "1us"\ntopology = "%s"\n' \
-      "$topo" > "ft-$r.toml"
+    fat_tree_toml "$topo" > "ft-$r.toml"
     hpl_dat "$n" 128 "$p" "$p" > "hpl-$r.dat"
     /usr/bin/time -v "$bin" hpl "hpl-$r.dat" --platform "ft-$r.toml" --json > "out-$r.json" 2> "time-$r.txt"
     echo "ranks $r N $n: $(grep -E 'User time|Elapsed|Maximum resident' "time-$r.txt" | tr -s ' \t' ' ' | tr '\n' ';')"

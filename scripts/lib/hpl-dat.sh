@@ -38,3 +38,9 @@ ${qs[*]}     Qs
 8            memory alignment in double (> 0)
 EOF_DAT
 }
+
+# fat_tree_toml TOPOLOGY: an mpiscope platform on stdout, a fat tree (SimGrid notation, e.g.
+# "2;16,16;1,8;1,1") of 10 Gf hosts and 10 Gbps / 1 us cables, as the HPL benchmarks use.
+fat_tree_toml() {
+  printf '[fat_tree]\nid = "ft"\nprefix = "node-"\nspeed = "10Gf"\nbandwidth = "10Gbps"\nlatency = "1us"\ntopology = "%s"\n' "$1"
+}

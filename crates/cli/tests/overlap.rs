@@ -242,45 +242,21 @@ fn access_order(mpi: Mpi) {
     );
     assert_eq!(bc["agreement"], 1.0);
 
+    // With those priorities, on one node and on two emulated nodes of two ranks (ranks 0
+    // and 2 scatter first, each on its node): the blocking run's results.
     let order_file = acc.join("order.json");
-    let (code, out, err) = overlap_cli(
-        mpi,
-        4,
-        &[
-            "--stats",
-            "--min-bytes",
-            "65536",
-            "--order",
-            order_file.to_str().unwrap(),
-        ],
-        &exe,
-        &["3", "262144"],
-    );
-    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(checksum(&out), blocking);
-    let n = overlapped(&err);
-    assert_eq!(n, vec![6; 4], "every Alltoall and Bcast overlapped: {err}");
-
-    // Two emulated nodes of two ranks: ranks 0 and 2 scatter first, each on its node.
-    let (code, out, err) = overlap_cli(
-        mpi,
-        4,
-        &[
-            "--stats",
-            "--min-bytes",
-            "65536",
-            "--ranks-per-node",
-            "2",
-            "--order",
-            order_file.to_str().unwrap(),
-        ],
-        &exe,
-        &["3", "262144"],
-    );
-    assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert_eq!(checksum(&out), blocking);
-    assert_eq!(overlapped(&err), vec![6; 4], "{err}");
-    assert_eq!(err.matches(" nodes 2 ").count(), 4, "{err}");
+    for (nodes, extra) in [(1, &[][..]), (2, &["--ranks-per-node", "2"][..])] {
+        let mut options = vec!["--stats", "--min-bytes", "65536"];
+        options.extend_from_slice(extra);
+        options.extend(["--order", order_file.to_str().unwrap()]);
+        let (code, out, err) = overlap_cli(mpi, 4, &options, &exe, &["3", "262144"]);
+        assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
+        assert_eq!(checksum(&out), blocking);
+        let n = overlapped(&err);
+        assert_eq!(n, vec![6; 4], "every Alltoall and Bcast overlapped: {err}");
+        let marker = format!(" nodes {nodes} ");
+        assert_eq!(err.matches(marker.as_str()).count(), 4, "{err}");
+    }
 }
 
 #[test]

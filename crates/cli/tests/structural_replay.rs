@@ -137,16 +137,21 @@ fn truncated_compressed_form() {
         z.finish().unwrap()
     };
     std::fs::write(&f, &full[..full.len() / 2]).unwrap();
+    let err = refused(&f, &platform);
+    assert!(err.contains("cut.json.gz") && err.contains("gzip"), "{err}");
+}
+
+/// `mpiscope replay FILE` fails; returns its error output.
+fn refused(file: &Path, platform: &Path) -> String {
     let o = Command::new(mpiscope())
         .arg("replay")
-        .arg(&f)
+        .arg(file)
         .arg("--platform")
-        .arg(&platform)
+        .arg(platform)
         .output()
         .unwrap();
     assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("cut.json.gz") && err.contains("gzip"), "{err}");
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// A file that is neither a run nor a structural form is refused with a message.
@@ -156,14 +161,6 @@ fn bad_structural_form() {
     let platform = cluster(tmp.path());
     let f = tmp.path().join("bad.json");
     std::fs::write(&f, "{\"format\": \"something else\", \"ranks\": []}").unwrap();
-    let o = Command::new(mpiscope())
-        .arg("replay")
-        .arg(&f)
-        .arg("--platform")
-        .arg(&platform)
-        .output()
-        .unwrap();
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = refused(&f, &platform);
     assert!(err.contains("mpiscope-structure-replay/1"), "{err}");
 }
