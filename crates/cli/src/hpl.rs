@@ -76,8 +76,10 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
         run.pivots = pivots;
     }
     for run in &runs {
-        let r = mpiscope_hpl::simulate(run, &platform, config.clone(), &mapping)
-            .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
+        let r = with_progress_bar(run, |progress| {
+            mpiscope_hpl::simulate_with_progress(run, &platform, config.clone(), &mapping, progress)
+        })
+        .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
         if a.json {
             json.push(serde_json::json!({
                 "tv": run.code(),
@@ -112,6 +114,43 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
         crate::write_stdout(&out)?;
     }
     Ok(0)
+}
+
+/// Runs `simulate` with a progress bar of the panels on a terminal's stderr.
+fn with_progress_bar<T>(
+    run: &mpiscope_hpl::Run,
+    simulate: impl FnOnce(Option<std::sync::Arc<std::sync::atomic::AtomicU64>>) -> T,
+) -> T {
+    use std::io::IsTerminal;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    if !std::io::stderr().is_terminal() {
+        return simulate(None);
+    }
+    let panels = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let bar = indicatif::ProgressBar::new(run.n.div_ceil(run.nb));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{prefix} panel {pos}/{len} {wide_bar} {elapsed} (eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.set_prefix(run.code());
+    let drawer = {
+        let (panels, done, bar) = (panels.clone(), done.clone(), bar.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                bar.set_position(panels.load(Ordering::Relaxed));
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        })
+    };
+    let r = simulate(Some(panels));
+    done.store(true, Ordering::Release);
+    let _ = drawer.join();
+    bar.finish_and_clear();
+    r
 }
 
 /// C's `%.{prec}e`: at least two exponent digits with a sign (`3.2190e+01`).

@@ -11,7 +11,7 @@ pub mod dat;
 pub mod skeleton;
 
 pub use dat::{Bcast, Fact, HplDat, Pivots, Run, Swap};
-pub use skeleton::{workloads, Kernels};
+pub use skeleton::{workloads, workloads_with_progress, Kernels};
 
 use std::time::Instant;
 
@@ -66,6 +66,18 @@ pub fn simulate(
     config: SimConfig,
     mapping: &Mapping,
 ) -> Result<HplResult, SimulateError> {
+    simulate_with_progress(run, platform, config, mapping, None)
+}
+
+/// As [`simulate`]; `progress`, if given, counts the panels started (of N / NB, rounded up)
+/// as the simulation goes, for a progress display.
+pub fn simulate_with_progress(
+    run: &Run,
+    platform: &Platform,
+    config: SimConfig,
+    mapping: &Mapping,
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+) -> Result<HplResult, SimulateError> {
     let kernels = Kernels::from_config(&platform.config).map_err(SimulateError::Kernels)?;
     let ranks = run.p * run.q;
     let hosts = platform::map_ranks(platform, ranks, mapping)
@@ -83,7 +95,7 @@ pub fn simulate(
         platform,
         config,
         hosts.clone(),
-        workloads(run, kernels, &speeds),
+        workloads_with_progress(run, kernels, &speeds, progress),
     )
     .map_err(sim_error)?;
     let result = sim.run().map_err(sim_error)?;

@@ -683,6 +683,8 @@ struct Setup {
     run: Run,
     kernels: Kernels,
     npanels: u64,
+    /// Panels started by rank (0, 0), for a progress display.
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Setup {
@@ -721,11 +723,23 @@ struct HplRank {
 /// The workloads of one run, rank by rank (world rank order); `speeds[i]` is rank i's
 /// host speed (flop/s), which turns modelled kernel times into flops.
 pub fn workloads(run: &Run, kernels: Kernels, speeds: &[f64]) -> Vec<Box<dyn RankWorkload>> {
+    workloads_with_progress(run, kernels, speeds, None)
+}
+
+/// As [`workloads`]; `progress`, if given, counts the panels rank (0, 0) has started (out of
+/// N / NB, rounded up).
+pub fn workloads_with_progress(
+    run: &Run,
+    kernels: Kernels,
+    speeds: &[f64],
+    progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+) -> Vec<Box<dyn RankWorkload>> {
     let npanels = run.n.div_ceil(run.nb);
     let s = std::sync::Arc::new(Setup {
         run: run.clone(),
         kernels,
         npanels,
+        progress,
     });
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::new();
     for w in 0..run.p * run.q {
@@ -983,6 +997,9 @@ impl HplRank {
             return false;
         }
         self.k += 1;
+        if let (Some(p), 0, 0) = (&s.progress, self.row, self.col) {
+            p.store(self.k, std::sync::atomic::Ordering::Relaxed);
+        }
         let owns = |c: u32, k: u64| c == (k % u64::from(q)) as u32;
         if s.run.depth == 0 || q == 1 {
             self.factor(k);
