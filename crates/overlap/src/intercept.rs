@@ -360,14 +360,19 @@ unsafe fn next(cell: &AtomicUsize, name: &[u8]) -> usize {
     f
 }
 
-/// Declares libc entry points that complete outstanding operations, then call the next one.
+/// Declares libc entry points that hand user memory to the kernel: when that memory overlaps
+/// the buffers of an outstanding overlapped operation (`$touched` names the ranges), the
+/// operation is completed first, since the kernel returns EFAULT on a protected page; then the
+/// next definition is called. Calls on other memory (an MPI library's own sockets and pipes,
+/// from its own threads) pass straight through.
 macro_rules! libc_guard {
-    ($($name:ident ($($arg:ident : $ty:ty),*) -> $ret:ty;)*) => {$(
-        #[doc = concat!("`", stringify!($name), "`: completes outstanding overlapped operations first (the kernel would return EFAULT on a protected page).")]
+    ($($name:ident ($($arg:ident : $ty:ty),*) -> $ret:ty, touches $touched:expr;)*) => {$(
+        #[doc = concat!("`", stringify!($name), "`: completes an outstanding overlapped operation whose buffers it touches first (the kernel would return EFAULT on a protected page).")]
         #[no_mangle]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             static NEXT: AtomicUsize = AtomicUsize::new(0);
-            complete_all();
+            let touched: &dyn Fn(&mut dyn FnMut(usize, usize)) = &$touched;
+            touched(&mut |start, len| before_release(start, len));
             let f: unsafe extern "C" fn($($ty),*) -> $ret =
                 std::mem::transmute(next(&NEXT, concat!(stringify!($name), "\0").as_bytes()));
             f($($arg),*)
@@ -375,12 +380,46 @@ macro_rules! libc_guard {
     )*};
 }
 
+/// Calls `each(start, len)` for every buffer of an iovec array.
+unsafe fn each_iov(iov: *const libc::iovec, n: c_int, each: &mut dyn FnMut(usize, usize)) {
+    if iov.is_null() {
+        return;
+    }
+    for i in 0..n.max(0) as usize {
+        let v = &*iov.add(i);
+        each(v.iov_base as usize, v.iov_len);
+    }
+}
+
 libc_guard! {
-    write(fd: c_int, buf: *const c_void, n: libc::size_t) -> libc::ssize_t;
-    read(fd: c_int, buf: *mut c_void, n: libc::size_t) -> libc::ssize_t;
-    send(fd: c_int, buf: *const c_void, n: libc::size_t, flags: c_int) -> libc::ssize_t;
-    recv(fd: c_int, buf: *mut c_void, n: libc::size_t, flags: c_int) -> libc::ssize_t;
-    sendto(fd: c_int, buf: *const c_void, n: libc::size_t, flags: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> libc::ssize_t;
+    write(fd: c_int, buf: *const c_void, n: libc::size_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    read(fd: c_int, buf: *mut c_void, n: libc::size_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    send(fd: c_int, buf: *const c_void, n: libc::size_t, flags: c_int) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    recv(fd: c_int, buf: *mut c_void, n: libc::size_t, flags: c_int) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    sendto(fd: c_int, buf: *const c_void, n: libc::size_t, flags: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    recvfrom(fd: c_int, buf: *mut c_void, n: libc::size_t, flags: c_int, addr: *mut libc::sockaddr, len: *mut libc::socklen_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    pwrite(fd: c_int, buf: *const c_void, n: libc::size_t, off: libc::off_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    pread(fd: c_int, buf: *mut c_void, n: libc::size_t, off: libc::off_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    pwrite64(fd: c_int, buf: *const c_void, n: libc::size_t, off: libc::off64_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    pread64(fd: c_int, buf: *mut c_void, n: libc::size_t, off: libc::off64_t) -> libc::ssize_t,
+        touches |f| f(buf as usize, n);
+    writev(fd: c_int, iov: *const libc::iovec, n: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    readv(fd: c_int, iov: *const libc::iovec, n: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    sendmsg(fd: c_int, msg: *const libc::msghdr, flags: c_int) -> libc::ssize_t,
+        touches |f| if !msg.is_null() { each_iov((*msg).msg_iov, (*msg).msg_iovlen as c_int, f) };
+    recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> libc::ssize_t,
+        touches |f| if !msg.is_null() { each_iov((*msg).msg_iov, (*msg).msg_iovlen as c_int, f) };
 }
 
 extern "C" {
