@@ -143,13 +143,15 @@ fn message_counts_match_hpl_by_hand() {
     // N = 64, NB = 32 (two panels), depth 0, BCAST 1ring, SWAP binary exchange.
     let tmp = tempdir();
     let platform = cluster(tmp.path());
-    let messages = |p: &str, q: &str| -> u64 {
+    let messages_with = |p: &str, q: &str, pivots: &str| -> u64 {
         let d = dat(tmp.path(), "64", p, q, "0", "0", 0);
-        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json"]);
+        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json", "--pivots", pivots]);
         assert!(ok, "{err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j[0]["pivots"], pivots);
         j[0]["messages"].as_u64().unwrap()
     };
+    let messages = |p: &str, q: &str| messages_with(p, q, "messages");
     // 1 x Q: no pivot exchanges or swaps; the ring sends Q - 1 messages per panel.
     assert_eq!(messages("1", "2"), 2);
     assert_eq!(messages("1", "4"), 2 * 3);
@@ -160,6 +162,9 @@ fn message_counts_match_hpl_by_hand() {
     // and panel (4); panel 0's update swaps in both columns (column 0 owns column 64, the
     // right-hand side, column 1 owns 32..64): 4; panel 1's only in column 0: 2.
     assert_eq!(messages("2", "2"), 128 + 4 + 4 + 2);
+    // Aggregated pivots: three exchanges per panel (columns 0, 1 and 31), the rest alike.
+    assert_eq!(messages_with("2", "1", "aggregated"), 2 * 3 * 2 + 4);
+    assert_eq!(messages_with("2", "2", "aggregated"), 2 * 3 * 2 + 4 + 4 + 2);
 }
 
 #[test]
@@ -174,7 +179,14 @@ fn swap_variants_and_the_mix_threshold() {
             &format!("{threshold}           swapping threshold"),
         );
         std::fs::write(&d, text).unwrap();
-        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json"]);
+        let (ok, out, err) = run(&[
+            &d,
+            "--platform",
+            &platform,
+            "--json",
+            "--pivots",
+            "messages",
+        ]);
         assert!(ok, "{err}");
         let j: serde_json::Value = serde_json::from_str(&out).unwrap();
         j[0]["messages"].as_u64().unwrap()
