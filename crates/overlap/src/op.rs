@@ -523,9 +523,10 @@ impl Op {
             .collect()
     }
 
-    /// Where the send piece starting at user address `addr` is read from: the op's copy when
-    /// the piece lies on a page left writable (the application may overwrite it as soon as
-    /// the call returns), else the write-protected user pages.
+    /// Where the send piece starting at user address `addr` is read from: the op's copy (a
+    /// piece on a page left writable, which the application may overwrite as soon as the call
+    /// returns, or a priority piece), else the send pages moved aside, else the
+    /// write-protected user pages.
     fn send_source(&self, addr: usize) -> *const u8 {
         if let Some((_, copy)) = self.send_copies.iter().find(|(a, _)| *a == addr) {
             return copy.as_ptr();
