@@ -24,8 +24,7 @@ for c in "${@:-4096 stampede}"; do
     stampede) topo="2;78,78;1,39;1,1" n=3875000 nb=1024 p=77 q=78 ;;
     *) echo "unknown configuration $c (4096, stampede)" >&2; exit 2 ;;
   esac
-  printf '[fat_tree]\nid = "ft"\nprefix = "node-"\nspeed = "10Gf"\nbandwidth = "10Gbps"\nlatency = "1us"\ntopology = "%s"\n' \
-    "$topo" > "ft-$c.toml"
+  fat_tree_toml "$topo" > "ft-$c.toml"
   hpl_dat "$n" "$nb" "$p" "$q" | sed -e 's/^2            SWAP/0            SWAP/' > "hpl-$c.dat"
   /usr/bin/time -v "$bin" hpl "hpl-$c.dat" --platform "ft-$c.toml" --json > "out-$c.json" 2> "time-$c.txt"
   echo "$c: $(grep -E 'User time|System time|Elapsed|Maximum resident' "time-$c.txt" | tr -s ' \t' ' ' | tr '\n' ';')"
