@@ -595,7 +595,7 @@ pub unsafe fn alltoallv(
             send: blocks(sendbuf as usize, &s),
             recv: blocks(recvbuf as usize, &r),
             order: order_for(size),
-            nodes: nodes.clone(),
+            nodes,
         });
     run(dup, call)
 }

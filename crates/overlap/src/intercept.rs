@@ -372,7 +372,7 @@ macro_rules! libc_guard {
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             static NEXT: AtomicUsize = AtomicUsize::new(0);
             let touched: &dyn Fn(&mut dyn FnMut(usize, usize)) = &$touched;
-            touched(&mut |start, len| before_release(start, len));
+            touched(&mut |start, len| complete_if_touching(start, len));
             let f: unsafe extern "C" fn($($ty),*) -> $ret =
                 std::mem::transmute(next(&NEXT, concat!(stringify!($name), "\0").as_bytes()));
             f($($arg),*)
@@ -445,9 +445,10 @@ unsafe fn next_release(cell: &AtomicUsize, name: &[u8]) -> Option<usize> {
     (f != 0).then_some(f)
 }
 
-/// Completes the outstanding operation if `[start, start + len)` overlaps its buffers: memory
-/// must not be released under a message in flight, nor reused before received pages move in.
-unsafe fn before_release(start: usize, len: usize) {
+/// Completes the outstanding operation if `[start, start + len)` overlaps its buffers (or the
+/// pages an access trace watches): memory must not be released under a message in flight,
+/// nor reused before received pages move in, nor handed to the kernel while protected.
+unsafe fn complete_if_touching(start: usize, len: usize) {
     if INSIDE.with(|c| c.get()) {
         return;
     }
@@ -464,7 +465,7 @@ unsafe fn before_release(start: usize, len: usize) {
 pub unsafe extern "C" fn free(p: *mut c_void) {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     if !p.is_null() {
-        before_release(p as usize, libc::malloc_usable_size(p));
+        complete_if_touching(p as usize, libc::malloc_usable_size(p));
     }
     match next_release(&NEXT, b"free\0") {
         Some(f) => std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void)>(f)(p),
@@ -477,7 +478,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
 pub unsafe extern "C" fn realloc(p: *mut c_void, n: libc::size_t) -> *mut c_void {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     if !p.is_null() {
-        before_release(p as usize, libc::malloc_usable_size(p));
+        complete_if_touching(p as usize, libc::malloc_usable_size(p));
     }
     match next_release(&NEXT, b"realloc\0") {
         Some(f) => std::mem::transmute::<
@@ -492,7 +493,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, n: libc::size_t) -> *mut c_void
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: libc::size_t) -> c_int {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
-    before_release(addr as usize, len);
+    complete_if_touching(addr as usize, len);
     match next_release(&NEXT, b"munmap\0") {
         Some(f) => std::mem::transmute::<
             usize,

@@ -100,9 +100,8 @@ impl EventDecoder {
         let t_enter = st.prev_exit.checked_add(gap).ok_or("time overflow")?;
         let t_exit = t_enter.checked_add(dur).ok_or("time overflow")?;
         // The call's cached arguments are updated in place and copied out once, present
-        // slots only.
-        // The cache changes only with the arguments (as in the encoder): an event without
-        // them leaves another call's entry in place.
+        // slots only. The cache changes only with the arguments (as in the encoder): an
+        // event without them leaves another call's entry in place.
         if h & F_ARGS != 0 {
             let present = u32::try_from(u(p)?).map_err(|_| "argument mask out of range")?;
             let changed = u32::try_from(u(p)?).map_err(|_| "argument mask out of range")?;
@@ -116,44 +115,38 @@ impl EventDecoder {
             out.args.copy_present(st.cached_args(call));
         }
         let mut nlists = 0;
-        if h & F_LISTS != 0 && !lists(call) {
+        if h & F_LISTS != 0 {
             let n = u(p)? as usize;
             if n > 16 {
                 return Err("too many lists in one event");
             }
+            let decode = lists(call);
             for _ in 0..n {
-                let k = *buf.get(*p).ok_or("truncated list")?;
-                *p += 1;
-                ListKind::from_u8(k).ok_or("unknown list kind")?;
-                let len = u(p)? as usize;
-                varint::skip(buf, p, len).map_err(|_| "bad varint in event")?;
-            }
-        } else if h & F_LISTS != 0 {
-            nlists = u(p)? as usize;
-            if nlists > 16 {
-                return Err("too many lists in one event");
-            }
-            for l in 0..nlists {
                 let k = *buf.get(*p).ok_or("truncated list")?;
                 *p += 1;
                 let kind = ListKind::from_u8(k).ok_or("unknown list kind")?;
                 let len = u(p)? as usize;
+                if !decode {
+                    varint::skip(buf, p, len).map_err(|_| "bad varint in event")?;
+                    continue;
+                }
                 if len > buf.len() - (*p).min(buf.len()) {
                     return Err("list longer than its block");
                 }
-                if l == out.lists.len() {
+                if nlists == out.lists.len() {
                     out.lists
                         .push(self.spare_lists.pop().unwrap_or_else(|| List {
                             kind,
                             values: Vec::with_capacity(len),
                         }));
                 }
-                let list = &mut out.lists[l];
+                let list = &mut out.lists[nlists];
                 list.kind = kind;
                 list.values.clear();
                 for _ in 0..len {
                     list.values.push(unzigzag(u(p)?));
                 }
+                nlists += 1;
             }
         }
         // Lists no longer used keep their buffers for the next events that have lists.

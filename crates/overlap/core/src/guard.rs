@@ -6,10 +6,10 @@
 //! user's pages, and [`publish`] moves those pages over the protected ones with one
 //! `mremap(MREMAP_FIXED)`, which replaces them atomically, already readable and writable.
 //!
-//! The handler uses atomics, `sched_yield`, `futex` and `sigaction` only. A fault whose page no slot of
-//! [`TABLE`] covers is not ours: the previous action is reinstalled (or called, when it was an
-//! `SA_SIGINFO` handler) and the faulting access is retried, so genuine crashes still die of
-//! SIGSEGV.
+//! The handler uses atomics, `sched_yield`, `futex` and `sigaction` only. A fault whose page
+//! no slot of [`TABLE`] covers is not ours: the previous action is reinstalled (or called,
+//! when it was an `SA_SIGINFO` handler) and the faulting access is retried, so genuine
+//! crashes still die of SIGSEGV.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -194,8 +194,18 @@ pub fn move_aside(user: usize, stage: usize, len: usize) -> Result<bool, Error> 
         return Ok(false);
     }
     if let Err(e) = protect(user, user + len, false) {
-        // Put the pages back where the application expects them.
-        publish(stage, user, len)?;
+        // Put the pages back where the application expects them, leaving `stage` mapped
+        // (empty) so its owner may still use and unmap it.
+        // SAFETY: both ranges were just swapped by the move above.
+        unsafe {
+            mremap_syscall(
+                stage as *mut libc::c_void,
+                len,
+                len,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
+                user as *mut libc::c_void,
+            )
+        };
         return Err(e);
     }
     Ok(true)
