@@ -40,6 +40,11 @@ pub struct HplArgs {
     /// HPL).
     #[arg(long, default_value = "aggregated", value_parser = ["aggregated", "messages"])]
     pivots: String,
+    /// The trailing update's probes of a pending broadcast: `aggregated` (the chunks of NB
+    /// columns that a probe follows run as one computation cut short after the chunk the
+    /// broadcast arrives in) or `chunks` (a computation and a probe per chunk, as HPL).
+    #[arg(long, default_value = "aggregated", value_parser = ["aggregated", "chunks"])]
+    polls: String,
 }
 
 /// Runs `mpiscope hpl`.
@@ -72,8 +77,14 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     } else {
         mpiscope_hpl::Pivots::Aggregated
     };
+    let polls = if a.polls == "chunks" {
+        mpiscope_hpl::Polls::Chunks
+    } else {
+        mpiscope_hpl::Polls::Aggregated
+    };
     for run in &mut runs {
         run.pivots = pivots;
+        run.polls = polls;
     }
     for run in &runs {
         let r = with_progress_bar(run, |progress| {
@@ -93,6 +104,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
                 "sim_wall_s": r.sim_wall_s,
                 "messages": r.messages,
                 "pivots": a.pivots,
+                "polls": a.polls,
             }));
         } else {
             out += &format!(

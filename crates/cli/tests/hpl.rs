@@ -168,6 +168,36 @@ fn message_counts_match_hpl_by_hand() {
 }
 
 #[test]
+fn aggregated_polls_keep_the_dates_of_probing_chunks() {
+    // 4 x 4, depth 1 (the update probes the next panel's broadcast every NB columns):
+    // one action for the probed chunks gives HPL's chunk-by-chunk dates and messages.
+    let tmp = tempdir();
+    let platform = cluster(tmp.path());
+    let d = dat(tmp.path(), "3000", "4", "4", "1 3", "1", 0);
+    let with = |polls: &str| -> Vec<(f64, u64)> {
+        let (ok, out, err) = run(&[&d, "--platform", &platform, "--json", "--polls", polls]);
+        assert!(ok, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let runs = j.as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        runs.iter()
+            .map(|r| {
+                assert_eq!(r["polls"], polls);
+                (
+                    r["time_s"].as_f64().unwrap(),
+                    r["messages"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (chunks, aggregated) = (with("chunks"), with("aggregated"));
+    for ((tc, mc), (ta, ma)) in chunks.into_iter().zip(aggregated) {
+        assert_eq!(mc, ma);
+        assert!((ta - tc).abs() <= 1e-3 * tc, "{ta} against {tc}");
+    }
+}
+
+#[test]
 fn swap_variants_and_the_mix_threshold() {
     // 2 x 1, N = 64, NB = 32: 128 pivot messages, then two updates of 33 and 1 columns.
     let tmp = tempdir();

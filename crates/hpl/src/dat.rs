@@ -77,6 +77,20 @@ pub enum Pivots {
     Aggregated,
 }
 
+/// How the skeleton simulates the trailing update's probes of a pending broadcast (not an
+/// HPL.dat parameter: a choice of the simulation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Polls {
+    /// One computation and one `Iprobe` per NB columns, as HPL.
+    Chunks,
+    /// The NB-column chunks followed by a probe run as one
+    /// [`mpiscope_sim::workload::Action::ComputeWhilePolling`], cut short after the chunk
+    /// the broadcast arrives in: the same dates (a send arriving at the very instant a chunk
+    /// ends counts as seen), two actions instead of two per chunk.
+    #[default]
+    Aggregated,
+}
+
 /// One run: a single value of every parameter.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Run {
@@ -114,6 +128,8 @@ pub struct Run {
     pub equilibration: bool,
     /// How the pivot exchanges are simulated (not from HPL.dat).
     pub pivots: Pivots,
+    /// How the update's probes are simulated (not from HPL.dat).
+    pub polls: Polls,
 }
 
 impl Run {
@@ -393,6 +409,7 @@ impl HplDat {
                                                 u_transposed: self.u_transposed,
                                                 equilibration: self.equilibration,
                                                 pivots: Pivots::default(),
+                                                polls: Polls::default(),
                                             });
                                         }
                                     }

@@ -10,7 +10,7 @@
 pub mod dat;
 pub mod skeleton;
 
-pub use dat::{Bcast, Fact, HplDat, Pivots, Run, Swap};
+pub use dat::{Bcast, Fact, HplDat, Pivots, Polls, Run, Swap};
 pub use skeleton::{workloads, workloads_with_progress, Kernels};
 
 use std::time::Instant;

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use mpiscope_sim::workload::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError};
 
-use crate::dat::{Bcast, Pivots, Run, Swap};
+use crate::dat::{Bcast, Pivots, Polls, Run, Swap};
 
 /// Kernel time models from a calibrated platform's `[config]`.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -718,6 +718,9 @@ struct HplRank {
     next_req: ReqHandle,
     /// Simulated clock readings (picoseconds) not yet used.
     clocks: Vec<u64>,
+    /// The update whose polled chunks run as one [`Action::ComputeWhilePolling`]: its
+    /// columns left before it, `mp` and `jb`.
+    polled_update: Option<(u64, u64, u64)>,
 }
 
 /// The workloads of one run, rank by rank (world rank order); `speeds[i]` is rank i's
@@ -760,6 +763,7 @@ pub fn workloads_with_progress(
             finished: false,
             next_req: 1,
             clocks: Vec::new(),
+            polled_update: None,
         }));
     }
     out
@@ -1043,6 +1047,21 @@ impl RankWorkload for HplRank {
         if let Outcome::Time(t) = last {
             self.clocks.push(t);
         }
+        if let Outcome::Polled { chunks, found } = last {
+            if let Some((left, mp, jb)) = self.polled_update.take() {
+                self.queue.push_front(Item::Update {
+                    left: left - chunks * self.s.run.nb,
+                    mp,
+                    jb,
+                    poll: true,
+                });
+                if found {
+                    if let Some(p) = self.pending.take() {
+                        self.prepend(p.actions);
+                    }
+                }
+            }
+        }
         if self.awaiting_probe {
             self.awaiting_probe = false;
             if last == Outcome::Flag(true) {
@@ -1098,6 +1117,33 @@ impl RankWorkload for HplRank {
                     }
                 }
                 Item::Update { left, mp, jb, poll } => {
+                    let nb = self.s.run.nb;
+                    // The chunks of nb columns followed by a probe (all but the last piece)
+                    // run as one action that stops after the chunk the broadcast arrives in.
+                    let polled = left.saturating_sub(1) / nb;
+                    let aggregate = poll && self.s.run.polls == Polls::Aggregated;
+                    if let (
+                        true,
+                        Some(Pending {
+                            probe: Some((src, tag)),
+                            ..
+                        }),
+                        1..,
+                    ) = (aggregate, &self.pending, polled)
+                    {
+                        let kern = self.s.kernels;
+                        let flops = kern.dtrsm_flops(jb, nb, self.speed)
+                            + kern.dgemm_flops(mp, nb, jb, self.speed);
+                        let action = Action::ComputeWhilePolling {
+                            flops,
+                            chunks: polled,
+                            src: i64::from(*src),
+                            tag: *tag,
+                            comm: 0,
+                        };
+                        self.polled_update = Some((left, mp, jb));
+                        return Some(Ok(action));
+                    }
                     let chunk = if poll && self.pending.is_some() {
                         left.min(self.s.run.nb)
                     } else {

@@ -20,6 +20,8 @@ pub type ExecId = u32;
 #[derive(Debug, Clone)]
 struct Exec {
     host: HostId,
+    /// Work asked for (flops).
+    total: f64,
     remaining: f64,
     rate: f64,
     updated: Time,
@@ -117,6 +119,7 @@ impl CpuModel {
         self.account(host, now);
         let e = Exec {
             host,
+            total: flops.max(0.0),
             remaining: flops.max(0.0),
             rate: 0.0,
             updated: now,
@@ -139,6 +142,36 @@ impl CpuModel {
         self.hosts[host as usize].running.push(id);
         self.rerate(host, now);
         id
+    }
+
+    /// Flops computation `id` has done by `now` (0 for one that is over).
+    pub fn done_flops(&self, id: ExecId, now: Time) -> f64 {
+        let e = &self.execs[id as usize];
+        if !e.live {
+            return 0.0;
+        }
+        let remaining = (e.remaining - e.rate * now.since(e.updated).secs()).max(0.0);
+        e.total - remaining
+    }
+
+    /// Changes the total work of running computation `id` to `flops` (at least what it has
+    /// done by `now`) and reschedules its end.
+    pub fn set_total(&mut self, id: ExecId, now: Time, flops: f64) {
+        let done = self.done_flops(id, now);
+        let e = &mut self.execs[id as usize];
+        if !e.live {
+            return;
+        }
+        e.total = flops.max(done);
+        e.remaining = e.total - done;
+        e.updated = now;
+        e.generation = e.generation.wrapping_add(1);
+        let at = if e.rate > 0.0 {
+            now.plus(Time::from_secs(e.remaining / e.rate))
+        } else {
+            Time::NEVER
+        };
+        self.heap.push(Reverse((at, id, e.generation)));
     }
 
     /// The earliest completion date.

@@ -211,11 +211,23 @@ struct Mailbox {
 enum Block {
     None,
     Exec(ExecId),
-    Sleep,
+    /// Until this date.
+    Sleep(Time),
     /// All of these requests complete; `release`: the rank drops them when woken (a
     /// collective's requests are dropped at its end instead).
     Reqs(Vec<ReqIdx>, bool),
     Probe {
+        src: i64,
+        tag: i64,
+        ctx: u32,
+    },
+    /// [`Action::ComputeWhilePolling`]: computation `exec` of `chunks` chunks of `flops`,
+    /// cut short after the chunk during which a matching send arrives (`found`).
+    Polling {
+        exec: ExecId,
+        flops: f64,
+        chunks: u64,
+        found: bool,
         src: i64,
         tag: i64,
         ctx: u32,
@@ -253,6 +265,9 @@ struct Rank {
     block: Block,
     done: bool,
     last: Outcome,
+    /// The probe ending an [`Action::ComputeWhilePolling`] that has found nothing yet:
+    /// made when the rank runs again, after the ranks due before it at that date.
+    final_probe: Option<(i64, i64, u32)>,
     user_reqs: HashMap<ReqHandle, ReqIdx>,
     coll: Option<CollRun>,
     /// Non-blocking collectives in progress, in the order they were started.
@@ -323,6 +338,9 @@ pub struct Simulation<'p> {
 }
 
 const COLL_CTX: u32 = 1;
+/// Fraction of a chunk under which [`Action::ComputeWhilePolling`] counts a send arriving
+/// as arriving at the end of the chunk just computed (rounding of computation dates).
+const CHUNK_TIE: f64 = 1e-9;
 /// The context of the request standing for a whole non-blocking collective.
 const NBC_CTX: u32 = u32::MAX;
 
@@ -356,6 +374,7 @@ impl<'p> Simulation<'p> {
                 block: Block::None,
                 done: false,
                 last: Outcome::None,
+                final_probe: None,
                 user_reqs: HashMap::new(),
                 coll: None,
                 background: Vec::new(),
@@ -471,7 +490,10 @@ impl<'p> Simulation<'p> {
         match &r.block {
             Block::None => "is runnable".into(),
             Block::Exec(_) => "computes".into(),
-            Block::Sleep => "sleeps".into(),
+            Block::Polling { src, tag, .. } => {
+                format!("computes, probing source {src} tag {tag} between chunks")
+            }
+            Block::Sleep(_) => "sleeps".into(),
             Block::Probe { src, tag, .. } => {
                 format!("in {} probing source {src} tag {tag}", r.blocked_name)
             }
@@ -615,9 +637,10 @@ impl<'p> Simulation<'p> {
         let ready = match &rank.block {
             Block::None => false,
             Block::Exec(e) => !self.execs.contains_key(e),
-            Block::Sleep => true,
+            Block::Sleep(until) => self.now >= *until,
             Block::Reqs(reqs, _) => reqs.iter().all(|&q| self.reqs[q as usize].complete),
             Block::Probe { src, tag, ctx } => self.find_send(r, *src, *tag, *ctx).is_some(),
+            Block::Polling { exec, .. } => !self.execs.contains_key(exec),
         };
         if !ready {
             return;
@@ -627,7 +650,7 @@ impl<'p> Simulation<'p> {
         let dt = now.since(rank.blocked_since).secs();
         match std::mem::replace(&mut rank.block, Block::None) {
             Block::Exec(_) => rank.result.compute_s += dt,
-            Block::Sleep => {}
+            Block::Sleep(_) => {}
             Block::Reqs(reqs, release) => {
                 // Waiting: until the last awaited request was matched; the rest moved data.
                 let matched = reqs
@@ -650,6 +673,31 @@ impl<'p> Simulation<'p> {
             }
             Block::Probe { .. } => {
                 rank.result.wait_s += dt;
+            }
+            Block::Polling {
+                chunks,
+                found,
+                src,
+                tag,
+                ctx,
+                ..
+            } => {
+                rank.result.compute_s += dt;
+                rank.last = Outcome::Polled { chunks, found };
+                if !found {
+                    rank.final_probe = Some((src, tag, ctx));
+                }
+                rank.result.mpi_calls += chunks;
+                rank.callsite_entry().1 += chunks;
+                if self.config.poll_cost > 0.0 {
+                    // The probes' cost, after the computation (not between its chunks).
+                    let end = now.plus(Time::from_secs(self.config.poll_cost * chunks as f64));
+                    self.sleepers.push(Reverse((end, r)));
+                    rank.block = Block::Sleep(end);
+                    rank.blocked_since = now;
+                    rank.blocked_name = "poll";
+                    return;
+                }
             }
             Block::None => {}
         }
@@ -753,13 +801,49 @@ impl<'p> Simulation<'p> {
             }
             None => {
                 self.mailboxes[dst as usize].sends.push_back(q);
-                // A rank blocked probing for it can go on.
-                if matches!(self.ranks[dst as usize].block, Block::Probe { .. }) {
-                    self.touched.push(dst);
+                match self.ranks[dst as usize].block {
+                    // A rank blocked probing for it can go on.
+                    Block::Probe { .. } => self.touched.push(dst),
+                    Block::Polling { .. } => self.polled_send_arrived(dst, q),
+                    _ => {}
                 }
             }
         }
         Ok(q)
+    }
+
+    /// Send `sq` just arrived in the mailbox of rank `r`, which computes while polling: if
+    /// the probes match it, the computation ends with the chunk in progress.
+    fn polled_send_arrived(&mut self, r: u32, sq: ReqIdx) {
+        let now = self.now;
+        let send = &self.reqs[sq as usize];
+        let Block::Polling {
+            exec,
+            flops,
+            chunks,
+            found: false,
+            src,
+            tag,
+            ctx,
+        } = self.ranks[r as usize].block
+        else {
+            return;
+        };
+        let probe_matches = send.ctx == ctx
+            && (src == ANY || src == i64::from(send.owner))
+            && (tag == send.tag || (tag == ANY && send.tag >= 0));
+        if !probe_matches {
+            return;
+        }
+        let done = self.cpu.done_flops(exec, now);
+        // The probe after the chunk in progress finds it; a chunk ending right now (to
+        // rounding) probes after the send arrived, as the loop's probe would.
+        let upto = ((done / flops - CHUNK_TIE).ceil().max(1.0) as u64).min(chunks);
+        self.cpu.set_total(exec, now, upto as f64 * flops);
+        if let Block::Polling { chunks, found, .. } = &mut self.ranks[r as usize].block {
+            *chunks = upto;
+            *found = true;
+        }
     }
 
     fn find_send(&self, me: u32, src: i64, tag: i64, ctx: u32) -> Option<usize> {
@@ -882,7 +966,13 @@ impl<'p> Simulation<'p> {
                 self.step_collective(r)?;
                 continue;
             }
-            let last = std::mem::take(&mut self.ranks[r as usize].last);
+            let mut last = std::mem::take(&mut self.ranks[r as usize].last);
+            if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
+                if let Outcome::Polled { chunks, .. } = last {
+                    let found = self.find_send(r, src, tag, ctx).is_some();
+                    last = Outcome::Polled { chunks, found };
+                }
+            }
             let action = match self.workloads[r as usize].next(last) {
                 None => Action::Finalize,
                 Some(a) => a?,
@@ -905,9 +995,9 @@ impl<'p> Simulation<'p> {
             }
             Action::Sleep { secs } => {
                 if secs > 0.0 {
-                    self.sleepers
-                        .push(Reverse((now.plus(Time::from_secs(secs)), r)));
-                    self.block(r, Block::Sleep, "sleep");
+                    let end = now.plus(Time::from_secs(secs));
+                    self.sleepers.push(Reverse((end, r)));
+                    self.block(r, Block::Sleep(end), "sleep");
                 }
             }
             Action::Callsite(c) => self.ranks[r as usize].callsite = c,
@@ -1011,6 +1101,32 @@ impl<'p> Simulation<'p> {
                         "probe",
                     );
                 }
+            }
+            Action::ComputeWhilePolling {
+                flops,
+                chunks,
+                src,
+                tag,
+                comm,
+            } => {
+                let w = self.peer_world(r, comm, src)?;
+                let ctx = comm * 2;
+                // A message already there: the first probe finds it.
+                let found = self.find_send(r, w, tag, ctx).is_some();
+                let chunks = if found { 1 } else { chunks.max(1) };
+                let host = self.ranks[r as usize].host;
+                let e = self.cpu.start(now, host, flops.max(0.0) * chunks as f64);
+                self.execs.insert(e, r);
+                let block = Block::Polling {
+                    exec: e,
+                    flops: flops.max(f64::MIN_POSITIVE),
+                    chunks,
+                    found,
+                    src: w,
+                    tag,
+                    ctx,
+                };
+                self.block(r, block, "compute");
             }
             Action::Iprobe { src, tag, comm } => {
                 self.count_call(r);
@@ -1135,11 +1251,9 @@ impl<'p> Simulation<'p> {
 
     fn poll_cost(&mut self, r: u32) {
         if self.config.poll_cost > 0.0 {
-            self.sleepers.push(Reverse((
-                self.now.plus(Time::from_secs(self.config.poll_cost)),
-                r,
-            )));
-            self.block(r, Block::Sleep, "poll");
+            let end = self.now.plus(Time::from_secs(self.config.poll_cost));
+            self.sleepers.push(Reverse((end, r)));
+            self.block(r, Block::Sleep(end), "poll");
         }
     }
 
@@ -1572,6 +1686,133 @@ mod tests {
         // SimGrid 3.32 CM02: 1e-5 + 1000016 * 1.05 / 1e9 (measured 0.001060016800).
         assert!(close(r.makespan_s, 0.0010600168), "{}", r.makespan_s);
         assert!(close(r.ranks[1].end_s, 0.0010600168));
+    }
+
+    /// Rank 0 of [`polling`]: computes 10 chunks of 1 ms, probing for rank 1's message
+    /// after each (one action, or the loop), then receives it; records (chunks, found, end).
+    struct Poller {
+        one_action: bool,
+        step: u32,
+        chunks: u64,
+        seen: Option<(u64, bool)>,
+        out: std::sync::Arc<std::sync::Mutex<(u64, bool, u64)>>,
+    }
+
+    impl RankWorkload for Poller {
+        fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+            const PROBE: (i64, i64) = (1, 5);
+            let compute = Action::Compute { flops: 1e6 };
+            self.step += 1;
+            let action = match (self.step, last) {
+                (1, _) if self.one_action => Action::ComputeWhilePolling {
+                    flops: 1e6,
+                    chunks: 10,
+                    src: PROBE.0,
+                    tag: PROBE.1,
+                    comm: 0,
+                },
+                (_, Outcome::Polled { chunks, found }) => {
+                    self.seen = Some((chunks, found));
+                    Action::Recv {
+                        src: 1,
+                        tag: 5,
+                        bytes: 100,
+                        comm: 0,
+                        req: None,
+                    }
+                }
+                (1, _) => compute,
+                (_, Outcome::Flag(found)) => {
+                    self.chunks += 1;
+                    if found || self.chunks == 10 {
+                        self.seen = Some((self.chunks, found));
+                        Action::Recv {
+                            src: 1,
+                            tag: 5,
+                            bytes: 100,
+                            comm: 0,
+                            req: None,
+                        }
+                    } else {
+                        compute
+                    }
+                }
+                (_, Outcome::Time(t)) => {
+                    let (c, f) = self.seen.expect("polled");
+                    *self.out.lock().unwrap() = (c, f, t);
+                    return None;
+                }
+                _ if self.seen.is_some() => Action::Clock,
+                _ => Action::Iprobe {
+                    src: PROBE.0,
+                    tag: PROBE.1,
+                    comm: 0,
+                },
+            };
+            Some(Ok(action))
+        }
+    }
+
+    /// (chunks computed, found, end in ps) of a [`Poller`] whose message rank 1 sends after
+    /// `delay` seconds.
+    fn polling(one_action: bool, delay: f64) -> (u64, bool, u64) {
+        let out = std::sync::Arc::new(std::sync::Mutex::new((0, false, 0)));
+        let poller = Poller {
+            one_action,
+            step: 0,
+            chunks: 0,
+            seen: None,
+            out: out.clone(),
+        };
+        let sender = Script(
+            vec![
+                Action::Sleep { secs: delay },
+                Action::Send {
+                    dst: 0,
+                    tag: 5,
+                    bytes: 100,
+                    comm: 0,
+                    req: None,
+                    sync: false,
+                },
+            ]
+            .into(),
+        );
+        let w: Vec<Box<dyn RankWorkload>> = vec![Box::new(poller), Box::new(sender)];
+        let r = Simulation::new(&p1(), SimConfig::default(), vec![0, 1], w)
+            .unwrap()
+            .run()
+            .unwrap();
+        assert_eq!(r.ranks[0].mpi_calls, out.lock().unwrap().0 + 1);
+        let got = *out.lock().unwrap();
+        got
+    }
+
+    #[test]
+    fn a_sleep_takes_its_time() {
+        let r = run(
+            &p1(),
+            vec![0, 1],
+            vec![vec![Action::Sleep { secs: 0.25 }], vec![]],
+        );
+        assert!(close(r.ranks[0].end_s, 0.25), "{}", r.ranks[0].end_s);
+    }
+
+    #[test]
+    fn computing_while_polling_is_the_loop_of_computations_and_probes() {
+        for delay in [0.0, 0.0004, 0.0015, 0.00371, 0.0099, 0.02] {
+            let one = polling(true, delay);
+            assert_eq!(one, polling(false, delay), "message sent at {delay} s");
+            let expected = ((delay * 1e3).floor() as u64 + 1).min(10);
+            assert_eq!(
+                (one.0, one.1),
+                (expected, delay < 0.01),
+                "message sent at {delay} s"
+            );
+        }
+        // A message sent as a chunk ends counts as seen by that chunk's probe (the loop's
+        // probe may run before or after the sender at that instant).
+        assert_eq!(polling(true, 0.003).0, 3);
     }
 
     #[test]

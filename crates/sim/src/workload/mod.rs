@@ -112,6 +112,23 @@ pub enum Action {
     },
     /// Marks the callsite of the following actions (for per-callsite reports).
     Callsite(u32),
+    /// Compute up to `chunks` chunks of `flops` each, probing after each chunk for a message
+    /// from `src` with `tag` (as `Iprobe`), and stop after the first chunk whose probe finds
+    /// one ([`Outcome::Polled`]). Equivalent to the loop `Compute; Iprobe` (each probe
+    /// counts as an MPI call) at the cost of one computation: how HPL updates the trailing
+    /// matrix while a panel broadcast is pending.
+    ComputeWhilePolling {
+        /// Floating-point operations per chunk.
+        flops: f64,
+        /// Most chunks to compute (at least one is).
+        chunks: u64,
+        /// Source or [`ANY`].
+        src: i64,
+        /// Tag or [`ANY`].
+        tag: i64,
+        /// Communicator.
+        comm: CommId,
+    },
     /// Read the simulated clock (`Outcome::Time`); takes no time. For skeletons that
     /// measure a repeated pattern once and stand for its repetitions with one `Sleep`.
     Clock,
@@ -129,6 +146,14 @@ pub enum Outcome {
     Flag(bool),
     /// The simulated time when [`Action::Clock`] ran, picoseconds.
     Time(u64),
+    /// How [`Action::ComputeWhilePolling`] ended: the chunks computed, and whether the last
+    /// probe found a message.
+    Polled {
+        /// Chunks computed.
+        chunks: u64,
+        /// The last probe's answer.
+        found: bool,
+    },
 }
 
 /// A problem in a workload's input.
