@@ -513,30 +513,30 @@ pub fn swap00_plan(p: u32, cur: u32, me: u32, jb: u64, n: u64) -> Vec<Option<Msg
     }
     out.push(None);
     if mydist < ip2 {
+        // Before exchange k, distance d holds the rows of its aligned group of 2^k
+        // distances (each exchange merges two groups): sums of a prefix table.
+        let mut prefix = vec![0u64; ip2 as usize + 1];
+        for d in 0..ip2 as usize {
+            prefix[d + 1] = prefix[d] + llen[d];
+        }
+        let held = |d: u32, group: u32| {
+            let lo = (d & !(group - 1)) as usize;
+            prefix[lo + group as usize] - prefix[lo]
+        };
         for k in 0..hdim {
             let ipow = 1u32 << k;
             let partner = mydist ^ ipow;
+            let (mine, theirs) = (held(mydist, ipow), held(partner, ipow));
             let m = if mydist >> (k + 1) == 0 {
                 if mydist >> k == 0 {
-                    exch(row(partner), usize_, llen[partner as usize] * ldw * 8)
+                    exch(row(partner), usize_, theirs * ldw * 8)
                 } else {
-                    exch(row(partner), llen[mydist as usize] * ldw * 8, usize_)
+                    exch(row(partner), mine * ldw * 8, usize_)
                 }
             } else {
-                exch(
-                    row(partner),
-                    llen[mydist as usize] * ldw * 8,
-                    llen[partner as usize] * ldw * 8,
-                )
+                exch(row(partner), mine * ldw * 8, theirs * ldw * 8)
             };
             out.push(Some(m));
-            for d in 0..ip2 {
-                let q = d ^ ipow;
-                if q > d {
-                    llen[d as usize] += llen[q as usize];
-                    llen[q as usize] = llen[d as usize];
-                }
-            }
             out.push(None);
         }
     } else if size_ > 1 {
@@ -966,6 +966,7 @@ impl HplRank {
                 swap00_plan(p, cur, self.row, jb, n)
             };
             let tag = TAG_SWAP + (k % 8) as i64;
+            let mut acts = Vec::new();
             for m in plan {
                 match m {
                     None => {
@@ -974,9 +975,8 @@ impl HplRank {
                         }
                     }
                     Some(m) => {
-                        let mut acts = Vec::new();
                         self.actions(&[m], false, tag, &mut acts);
-                        for a in acts {
+                        for a in acts.drain(..) {
                             self.push(a);
                         }
                     }

@@ -196,7 +196,13 @@ impl NetworkModel for FlowModel {
         let latency = platform.route(src, dst, &mut self.route)?;
         let padded = bytes.saturating_add(self.config.envelope);
         let (lat_f, bw_f) = self.config.factors(padded);
-        let mut uses: Vec<(ConsId, f64)> = self.route.iter().map(|&l| (l as ConsId, 1.0)).collect();
+        // The constraint list of the flow slot about to be reused keeps its capacity.
+        let mut uses = match self.free.last() {
+            Some(&id) => std::mem::take(&mut self.flows[id as usize].uses),
+            None => Vec::new(),
+        };
+        uses.clear();
+        uses.extend(self.route.iter().map(|&l| (l as ConsId, 1.0)));
         let mut bound = f64::INFINITY;
         for &l in &self.route {
             bound = bound.min(platform.links[l as usize].bandwidth);

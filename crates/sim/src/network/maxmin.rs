@@ -168,7 +168,12 @@ impl System {
     /// constraint weights. A constraint listed twice gets the sum of the weights on a
     /// shared constraint and the largest on a fat pipe.
     pub fn add_var(&mut self, penalty: f64, bound: f64, uses: &[(ConsId, f64)]) -> VarId {
-        let mut cons: Vec<(ConsId, f64)> = Vec::with_capacity(uses.len());
+        // The list of the slot about to be reused keeps its capacity.
+        let mut cons = match self.free_vars.last() {
+            Some(&id) => std::mem::take(&mut self.vars[id as usize].cons),
+            None => Vec::with_capacity(uses.len()),
+        };
+        cons.clear();
         for &(c, w) in uses {
             if w <= 0.0 {
                 continue;
@@ -213,7 +218,7 @@ impl System {
 
     /// Removes a variable.
     pub fn remove_var(&mut self, id: VarId) {
-        let uses = std::mem::take(&mut self.vars[id as usize].cons);
+        let mut uses = std::mem::take(&mut self.vars[id as usize].cons);
         for &(c, _) in &uses {
             let k = &mut self.cons[c as usize];
             if let Some(pos) = k.vars.iter().position(|(v, _)| *v == id) {
@@ -221,7 +226,9 @@ impl System {
             }
             self.mark_dirty(c);
         }
+        uses.clear();
         let v = &mut self.vars[id as usize];
+        v.cons = uses;
         v.live = false;
         v.value = 0.0;
         self.free_vars.push(id);
