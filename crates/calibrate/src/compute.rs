@@ -18,14 +18,37 @@ pub enum Kernel {
     Dgemm,
     /// `B = L^-1 B`, `L` a triangle of order m, `B` m x n.
     Dtrsm,
+    /// LU factorization with partial pivoting of an m x n panel (HPL's panel
+    /// factorization on one process: recursive halving, BLAS-2 below four columns).
+    Panel,
 }
 
 impl Kernel {
-    /// The fitted model's variable: `m n k` for dgemm, `m^2 n` for dtrsm.
+    /// The kernel's name in options and reports (`mpiscope/<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Dgemm => "dgemm",
+            Kernel::Dtrsm => "dtrsm",
+            Kernel::Panel => "panel",
+        }
+    }
+
+    /// The fitted model's variable, as text.
+    pub fn work_text(self) -> &'static str {
+        match self {
+            Kernel::Dgemm => "m n k",
+            Kernel::Dtrsm => "m^2 n",
+            Kernel::Panel => "n^2 (m - n/3)",
+        }
+    }
+
+    /// The fitted model's variable: `m n k` for dgemm, `m^2 n` for dtrsm, the flops of an
+    /// LU of an m x n panel, `n^2 (m - n/3)`, for the panel.
     pub fn work(self, m: u64, n: u64, k: u64) -> f64 {
         match self {
             Kernel::Dgemm => m as f64 * n as f64 * k as f64,
             Kernel::Dtrsm => m as f64 * m as f64 * n as f64,
+            Kernel::Panel => (n as f64).powi(2) * (m as f64 - n as f64 / 3.0).max(0.0),
         }
     }
 
@@ -38,7 +61,7 @@ impl Kernel {
     pub fn flops_per_work(self) -> f64 {
         match self {
             Kernel::Dgemm => 2.0,
-            Kernel::Dtrsm => 1.0,
+            Kernel::Dtrsm | Kernel::Panel => 1.0,
         }
     }
 }
@@ -157,6 +180,10 @@ pub struct ComputeModel {
     pub dgemm_one_term: KernelFit,
     /// `t = b m^2 n`.
     pub dtrsm_one_term: Option<KernelFit>,
+    /// `t = p n^2 (m - n/3) + c m n` (the panel factorization, when timed).
+    pub panel: Option<KernelFit>,
+    /// `t = p n^2 (m - n/3)`.
+    pub panel_one_term: Option<KernelFit>,
     /// Per-core dgemm speed with 1, 2, ... cores busy, relative to one (empty: not
     /// measured). Written as `mpiscope/core-efficiency`.
     pub core_efficiency: Vec<f64>,
@@ -170,6 +197,8 @@ impl ComputeModel {
             dtrsm: fit_kernel(samples, Kernel::Dtrsm, true).ok(),
             dgemm_one_term: fit_kernel(samples, Kernel::Dgemm, false)?,
             dtrsm_one_term: fit_kernel(samples, Kernel::Dtrsm, false).ok(),
+            panel: fit_kernel(samples, Kernel::Panel, true).ok(),
+            panel_one_term: fit_kernel(samples, Kernel::Panel, false).ok(),
             core_efficiency: Vec::new(),
         })
     }
@@ -178,6 +207,7 @@ impl ComputeModel {
     pub fn fits(&self) -> impl Iterator<Item = (&KernelFit, &KernelFit)> {
         std::iter::once((&self.dgemm, &self.dgemm_one_term))
             .chain(self.dtrsm.as_ref().zip(self.dtrsm_one_term.as_ref()))
+            .chain(self.panel.as_ref().zip(self.panel_one_term.as_ref()))
     }
 }
 

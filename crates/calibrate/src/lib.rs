@@ -271,7 +271,8 @@ impl Network {
     /// format, with the factors as options for the replay. With `compute`, the host's speed
     /// is the fitted dgemm speed and the kernel models go to `[config]` as
     /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`) and
-    /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`), with the per-core speed
+    /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`) and, when timed,
+    /// `mpiscope/panel` (seconds per `n^2 (m - n/3)`, then per `m n`), with the per-core speed
     /// factors under load as `mpiscope/core-efficiency` when measured.
     pub fn platform_toml(
         &self,
@@ -288,10 +289,7 @@ impl Network {
         if let Some(c) = compute {
             speed = format!("speed = {:e}\n", c.dgemm.flops);
             for (f, one) in c.fits() {
-                let name = match f.kernel {
-                    compute::Kernel::Dgemm => "dgemm",
-                    compute::Kernel::Dtrsm => "dtrsm",
-                };
+                let name = f.kernel.name();
                 kernels += &format!(
                     "# {name}: {:.2} Gflop/s, R^2 {:.5}, largest error {:.1}% over {} shapes \
                      (one-term model: R^2 {:.5}, largest error {:.1}%)\n\

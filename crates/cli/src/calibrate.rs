@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use mpiscope_calibrate::compute::{ComputeModel, Kernel, KernelSample};
+use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 
@@ -142,10 +142,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         if let Some(c) = &compute {
             for (k, one) in c.fits() {
-                let (name, work) = match k.kernel {
-                    Kernel::Dgemm => ("dgemm", "m n k"),
-                    Kernel::Dtrsm => ("dtrsm", "m^2 n"),
-                };
+                let (name, work) = (k.kernel.name(), k.kernel.work_text());
                 s += &format!(
                     "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} Gflop/s (one thread), R^2 {:.5}, \
                      largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",

@@ -16,8 +16,8 @@ use mpiscope_sim::SimConfig;
 pub struct HplArgs {
     /// A standard HPL input file (`HPL.dat`).
     dat: PathBuf,
-    /// Platform: SimGrid XML (v4.1) or mpiscope TOML (with `mpiscope/dgemm` and
-    /// `mpiscope/dtrsm` kernel models in `[config]` when calibrated).
+    /// Platform: SimGrid XML (v4.1) or mpiscope TOML (with `mpiscope/dgemm`,
+    /// `mpiscope/dtrsm` and `mpiscope/panel` kernel models in `[config]` when calibrated).
     #[arg(long)]
     platform: PathBuf,
     /// SimGrid-style hostfile (one host per line, `host:N` for N ranks).

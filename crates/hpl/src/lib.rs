@@ -58,8 +58,9 @@ pub enum SimulateError {
     },
 }
 
-/// Simulates `run` on `platform` (kernel models from its `mpiscope/dgemm` and
-/// `mpiscope/dtrsm` options, else flop counts at the host speed), ranks placed by `mapping`.
+/// Simulates `run` on `platform` (kernel models from its `mpiscope/dgemm`, `mpiscope/dtrsm`
+/// and `mpiscope/panel` options, else flop counts at the host speed), ranks placed by
+/// `mapping`.
 pub fn simulate(
     run: &Run,
     platform: &Platform,

@@ -31,10 +31,14 @@ pub struct Kernels {
     pub dgemm: Option<(f64, f64)>,
     /// `mpiscope/dtrsm` = "b c": t = b m^2 n + c m n (m the triangle's order).
     pub dtrsm: Option<(f64, f64)>,
+    /// `mpiscope/panel` = "p c": the panel factorization of m x n, t = p n^2 (m - n/3) +
+    /// c m n (its flops, then its elements).
+    pub panel: Option<(f64, f64)>,
 }
 
 impl Kernels {
-    /// Reads `mpiscope/dgemm` and `mpiscope/dtrsm` from a platform's options.
+    /// Reads `mpiscope/dgemm`, `mpiscope/dtrsm` and `mpiscope/panel` from a platform's
+    /// options.
     pub fn from_config(config: &BTreeMap<String, String>) -> Result<Kernels, String> {
         let two = |key: &str| -> Result<Option<(f64, f64)>, String> {
             let Some(v) = config.get(key) else {
@@ -53,6 +57,7 @@ impl Kernels {
         Ok(Kernels {
             dgemm: two("mpiscope/dgemm")?,
             dtrsm: two("mpiscope/dtrsm")?,
+            panel: two("mpiscope/panel")?,
         })
     }
 
@@ -62,6 +67,15 @@ impl Kernels {
         match self.dgemm {
             Some((a, c)) => ((a * m * n * k + c * m * n) * speed).max(0.0),
             None => 2.0 * m * n * k,
+        }
+    }
+
+    /// Flops to compute at `speed` for one column of a panel factorization whose flops are
+    /// `flops` (its rank-one update) on `rows` rows: the panel model's share of it.
+    pub fn panel_column_flops(&self, flops: f64, rows: u64, speed: f64) -> f64 {
+        match self.panel {
+            Some((p, c)) => ((p * flops + c * rows as f64) * speed).max(0.0),
+            None => flops,
         }
     }
 
@@ -893,7 +907,8 @@ impl HplRank {
         } else {
             mp
         };
-        rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64
+        let flops = rows as f64 + 2.0 * rows as f64 * (jb - i - 1) as f64;
+        s.kernels.panel_column_flops(flops, rows, self.speed)
     }
 
     /// Columns 2 to jb - 2 of panel k ([`Pivots::Aggregated`]): their flops, then the time

@@ -23,8 +23,9 @@ pub fn use_one_thread() {
 }
 
 /// The shapes timed by default: square dgemm products from 32 to 1024, HPL's trailing
-/// updates (`m x n` times panel width `k` of 32 to 256), and triangular solves of order
-/// 32 to 256 with 256 to 4096 right-hand sides. About two seconds on this host.
+/// updates (`m x n` times panel width `k` of 32 to 256), triangular solves of order
+/// 32 to 256 with 256 to 4096 right-hand sides, and panel factorizations of 512 to 8192
+/// rows and 32 to 256 columns. A few seconds on this host.
 pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
     let mut v = Vec::new();
     for s in [32, 64, 128, 256, 384, 512, 768, 1024] {
@@ -38,6 +39,11 @@ pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
     for order in [32, 64, 128, 256] {
         for n in [256, 1024, 4096] {
             v.push((Kernel::Dtrsm, order, n, 0));
+        }
+    }
+    for n in [32, 64, 128, 256] {
+        for m in [512, 2048, 8192] {
+            v.push((Kernel::Panel, m, n, 0));
         }
     }
     v
@@ -149,6 +155,119 @@ pub fn time_dtrsm(order: usize, n: usize, samples: usize) -> f64 {
     })
 }
 
+/// Times the LU factorization with partial pivoting of an `m x n` panel (`m >= n`, column
+/// major; see [`factor_panel`]); median of `samples`. Each call factors a fresh copy, whose
+/// copying (`m n` doubles) is part of the time, as HPL copies panels too.
+pub fn time_panel(m: usize, n: usize, samples: usize) -> f64 {
+    assert!(m >= n);
+    let original = matrix(m * n, 5);
+    let mut a = original.clone();
+    let mut pivots = vec![0usize; n];
+    median_time(samples, &mut || {
+        a.copy_from_slice(&original);
+        factor_panel(&mut a, m, n, &mut pivots);
+    })
+}
+
+/// LU factorization with partial pivoting, in place, of the `m x n` column-major panel `a`
+/// (`m >= n`): `pivots[j]` is the row swapped with row `j`. Recursive as HPL's panel
+/// factorization (NDIV 2): factor the left half, apply its swaps to the right half, solve
+/// for the right half's top rows (dtrsm), update the rest (dgemm), factor it; below
+/// [`PANEL_LEAF`] columns, column by column (idamax, row swap, dscal, dger).
+pub fn factor_panel(a: &mut [f64], m: usize, n: usize, pivots: &mut [usize]) {
+    assert!(m >= n && a.len() >= m * n && pivots.len() >= n);
+    // SAFETY: `a` holds the m x n panel with leading dimension m (checked above), and
+    // every block the recursion touches lies inside it.
+    unsafe { factor_block(a.as_mut_ptr(), m, m, n, pivots) }
+}
+
+/// HPL's default recursion stopping point (NBMIN 4).
+pub const PANEL_LEAF: usize = 4;
+
+/// [`factor_panel`] on the `m x n` block at `a` with leading dimension `lda`.
+///
+/// # Safety
+/// `a` must point to a column-major block of at least `(n - 1) lda + m` doubles, `m >= n`.
+unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut [usize]) {
+    use cblas_sys as c;
+    let ld = lda as i32;
+    if n <= PANEL_LEAF {
+        for j in 0..n {
+            let col = a.add(j * lda);
+            let p = j + c::cblas_idamax((m - j) as i32, col.add(j), 1) as usize;
+            pivots[j] = p;
+            if p != j {
+                c::cblas_dswap(n as i32, a.add(j), ld, a.add(p), ld);
+            }
+            let pivot = *col.add(j);
+            if j + 1 < m && pivot != 0.0 {
+                c::cblas_dscal((m - j - 1) as i32, 1.0 / pivot, col.add(j + 1), 1);
+            }
+            if j + 1 < n {
+                c::cblas_dger(
+                    c::CblasColMajor,
+                    (m - j - 1) as i32,
+                    (n - j - 1) as i32,
+                    -1.0,
+                    col.add(j + 1),
+                    1,
+                    a.add((j + 1) * lda + j),
+                    ld,
+                    a.add((j + 1) * lda + j + 1),
+                    ld,
+                );
+            }
+        }
+        return;
+    }
+    let (n1, n2) = (n / 2, n - n / 2);
+    let (left, right) = pivots.split_at_mut(n1);
+    factor_block(a, lda, m, n1, left);
+    let a12 = a.add(n1 * lda);
+    for (j, &p) in left.iter().enumerate() {
+        if p != j {
+            c::cblas_dswap(n2 as i32, a12.add(j), ld, a12.add(p), ld);
+        }
+    }
+    c::cblas_dtrsm(
+        c::CblasColMajor,
+        c::CblasLeft,
+        c::CblasLower,
+        c::CblasNoTrans,
+        c::CblasUnit,
+        n1 as i32,
+        n2 as i32,
+        1.0,
+        a,
+        ld,
+        a12,
+        ld,
+    );
+    c::cblas_dgemm(
+        c::CblasColMajor,
+        c::CblasNoTrans,
+        c::CblasNoTrans,
+        (m - n1) as i32,
+        n2 as i32,
+        n1 as i32,
+        -1.0,
+        a.add(n1),
+        ld,
+        a12,
+        ld,
+        1.0,
+        a12.add(n1),
+        ld,
+    );
+    factor_block(a12.add(n1), lda, m - n1, n2, right);
+    for (j, p) in right.iter_mut().enumerate() {
+        *p += n1;
+        if *p != n1 + j {
+            c::cblas_dswap(n1 as i32, a.add(n1 + j), ld, a.add(*p), ld);
+        }
+    }
+}
+
 /// Times every shape (`samples` per shape), calling `progress(done, total)` after each.
 pub fn measure(
     shapes: &[(Kernel, usize, usize, usize)],
@@ -160,6 +279,7 @@ pub fn measure(
         let seconds = match kernel {
             Kernel::Dgemm => time_dgemm(m, n, k, samples),
             Kernel::Dtrsm => time_dtrsm(m, n, samples),
+            Kernel::Panel => time_panel(m, n, samples),
         };
         out.push(KernelSample {
             kernel,
@@ -266,6 +386,46 @@ mod tests {
         let l = lower_unit(3);
         assert_eq!((l[0], l[4], l[8]), (1.0, 1.0, 1.0));
         assert!(l.iter().all(|v| v.is_finite() && *v > 0.0));
+    }
+
+    /// The panel factorization is an LU with partial pivoting: P A = L U, checked on a
+    /// 37 x 19 panel (odd sizes: uneven halves down to the leaves).
+    #[test]
+    fn panel_factorization_is_lu_with_partial_pivoting() {
+        use_one_thread();
+        let (m, n) = (37, 19);
+        let original = matrix(m * n, 9);
+        let mut a = original.clone();
+        let mut pivots = vec![0; n];
+        factor_panel(&mut a, m, n, &mut pivots);
+        // P A: the row swaps applied in order to the original.
+        let mut pa = original.clone();
+        for (j, &p) in pivots.iter().enumerate() {
+            assert!(p >= j && p < m);
+            for col in 0..n {
+                pa.swap(col * m + j, col * m + p);
+            }
+        }
+        for i in 0..m {
+            for j in 0..n {
+                // (L U)[i][j] = sum over k <= min(i, j) of L[i][k] U[k][j], L unit lower.
+                let lu: f64 = (0..=i.min(j))
+                    .map(|k| {
+                        let l = if k == i { 1.0 } else { a[k * m + i] };
+                        l * a[j * m + k]
+                    })
+                    .sum();
+                assert!(
+                    (lu - pa[j * m + i]).abs() < 1e-9,
+                    "({i}, {j}): {lu} vs {}",
+                    pa[j * m + i]
+                );
+            }
+        }
+        // Partial pivoting: every multiplier is at most 1 in magnitude.
+        for j in 0..n {
+            assert!((j + 1..m).all(|i| a[j * m + i].abs() <= 1.0 + 1e-12));
+        }
     }
 
     #[test]

@@ -365,6 +365,12 @@ fn calibrated_kernels_turn_seconds_into_flops() {
     // Without a model: the flop counts.
     assert_eq!(Kernels::default().dgemm_flops(100, 10, 10, 1e9), 20000.0);
     assert_eq!(Kernels::default().dtrsm_flops(10, 100, 1e9), 10000.0);
+    // The panel model: 1e-9 s per flop and 1e-8 s per element, at 1 Gf/s.
+    assert_eq!(k.panel, None);
+    assert_eq!(k.panel_column_flops(5000.0, 100, 1e9), 5000.0);
+    config.insert("mpiscope/panel".to_owned(), "1e-9 1e-8".to_owned());
+    let k = Kernels::from_config(&config).unwrap();
+    assert!((k.panel_column_flops(5000.0, 100, 1e9) - 6000.0).abs() < 1e-6);
     config.insert("mpiscope/dtrsm".to_owned(), "fast".to_owned());
     assert!(Kernels::from_config(&config)
         .unwrap_err()
