@@ -826,6 +826,20 @@ impl HplRank {
                     send,
                     from,
                     recv,
+                    sync: false,
+                } => out.push(Action::Sendrecv {
+                    dst: peer(to),
+                    send_bytes: send,
+                    src: i64::from(peer(from)),
+                    recv_bytes: recv,
+                    tag,
+                    comm: 0,
+                }),
+                Msg::Exchange {
+                    to,
+                    send,
+                    from,
+                    recv,
                     sync,
                 } => {
                     let (r, w) = (self.req(), self.req());

@@ -17,6 +17,13 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
+/// Maps keyed by small integers the engine assigns (transfers, computations, requests):
+/// a fast non-cryptographic hash, as nothing here comes from outside.
+type IdMap<K, V> = rustc_hash::FxHashMap<K, V>;
+
+/// Requests a rank waits for: one or two (a blocking call, an exchange) stay inline.
+type WaitList = smallvec::SmallVec<[ReqIdx; 2]>;
+
 use crate::coll::{self, Collective, POp, Program, Selector};
 use crate::cpu::{CpuModel, ExecId};
 use crate::network::flow::FlowModel;
@@ -215,7 +222,7 @@ enum Block {
     Sleep(Time),
     /// All of these requests complete; `release`: the rank drops them when woken (a
     /// collective's requests are dropped at its end instead).
-    Reqs(Vec<ReqIdx>, bool),
+    Reqs(WaitList, bool),
     Probe {
         src: i64,
         tag: i64,
@@ -268,7 +275,7 @@ struct Rank {
     /// The probe ending an [`Action::ComputeWhilePolling`] that has found nothing yet:
     /// made when the rank runs again, after the ranks due before it at that date.
     final_probe: Option<(i64, i64, u32)>,
-    user_reqs: HashMap<ReqHandle, ReqIdx>,
+    user_reqs: IdMap<ReqHandle, ReqIdx>,
     coll: Option<CollRun>,
     /// Non-blocking collectives in progress, in the order they were started.
     background: Vec<Background>,
@@ -323,10 +330,10 @@ pub struct Simulation<'p> {
     reqs: Vec<Req>,
     free_reqs: Vec<ReqIdx>,
     mailboxes: Vec<Mailbox>,
-    transfers: HashMap<TransferId, (ReqIdx, ReqIdx)>,
-    execs: HashMap<ExecId, u32>,
+    transfers: IdMap<TransferId, (ReqIdx, ReqIdx)>,
+    execs: IdMap<ExecId, u32>,
     /// Computations of non-blocking collectives, by rank.
-    background_execs: HashMap<ExecId, u32>,
+    background_execs: IdMap<ExecId, u32>,
     sleepers: BinaryHeap<Reverse<(Time, u32)>>,
     ready: VecDeque<u32>,
     touched: Vec<u32>,
@@ -375,7 +382,7 @@ impl<'p> Simulation<'p> {
                 done: false,
                 last: Outcome::None,
                 final_probe: None,
-                user_reqs: HashMap::new(),
+                user_reqs: IdMap::default(),
                 coll: None,
                 background: Vec::new(),
                 blocked_since: Time::ZERO,
@@ -400,9 +407,9 @@ impl<'p> Simulation<'p> {
             reqs: Vec::new(),
             free_reqs: Vec::new(),
             mailboxes: (0..n).map(|_| Mailbox::default()).collect(),
-            transfers: HashMap::new(),
-            execs: HashMap::new(),
-            background_execs: HashMap::new(),
+            transfers: IdMap::default(),
+            execs: IdMap::default(),
+            background_execs: IdMap::default(),
             sleepers: BinaryHeap::new(),
             ready: (0..n as u32).collect(),
             touched: Vec::new(),
@@ -1028,7 +1035,7 @@ impl<'p> Simulation<'p> {
                         if self.reqs[q as usize].complete {
                             self.release(q);
                         } else {
-                            self.block(r, Block::Reqs(vec![q], true), "send");
+                            self.block(r, Block::Reqs(WaitList::from_elem(q, 1), true), "send");
                         }
                     }
                 }
@@ -1054,12 +1061,41 @@ impl<'p> Simulation<'p> {
                     Some(h) => {
                         self.ranks[r as usize].user_reqs.insert(h, q);
                     }
-                    None => self.block(r, Block::Reqs(vec![q], true), "recv"),
+                    None => self.block(r, Block::Reqs(WaitList::from_elem(q, 1), true), "recv"),
+                }
+            }
+            Action::Sendrecv {
+                dst,
+                send_bytes,
+                src,
+                recv_bytes,
+                tag,
+                comm,
+            } => {
+                self.count_call(r);
+                let to = self
+                    .world_rank(comm, dst)
+                    .ok_or_else(|| SimError::Invalid {
+                        rank: r,
+                        message: format!(
+                            "sendrecv to rank {dst} of communicator {comm}, which has no such rank"
+                        ),
+                    })?;
+                let from = self.peer_world(r, comm, src)?;
+                let rq = self.post_recv(r, from, tag, comm * 2, recv_bytes)?;
+                let sq = self.post_send(r, to, tag, comm * 2, send_bytes, false)?;
+                let qs = WaitList::from_buf([rq, sq]);
+                if qs.iter().all(|&q| self.reqs[q as usize].complete) {
+                    for q in qs {
+                        self.release(q);
+                    }
+                } else {
+                    self.block(r, Block::Reqs(qs, true), "sendrecv");
                 }
             }
             Action::Wait { reqs } => {
                 self.count_call(r);
-                let mut qs = Vec::with_capacity(reqs.len());
+                let mut qs = WaitList::with_capacity(reqs.len());
                 for h in reqs {
                     if let Some(q) = self.ranks[r as usize].user_reqs.remove(&h) {
                         qs.push(q);
@@ -1207,7 +1243,7 @@ impl<'p> Simulation<'p> {
                     .map(|(_, q)| q)
                     .collect();
                 pending.sort_unstable();
-                let unfinished: Vec<ReqIdx> = pending
+                let unfinished: WaitList = pending
                     .iter()
                     .copied()
                     .filter(|&q| !self.reqs[q as usize].complete)
@@ -1434,7 +1470,7 @@ impl<'p> Simulation<'p> {
         match self.collective_op(r, &mut run, op)? {
             CollStep::Done => {
                 // Done: outstanding requests are waited, then the reduction's computation.
-                let pending: Vec<ReqIdx> = run
+                let pending: WaitList = run
                     .reqs
                     .iter()
                     .copied()
@@ -1457,7 +1493,9 @@ impl<'p> Simulation<'p> {
                 return Ok(());
             }
             CollStep::Continue => {}
-            CollStep::Wait(reqs, release) => self.block(r, Block::Reqs(reqs, release), name),
+            CollStep::Wait(reqs, release) => {
+                self.block(r, Block::Reqs(WaitList::from_vec(reqs), release), name)
+            }
             CollStep::Compute(flops) => {
                 let host = self.ranks[r as usize].host;
                 let e = self.cpu.start(self.now, host, flops);
@@ -1786,6 +1824,52 @@ mod tests {
         assert_eq!(r.ranks[0].mpi_calls, out.lock().unwrap().0 + 1);
         let got = *out.lock().unwrap();
         got
+    }
+
+    #[test]
+    fn sendrecv_is_irecv_isend_wait() {
+        let sendrecv = |me: u32, bytes: u64| Action::Sendrecv {
+            dst: 1 - me,
+            send_bytes: bytes,
+            src: i64::from(1 - me),
+            recv_bytes: 2_000_000 - bytes,
+            tag: 3,
+            comm: 0,
+        };
+        let three = |me: u32, bytes: u64| {
+            vec![
+                Action::Recv {
+                    src: i64::from(1 - me),
+                    tag: 3,
+                    bytes: 2_000_000 - bytes,
+                    comm: 0,
+                    req: Some(1),
+                },
+                Action::Send {
+                    dst: 1 - me,
+                    tag: 3,
+                    bytes,
+                    comm: 0,
+                    req: Some(2),
+                    sync: false,
+                },
+                Action::Wait { reqs: vec![1, 2] },
+            ]
+        };
+        let one = run(
+            &p1(),
+            vec![0, 1],
+            vec![vec![sendrecv(0, 1_500_000)], vec![sendrecv(1, 500_000)]],
+        );
+        let split = run(
+            &p1(),
+            vec![0, 1],
+            vec![three(0, 1_500_000), three(1, 500_000)],
+        );
+        assert!(one.makespan_s > 1e-3, "{}", one.makespan_s);
+        for r in 0..2 {
+            assert_eq!(one.ranks[r].end_s, split.ranks[r].end_s);
+        }
     }
 
     #[test]

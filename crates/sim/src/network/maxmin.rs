@@ -74,6 +74,8 @@ pub struct System {
     comp_vars: Vec<VarId>,
     stack: Vec<ConsId>,
     heap: std::collections::BinaryHeap<Level>,
+    candidates: Vec<VarId>,
+    saturated: Vec<ConsId>,
     stats: SolverStats,
     /// Re-solve around the change first (see [`System::solve`]); off: whole components.
     full_only: bool,
@@ -498,8 +500,8 @@ impl System {
                 });
             }
         }
-        let mut candidates: Vec<VarId> = Vec::new();
-        let mut saturated: Vec<ConsId> = Vec::new();
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut saturated = std::mem::take(&mut self.saturated);
         while let Some(top) = self.heap.pop() {
             self.stats.pops += 1;
             if !self.is_current(&top) {
@@ -609,6 +611,8 @@ impl System {
         for &v in &self.comp_vars {
             self.vars[v as usize].fixed = true;
         }
+        self.candidates = candidates;
+        self.saturated = saturated;
     }
 
     fn is_current(&self, l: &Level) -> bool {

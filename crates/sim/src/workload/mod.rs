@@ -62,6 +62,22 @@ pub enum Action {
         /// `Some` for a non-blocking receive.
         req: Option<ReqHandle>,
     },
+    /// Send `send_bytes` to `dst` and receive `recv_bytes` from `src`, both with `tag`, and
+    /// block until both complete (`MPI_Sendrecv`: the receive is posted first).
+    Sendrecv {
+        /// Destination (communicator rank).
+        dst: u32,
+        /// Payload bytes sent.
+        send_bytes: u64,
+        /// Source (communicator rank) or [`ANY`].
+        src: i64,
+        /// Payload bytes expected.
+        recv_bytes: u64,
+        /// Tag of both messages.
+        tag: i64,
+        /// Communicator.
+        comm: CommId,
+    },
     /// Wait until every listed request has completed (unknown handles are ignored).
     Wait {
         /// Handles.
