@@ -192,10 +192,10 @@ unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut
     use cblas_sys as c;
     let ld = lda as i32;
     if n <= PANEL_LEAF {
-        for j in 0..n {
+        for (j, pivot_row) in pivots.iter_mut().enumerate().take(n) {
             let col = a.add(j * lda);
             let p = j + c::cblas_idamax((m - j) as i32, col.add(j), 1) as usize;
-            pivots[j] = p;
+            *pivot_row = p;
             if p != j {
                 c::cblas_dswap(n as i32, a.add(j), ld, a.add(p), ld);
             }

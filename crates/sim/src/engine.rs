@@ -1018,14 +1018,7 @@ impl<'p> Simulation<'p> {
                 sync,
             } => {
                 self.count_call(r);
-                let w = self
-                    .world_rank(comm, dst)
-                    .ok_or_else(|| SimError::Invalid {
-                        rank: r,
-                        message: format!(
-                            "send to rank {dst} of communicator {comm}, which has no such rank"
-                        ),
-                    })?;
+                let w = self.destination(r, comm, dst, "send")?;
                 let q = self.post_send(r, w, tag, comm * 2, bytes, sync)?;
                 match req {
                     Some(h) => {
@@ -1073,25 +1066,11 @@ impl<'p> Simulation<'p> {
                 comm,
             } => {
                 self.count_call(r);
-                let to = self
-                    .world_rank(comm, dst)
-                    .ok_or_else(|| SimError::Invalid {
-                        rank: r,
-                        message: format!(
-                            "sendrecv to rank {dst} of communicator {comm}, which has no such rank"
-                        ),
-                    })?;
+                let to = self.destination(r, comm, dst, "sendrecv")?;
                 let from = self.peer_world(r, comm, src)?;
                 let rq = self.post_recv(r, from, tag, comm * 2, recv_bytes)?;
                 let sq = self.post_send(r, to, tag, comm * 2, send_bytes, false)?;
-                let qs = WaitList::from_buf([rq, sq]);
-                if qs.iter().all(|&q| self.reqs[q as usize].complete) {
-                    for q in qs {
-                        self.release(q);
-                    }
-                } else {
-                    self.block(r, Block::Reqs(qs, true), "sendrecv");
-                }
+                self.wait_for(r, WaitList::from_buf([rq, sq]), "sendrecv");
             }
             Action::Wait { reqs } => {
                 self.count_call(r);
@@ -1101,13 +1080,7 @@ impl<'p> Simulation<'p> {
                         qs.push(q);
                     }
                 }
-                if qs.iter().all(|&q| self.reqs[q as usize].complete) {
-                    for q in qs {
-                        self.release(q);
-                    }
-                } else {
-                    self.block(r, Block::Reqs(qs, true), "wait");
-                }
+                self.wait_for(r, qs, "wait");
             }
             Action::Test { req } => {
                 self.count_call(r);
@@ -1265,6 +1238,26 @@ impl<'p> Simulation<'p> {
             }
         }
         Ok(())
+    }
+
+    /// World rank of destination `dst` of `comm` for rank `r`'s `call`.
+    fn destination(&self, r: u32, comm: CommId, dst: u32, call: &str) -> Result<u32, SimError> {
+        self.world_rank(comm, dst).ok_or_else(|| SimError::Invalid {
+            rank: r,
+            message: format!("{call} to rank {dst} of communicator {comm}, which has no such rank"),
+        })
+    }
+
+    /// Rank `r` goes on if requests `qs` are all complete (and drops them), else blocks in
+    /// `call` until they are.
+    fn wait_for(&mut self, r: u32, qs: WaitList, call: &'static str) {
+        if qs.iter().all(|&q| self.reqs[q as usize].complete) {
+            for q in qs {
+                self.release(q);
+            }
+        } else {
+            self.block(r, Block::Reqs(qs, true), call);
+        }
     }
 
     fn peer_world(&self, r: u32, comm: CommId, src: i64) -> Result<i64, SimError> {
@@ -1740,6 +1733,13 @@ mod tests {
         fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
             const PROBE: (i64, i64) = (1, 5);
             let compute = Action::Compute { flops: 1e6 };
+            let receive = Action::Recv {
+                src: 1,
+                tag: 5,
+                bytes: 100,
+                comm: 0,
+                req: None,
+            };
             self.step += 1;
             let action = match (self.step, last) {
                 (1, _) if self.one_action => Action::ComputeWhilePolling {
@@ -1751,26 +1751,14 @@ mod tests {
                 },
                 (_, Outcome::Polled { chunks, found }) => {
                     self.seen = Some((chunks, found));
-                    Action::Recv {
-                        src: 1,
-                        tag: 5,
-                        bytes: 100,
-                        comm: 0,
-                        req: None,
-                    }
+                    receive
                 }
                 (1, _) => compute,
                 (_, Outcome::Flag(found)) => {
                     self.chunks += 1;
                     if found || self.chunks == 10 {
                         self.seen = Some((self.chunks, found));
-                        Action::Recv {
-                            src: 1,
-                            tag: 5,
-                            bytes: 100,
-                            comm: 0,
-                            req: None,
-                        }
+                        receive
                     } else {
                         compute
                     }
