@@ -77,7 +77,14 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         if busy > 1 {
             // HPL's trailing update shape; each count runs for half a second, three times.
             eprintln!("timing dgemm with 1 to {busy} cores busy");
-            let speeds = mpiscope_kernels::core_speeds(busy as usize, (2048, 2048, 128), 0.5, 3);
+            let exe = std::env::current_exe().context("cannot find the mpiscope executable")?;
+            let worker = || {
+                let mut c = std::process::Command::new(&exe);
+                c.args(["dgemm-worker", "2048", "2048", "128", "0.5"]);
+                c
+            };
+            let speeds = mpiscope_kernels::core_speeds(busy as usize, 3, &worker)
+                .context("timing dgemm with several cores busy")?;
             model.core_efficiency = speeds.iter().map(|s| s / speeds[0]).collect();
         }
         Some(model)

@@ -81,6 +81,14 @@ enum Command {
     /// Fit the simulator's network model to `mpiscope-bench --json` results and write a
     /// platform: `mpiscope calibrate results.json -o calibrated.toml`.
     Calibrate(calibrate::CalibrateArgs),
+    /// One worker process of `calibrate`'s per-core speed under load (not for users).
+    #[command(hide = true)]
+    DgemmWorker {
+        m: usize,
+        n: usize,
+        k: usize,
+        seconds: f64,
+    },
     /// Run a capacity-planning study: `mpiscope plan STUDY.toml` sweeps node speed, link
     /// bandwidth and latency, topologies or mappings over a workload and writes
     /// results.csv, results.json and SVG figures (resumable; shares points under mpirun).
@@ -179,6 +187,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Overlap(args) => overlap::overlap(args),
         Command::Bench(args) => bench::bench(args),
         Command::Calibrate(args) => calibrate::calibrate(args),
+        Command::DgemmWorker { m, n, k, seconds } => {
+            mpiscope_kernels::dgemm_worker((m, n, k), seconds)?;
+            Ok(0)
+        }
         Command::Plan(args) => plan::plan(args),
         Command::Dump {
             dir,

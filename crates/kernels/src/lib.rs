@@ -293,67 +293,112 @@ pub fn measure(
     out
 }
 
-/// Per-core dgemm speed (flop/s) with 1, 2, ..., `cores` cores busy: `k` threads each run
-/// `m x n x k` products for `seconds` at once, and entry `k - 1` is their mean rate; each
-/// count is measured `rounds` times and the median kept. Cores that share caches and memory
-/// bandwidth run slower together; the simulator takes the ratios to the first entry as
-/// `mpiscope/core-efficiency`.
+/// One dgemm worker of [`core_speeds`]: allocates `m x n x k` operands and makes one untimed
+/// product, calls `ready` (which returns when every worker is ready), then runs products for
+/// `seconds` (at least one) and returns its rate in flop/s.
+pub fn dgemm_rate(shape: (usize, usize, usize), seconds: f64, ready: impl FnOnce()) -> f64 {
+    let (m, n, k) = shape;
+    let a = matrix(m * k, 1);
+    let b = matrix(k * n, 2);
+    let mut c = vec![0.0; m * n];
+    // Untimed: first touch of the output, OpenBLAS's buffers.
+    dgemm(m, n, k, &a, &b, &mut c);
+    ready();
+    let t0 = Instant::now();
+    let mut calls = 0u32;
+    while calls == 0 || t0.elapsed().as_secs_f64() < seconds {
+        dgemm(m, n, k, &a, &b, &mut c);
+        calls += 1;
+    }
+    f64::from(calls) * 2.0 * (m * n * k) as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// Per-core dgemm speed (flop/s) with 1, 2, ..., `cores` cores busy: `busy` worker processes
+/// (each made by `worker()`, which must run [`dgemm_worker`]) start their products together,
+/// and entry `busy - 1` is their mean rate; each count is measured `rounds` times and the
+/// median kept. Cores that share caches, memory bandwidth and clock budget run slower
+/// together; the simulator takes the ratios to the first entry as
+/// `mpiscope/core-efficiency`. Processes, as MPI ranks are, each warmed up before the
+/// timing: threads of one process, timed from a cold start, measured 0.80-0.83 of one core
+/// alone on this host where warmed-up processes get 0.97-0.98 (and HPL on two ranks runs
+/// at 0.95 of one rank's speed per rank).
 pub fn core_speeds(
     cores: usize,
-    shape: (usize, usize, usize),
-    seconds: f64,
     rounds: usize,
-) -> Vec<f64> {
-    let (m, n, k) = shape;
-    let flops = 2.0 * (m * n * k) as f64;
-    (1..=cores.max(1))
-        .map(|busy| {
-            let mut rates: Vec<f64> = (0..rounds.max(1))
-                .map(|_| {
-                    let start = std::sync::Barrier::new(busy);
-                    let per_thread: Vec<f64> = std::thread::scope(|s| {
-                        let handles: Vec<_> = (0..busy)
-                            .map(|_| {
-                                s.spawn(|| {
-                                    let a = matrix(m * k, 1);
-                                    let b = matrix(k * n, 2);
-                                    let mut c = vec![0.0; m * n];
-                                    start.wait();
-                                    let t0 = Instant::now();
-                                    let mut calls = 0u32;
-                                    while calls == 0 || t0.elapsed().as_secs_f64() < seconds {
-                                        dgemm(m, n, k, &a, &b, &mut c);
-                                        calls += 1;
-                                    }
-                                    f64::from(calls) * flops / t0.elapsed().as_secs_f64()
-                                })
-                            })
-                            .collect();
-                        handles
-                            .into_iter()
-                            .map(|h| h.join().unwrap_or(0.0))
-                            .collect()
-                    });
-                    per_thread.iter().sum::<f64>() / busy as f64
-                })
-                .collect();
-            rates.sort_by(f64::total_cmp);
-            rates[rates.len() / 2]
-        })
-        .collect()
+    worker: &dyn Fn() -> std::process::Command,
+) -> std::io::Result<Vec<f64>> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let mut out = Vec::new();
+    for busy in 1..=cores.max(1) {
+        let mut rates = Vec::new();
+        for _ in 0..rounds.max(1) {
+            let mut children = Vec::new();
+            for _ in 0..busy {
+                let child = worker()
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()?;
+                children.push(child);
+            }
+            let mut outputs = Vec::new();
+            for c in &mut children {
+                let mut lines = BufReader::new(c.stdout.take().expect("piped")).lines();
+                match lines.next() {
+                    Some(Ok(l)) if l == "ready" => outputs.push(lines),
+                    other => {
+                        return Err(std::io::Error::other(format!(
+                            "a dgemm worker did not start: {other:?}"
+                        )))
+                    }
+                }
+            }
+            for c in &mut children {
+                writeln!(c.stdin.as_mut().expect("piped"), "go")?;
+            }
+            let mut sum = 0.0;
+            for (c, mut lines) in children.iter_mut().zip(outputs) {
+                let line = lines.next().transpose()?.unwrap_or_default();
+                c.wait()?;
+                sum += line.trim().parse::<f64>().map_err(|_| {
+                    std::io::Error::other(format!("a dgemm worker printed `{line}`"))
+                })?;
+            }
+            rates.push(sum / busy as f64);
+        }
+        rates.sort_by(f64::total_cmp);
+        out.push(rates[rates.len() / 2]);
+    }
+    Ok(out)
+}
+
+/// The worker side of [`core_speeds`] (the body of a hidden command of the CLI): one thread,
+/// prints `ready`, waits for a line on standard input, times products of `shape` for
+/// `seconds` and prints the rate (flop/s).
+pub fn dgemm_worker(shape: (usize, usize, usize), seconds: f64) -> std::io::Result<()> {
+    use std::io::Write;
+    use_one_thread();
+    let rate = dgemm_rate(shape, seconds, || {
+        println!("ready");
+        let _ = std::io::stdout().flush();
+        let mut go = String::new();
+        let _ = std::io::stdin().read_line(&mut go);
+    });
+    println!("{rate}");
+    std::io::stdout().flush()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// One rate per busy-core count, every one a real measurement (positive, finite).
+    /// A worker's rate is a real measurement (positive, finite), taken after `ready`.
     #[test]
-    fn core_speeds_has_one_rate_per_busy_count() {
+    fn dgemm_rate_times_after_ready() {
         use_one_thread();
-        let s = core_speeds(2, (64, 64, 64), 0.005, 1);
-        assert_eq!(s.len(), 2);
-        assert!(s.iter().all(|r| r.is_finite() && *r > 0.0), "{s:?}");
+        let mut ready = false;
+        let r = dgemm_rate((64, 64, 64), 0.005, || ready = true);
+        assert!(ready && r.is_finite() && r > 0.0, "{r}");
     }
 
     /// The timed calls compute what they claim: a 2x2 product and a 2x2 unit solve.
