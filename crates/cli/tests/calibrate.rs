@@ -144,7 +144,7 @@ fn calibrate_a_real_benchmark_run() {
     // have (0.1 to 1000 Gflop/s), a model that explains most of the variation of the times
     // (a timer or kernel that does not scale with the work gives R^2 near 0), and the
     // speed written.
-    assert_eq!(fit["kernels"].as_array().unwrap().len(), 32, "{fit}");
+    assert_eq!(fit["kernels"].as_array().unwrap().len(), 44, "{fit}");
     let dgemm = &fit["compute"]["dgemm"];
     let flops = dgemm["flops"].as_f64().unwrap();
     assert!((1e8..1e12).contains(&flops), "{dgemm}");
@@ -152,6 +152,11 @@ fn calibrate_a_real_benchmark_run() {
     assert!(dgemm["r2"].as_f64().unwrap() > 0.5, "{dgemm}");
     assert!(
         fit["compute"]["dtrsm"]["flops"].as_f64().unwrap() > 1e7,
+        "{fit}"
+    );
+    // The panel factorization is timed and fitted too, and written for the HPL skeleton.
+    assert!(
+        fit["compute"]["panel"]["flops"].as_f64().unwrap() > 1e7,
         "{fit}"
     );
     let text = std::fs::read_to_string(&platform).unwrap();
@@ -179,6 +184,7 @@ fn calibrate_a_real_benchmark_run() {
         text.contains("\"mpiscope/core-efficiency\" = \"1.0000 "),
         "{text}"
     );
+    assert!(text.contains("\"mpiscope/panel\" = \""), "{text}");
     // The sender-side operations give LogGP's o and g; 8 B goes eagerly in Open MPI.
     let p = &fit["protocol"];
     assert!(p["largest_eager"].as_u64().unwrap() >= 8, "{p}");
