@@ -909,8 +909,9 @@ impl HplRank {
         self.prepend(acts);
     }
 
-    /// Flops of column `i` of panel k's factorization on this rank (HPL_pdfact's rank-one
-    /// updates of the local panel rows below the pivot).
+    /// Flops to compute for column `i` of panel k's factorization on this rank (HPL_pdfact's
+    /// rank-one updates of the local panel rows below the pivot), at the panel model's rate
+    /// when the platform is calibrated ([`Kernels::panel_column_flops`]).
     fn column_flops(&self, k: u64, i: u64) -> f64 {
         let s = &self.s;
         let (j, jb) = (s.j(k), s.jb(k));
