@@ -344,6 +344,14 @@ pub struct Simulation<'p> {
     done_execs: Vec<ExecId>,
 }
 
+/// Whether a receive or probe for (`src`, `tag`, `ctx`), wildcards allowed, matches `send`
+/// from world rank `sender`.
+fn envelope_matches(src: i64, tag: i64, ctx: u32, send: &Req, sender: u32) -> bool {
+    ctx == send.ctx
+        && (src == ANY || src == i64::from(sender))
+        && (tag == send.tag || (tag == ANY && send.tag >= 0))
+}
+
 const COLL_CTX: u32 = 1;
 /// Fraction of a chunk under which [`Action::ComputeWhilePolling`] counts a send arriving
 /// as arriving at the end of the chunk just computed (rounding of computation dates).
@@ -758,9 +766,7 @@ impl<'p> Simulation<'p> {
     }
 
     fn matches(&self, recv: &Req, send: &Req, sender: u32) -> bool {
-        recv.ctx == send.ctx
-            && (recv.peer == ANY || recv.peer == i64::from(sender))
-            && (recv.tag == send.tag || (recv.tag == ANY && send.tag >= 0))
+        envelope_matches(recv.peer, recv.tag, recv.ctx, send, sender)
     }
 
     /// Posts a send of `me` to world rank `dst`.
@@ -836,10 +842,7 @@ impl<'p> Simulation<'p> {
         else {
             return;
         };
-        let probe_matches = send.ctx == ctx
-            && (src == ANY || src == i64::from(send.owner))
-            && (tag == send.tag || (tag == ANY && send.tag >= 0));
-        if !probe_matches {
+        if !envelope_matches(src, tag, ctx, send, send.owner) {
             return;
         }
         let done = self.cpu.done_flops(exec, now);
@@ -854,26 +857,9 @@ impl<'p> Simulation<'p> {
     }
 
     fn find_send(&self, me: u32, src: i64, tag: i64, ctx: u32) -> Option<usize> {
-        let probe = Req {
-            owner: me,
-            kind: Kind::Recv,
-            peer: src,
-            tag,
-            ctx,
-            bytes: 0,
-            complete: false,
-            matched: false,
-            matched_at: Time::NEVER,
-            finished: false,
-            released: false,
-            partner: ANY,
-        };
         self.mailboxes[me as usize].sends.iter().position(|&sq| {
-            self.matches(
-                &probe,
-                &self.reqs[sq as usize],
-                self.reqs[sq as usize].owner,
-            )
+            let send = &self.reqs[sq as usize];
+            envelope_matches(src, tag, ctx, send, send.owner)
         })
     }
 

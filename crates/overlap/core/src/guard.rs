@@ -181,34 +181,33 @@ pub fn move_aside(user: usize, stage: usize, len: usize) -> Result<bool, Error> 
     }
     // SAFETY: `stage` is a mapping of at least `len` bytes owned by the caller; the
     // application does not access the buffer during the call.
-    let p = unsafe {
-        mremap_syscall(
-            user as *mut libc::c_void,
-            len,
-            len,
-            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
-            stage as *mut libc::c_void,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    if !unsafe { move_keeping_source(user, stage, len) } {
         return Ok(false);
     }
     if let Err(e) = protect(user, user + len, false) {
         // Put the pages back where the application expects them, leaving `stage` mapped
         // (empty) so its owner may still use and unmap it.
         // SAFETY: both ranges were just swapped by the move above.
-        unsafe {
-            mremap_syscall(
-                stage as *mut libc::c_void,
-                len,
-                len,
-                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
-                user as *mut libc::c_void,
-            )
-        };
+        unsafe { move_keeping_source(stage, user, len) };
         return Err(e);
     }
     Ok(true)
+}
+
+/// Moves the pages `[from, from + len)` over `[to, to + len)` with `MREMAP_DONTUNMAP` (the
+/// source stays mapped, empty); `false` when the kernel refuses.
+///
+/// # Safety
+/// Both ranges must be whole pages owned by the caller, and nothing may access them meanwhile.
+unsafe fn move_keeping_source(from: usize, to: usize, len: usize) -> bool {
+    let p = mremap_syscall(
+        from as *mut libc::c_void,
+        len,
+        len,
+        libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
+        to as *mut libc::c_void,
+    );
+    p != libc::MAP_FAILED
 }
 
 /// A page-aligned anonymous mapping used to assemble received pages before publication.
