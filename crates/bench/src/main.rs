@@ -111,7 +111,7 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
         let o = method::overheads(&mut h, params.fast_iters);
         first.get_or_insert(o);
         for &op in &ops {
-            let lens: Vec<Option<u64>> = if op.fast() {
+            let lens: Vec<Option<u64>> = if op.lengthless() {
                 vec![None]
             } else {
                 lengths.iter().map(|&n| Some(n)).collect()
@@ -177,10 +177,10 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
                             .collect();
                         world.barrier();
                         // Only the sender's clock counts: one timer read is the correction.
-                        let per = if op == Op::MessageRate {
-                            ops::RATE_WINDOW as f64
-                        } else {
-                            1.0
+                        let per = match op {
+                            Op::MessageRate => ops::RATE_WINDOW as f64,
+                            Op::BusySignal => 2.0,
+                            _ => 1.0,
                         };
                         Samples {
                             corrected: raw.iter().map(|t| t - o.dt / per).collect(),
@@ -200,7 +200,7 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
                 };
                 let corrected = slowest(world, &samples.corrected);
                 let raw = slowest(world, &samples.raw);
-                if params.validate && !op.fast() {
+                if params.validate && !op.lengthless() {
                     let ok = ops::validate(op, world, ints as usize, &mut send, &mut recv);
                     if let Err(e) = &ok {
                         eprintln!("mpiscope-bench: {e}");

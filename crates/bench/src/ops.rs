@@ -41,7 +41,17 @@ pub enum Op {
     /// Beyond the seed: [`RATE_WINDOW`] back-to-back non-blocking sends to pre-posted
     /// receives and their wait, timed on the sender, per message (LogGP's gap `g`).
     MessageRate,
+    /// Beyond the seed: SIGNAL SENDING between ranks 0 and 1 while every other rank computes
+    /// without calling MPI for [`BUSY_WINDOW`], timed on rank 0, per message (half the round
+    /// trip). Run with 4 ranks bound 2 per core on 2 cores (`mpiscope bench -np 4 --bind-to
+    /// core`), each signalling rank shares its core with a computing one, and the time is
+    /// how long a rank waiting in MPI takes to get its core back: the oversubscribed wake-up
+    /// delay of the simulator's CPU model.
+    BusySignal,
 }
+
+/// How long the other ranks of SIGNAL WITH BUSY CORES compute per sample, seconds.
+pub const BUSY_WINDOW: f64 = 30e-3;
 
 /// How late the receiver of EAGER SEND posts its receive, seconds.
 pub const EAGER_PROBE_DELAY: f64 = 50e-6;
@@ -67,7 +77,7 @@ pub const ALL: [Op; 13] = [
 ];
 
 /// Operations beyond the seed, run only when named in `--only`.
-pub const EXTRA: [Op; 2] = [Op::EagerSend, Op::MessageRate];
+pub const EXTRA: [Op; 3] = [Op::EagerSend, Op::MessageRate, Op::BusySignal];
 
 impl Op {
     /// The seed's name (`ISEND & WAIT`).
@@ -88,6 +98,7 @@ impl Op {
             Op::Signal => "SIGNAL SENDING",
             Op::EagerSend => "EAGER SEND",
             Op::MessageRate => "MESSAGE RATE",
+            Op::BusySignal => "SIGNAL WITH BUSY CORES",
         }
     }
 
@@ -109,6 +120,7 @@ impl Op {
             Op::Signal => "signal",
             Op::EagerSend => "eager_send",
             Op::MessageRate => "message_rate",
+            Op::BusySignal => "busy_signal",
         }
     }
 
@@ -125,6 +137,11 @@ impl Op {
         matches!(self, Op::Timing | Op::Barrier | Op::Signal)
     }
 
+    /// Without a length (run once per repeat, not once per length).
+    pub fn lengthless(self) -> bool {
+        self.fast() || self == Op::BusySignal
+    }
+
     /// Between two processes (ranks 0 and 1; the others only join the barriers).
     pub fn pairwise(self) -> bool {
         matches!(
@@ -136,12 +153,13 @@ impl Op {
                 | Op::Signal
                 | Op::EagerSend
                 | Op::MessageRate
+                | Op::BusySignal
         )
     }
 
     /// Timed on the sender (rank 0) alone, by [`sender_sample`], not by the seed's scheme.
     pub fn sender_timed(self) -> bool {
-        matches!(self, Op::EagerSend | Op::MessageRate)
+        matches!(self, Op::EagerSend | Op::MessageRate | Op::BusySignal)
     }
 
     /// Bytes one operation moves as the seed counts them, for bandwidth: what the root
@@ -150,7 +168,7 @@ impl Op {
     pub fn bytes(self, n: u64, np: u64) -> u64 {
         let b = 4 * n;
         match self {
-            Op::Timing | Op::Barrier | Op::Signal => 0,
+            Op::Timing | Op::Barrier | Op::Signal | Op::BusySignal => 0,
             Op::Gather | Op::Allgather | Op::AllToAll => b * (np - 1),
             Op::SendRecv => 2 * b,
             _ => b,
@@ -160,7 +178,7 @@ impl Op {
     /// Integers of transfer buffer one operation needs (send plus receive side).
     pub fn ints_needed(self, n: u64, np: u64) -> u64 {
         match self {
-            Op::Timing | Op::Barrier | Op::Signal => 0,
+            Op::Timing | Op::Barrier | Op::Signal | Op::BusySignal => 0,
             Op::Gather | Op::Allgather | Op::AllToAll => 2 * n * np,
             Op::MessageRate => 2 * n * RATE_WINDOW as u64,
             _ => 2 * n,
@@ -193,6 +211,36 @@ pub fn sender_sample(
                 }
                 world.process_at_rank(0).receive_into(&mut recv[..n]);
             }
+            0.0
+        }
+        Op::BusySignal => {
+            world.barrier();
+            let start = mpi::time();
+            if me >= 2 {
+                // Compute, never entering MPI (which would yield the core).
+                let mut x = 1.0f64;
+                while mpi::time() - start < BUSY_WINDOW {
+                    for _ in 0..1000 {
+                        x = std::hint::black_box(x * 1.000_000_1 + 1e-9);
+                    }
+                }
+                return 0.0;
+            }
+            // Let the computing ranks take their cores first.
+            while mpi::time() - start < BUSY_WINDOW / 10.0 {
+                std::hint::spin_loop();
+            }
+            let mut empty: [i32; 0] = [];
+            if me == 0 {
+                let peer = world.process_at_rank(1);
+                let t1 = mpi::time();
+                peer.send(&empty[..]);
+                peer.receive_into(&mut empty[..]);
+                return (mpi::time() - t1) / 2.0;
+            }
+            let peer = world.process_at_rank(0);
+            peer.receive_into(&mut empty[..]);
+            peer.send(&empty[..]);
             0.0
         }
         Op::MessageRate => mpi::request::scope(|scope| {
@@ -316,6 +364,9 @@ pub fn run(
                 other.receive_into(&mut recv[..n]);
                 other.send(&send[..n]);
             }
+        }
+        Op::BusySignal => {
+            sender_sample(op, world, n, send, recv);
         }
     }
 }

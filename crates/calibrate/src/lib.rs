@@ -11,6 +11,7 @@ mod bench_json;
 pub mod compute;
 pub mod prediction;
 pub mod protocol;
+pub mod scheduler;
 
 use serde::Serialize;
 

@@ -13,11 +13,13 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 /// Options of `mpiscope bench`: `-np N` (as mpirun spells it, or `--np N`), `--mpirun
-/// CMD`, `--binary PATH`, then the benchmark's own arguments.
+/// CMD`, `--binary PATH`, `--bind-to core|none`, then the benchmark's own arguments.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// `-np N` (processes, default 2), `--mpirun CMD` (default `mpirun`), `--binary PATH`
-    /// (default: `mpiscope-bench` next to `mpiscope`), `--predict PLATFORM` (trace the run,
+    /// (default: `mpiscope-bench` next to `mpiscope`), `--bind-to core` (rank i bound to
+    /// core i modulo the cores, as `busy_signal` needs; default: the launcher's choice),
+    /// `--predict PLATFORM` (trace the run,
     /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
     /// of `--predict` in DIR), then the arguments of `mpiscope-bench`, in the seed's syntax
     /// or as long options.
@@ -34,6 +36,7 @@ struct Parsed {
     np: u32,
     mpirun: String,
     binary: Option<PathBuf>,
+    bind_to_core: bool,
     predict: Option<PathBuf>,
     keep: Option<PathBuf>,
     rest: Vec<String>,
@@ -45,6 +48,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
         np: 2,
         mpirun: "mpirun".into(),
         binary: None,
+        bind_to_core: false,
         predict: None,
         keep: None,
         rest: Vec::new(),
@@ -66,6 +70,13 @@ fn parse(args: &[String]) -> Result<Parsed> {
             }
             "--mpirun" => p.mpirun = value(i)?,
             "--binary" => p.binary = Some(PathBuf::from(value(i)?)),
+            "--bind-to" => {
+                p.bind_to_core = match value(i)?.as_str() {
+                    "core" => true,
+                    "none" => false,
+                    v => bail!("--bind-to {v}: expected core or none"),
+                }
+            }
             "--predict" => p.predict = Some(PathBuf::from(value(i)?)),
             "--keep" => p.keep = Some(PathBuf::from(value(i)?)),
             _ => {
@@ -116,6 +127,11 @@ fn mpirun_command(a: &Parsed, bench_args: &[String]) -> Result<Command> {
         }
         // More processes than cores must still run, and must not spin on each other.
         cmd.args(["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]);
+        if a.bind_to_core {
+            cmd.args(["--bind-to", "core:overload-allowed", "--map-by", "core"]);
+        }
+    } else if a.bind_to_core {
+        cmd.args(["-bind-to", "core"]);
     }
     cmd.arg("-np")
         .arg(a.np.to_string())

@@ -34,6 +34,11 @@ pub struct CalibrateArgs {
     /// benchmark's process count, the platform's cores; 1 skips the measurement).
     #[arg(long, value_name = "N")]
     busy_cores: Option<u32>,
+    /// `mpiscope-bench --json` output with SIGNAL WITH BUSY CORES (`mpiscope bench -np 4
+    /// --bind-to core --only busy_signal` on 2 cores): the oversubscribed wake-up delay
+    /// (also read from RESULTS when it has that row).
+    #[arg(long, value_name = "RESULTS")]
+    wake_up: Option<PathBuf>,
     /// Print the fit as JSON.
     #[arg(long)]
     json: bool,
@@ -64,6 +69,16 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let f = fit(&points, a.pieces, a.tolerance)?;
     let net = Network::from_fit(&f);
     let protocol = Protocol::from_bench(&text, &path)?;
+    let wake_up = match &a.wake_up {
+        Some(file) => {
+            let p = file.display().to_string();
+            let t = std::fs::read_to_string(file).with_context(|| format!("cannot read {p}"))?;
+            mpiscope_calibrate::scheduler::wake_up_from_bench(&t, &p, net.latency)?
+                .with_context(|| format!("{p}: no busy_signal measurement"))
+                .map(Some)?
+        }
+        None => mpiscope_calibrate::scheduler::wake_up_from_bench(&text, &path, net.latency)?,
+    };
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -89,10 +104,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         Some(model)
     };
-    std::fs::write(
-        &a.output,
-        net.platform_toml(np.max(1), &path, compute.as_ref(), protocol.as_ref()),
-    )
+    let mut platform = net.platform_toml(np.max(1), &path, compute.as_ref(), protocol.as_ref());
+    if let Some(d) = wake_up {
+        // `[config]` is the platform's last table.
+        platform += &mpiscope_calibrate::scheduler::config_lines(d);
+    }
+    std::fs::write(&a.output, platform)
     .with_context(|| format!("cannot write {}", a.output.display()))?;
     if a.json {
         let j = serde_json::json!({
@@ -102,6 +119,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             "kernels": kernels,
             "compute": compute,
             "protocol": protocol,
+            "oversubscribed_wake_up_s": wake_up,
             "loggp": protocol.map(|p| {
                 let (l, o, g, big_g) = p.loggp(&net);
                 serde_json::json!({ "L": l, "o": o, "g": g, "G": big_g })
@@ -145,6 +163,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 o * 1e6,
                 g * 1e6,
                 big_g
+            );
+        }
+        if let Some(d) = wake_up {
+            s += &format!(
+                "a rank waiting in MPI gets its core back from a computing rank after {:.3} ms\n",
+                d * 1e3
             );
         }
         if let Some(c) = &compute {

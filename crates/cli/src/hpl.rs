@@ -27,6 +27,11 @@ pub struct HplArgs {
     /// host i by default), `round-robin`, `random[:SEED[:K]]`.
     #[arg(long, default_value = "sequential")]
     mapping: String,
+    /// `core`: each rank bound to one core of its host, the k-th rank of a host to core k
+    /// modulo its cores (as `mpirun --bind-to core --map-by core`); `none`: a host's ranks
+    /// share all its cores.
+    #[arg(long, default_value = "none", value_parser = ["none", "core"])]
+    bind_to: String,
     /// Network model: `flow` (SimGrid's CM02 with the platform's factors), `smpi` or
     /// `loggp`.
     #[arg(long, default_value = "flow")]
@@ -57,8 +62,9 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
         bail!("--network {}: expected flow, smpi or loggp", a.network);
     }
-    let config = SimConfig::for_platform(&platform, &a.network)
+    let mut config = SimConfig::for_platform(&platform, &a.network)
         .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
+    config.bind_to_core = a.bind_to == "core";
     let mapping = match &a.hostfile {
         Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
         None => a

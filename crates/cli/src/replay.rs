@@ -35,6 +35,11 @@ pub struct ReplayArgs {
     /// (hosts in a seeded random order, K ranks each).
     #[arg(long, default_value = "sequential")]
     mapping: String,
+    /// `core`: each rank bound to one core of its host, the k-th rank of a host to core k
+    /// modulo its cores (as `mpirun --bind-to core --map-by core`); `none`: a host's ranks
+    /// share all its cores.
+    #[arg(long, default_value = "none", value_parser = ["none", "core"])]
+    bind_to: String,
     /// Network model: `flow` (max-min sharing, SimGrid's CM02), `smpi` (the same with
     /// SMPI's piecewise factors by message size and weight-S, smpirun's default model) or
     /// `loggp`.
@@ -120,6 +125,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         config.eager_threshold = t;
     }
     config.timeline = a.timeline.is_some();
+    config.bind_to_core = a.bind_to == "core";
     config.selector = match a.collectives.as_str() {
         "ompi" | "openmpi" => Selector::Ompi,
         "mpich" => Selector::Mpich,

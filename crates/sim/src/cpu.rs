@@ -6,6 +6,10 @@
 //! bandwidth each run slower when their neighbours work too (measured by `mpiscope
 //! calibrate`; 1 by default, as in SimGrid). Rates change when a computation starts or
 //! ends on the host; remaining work is updated lazily.
+//!
+//! A computation may be bound to one core of its host (a rank under `mpirun --bind-to
+//! core`): the computations bound to a core share that core only, `k` of them each running
+//! at `s e(b) / k` with `b` the host's busy cores.
 //! The model also integrates each host's utilization for energy estimates.
 
 use std::cmp::Reverse;
@@ -17,9 +21,14 @@ use crate::time::Time;
 /// Identifies a computation.
 pub type ExecId = u32;
 
+/// The core of a computation that may run on any core of its host.
+const ANY_CORE: u32 = u32::MAX;
+
 #[derive(Debug, Clone)]
 struct Exec {
     host: HostId,
+    /// The core it is bound to, or [`ANY_CORE`].
+    core: u32,
     /// Work asked for (flops).
     total: f64,
     remaining: f64,
@@ -34,6 +43,8 @@ struct HostCpu {
     speed: f64,
     cores: f64,
     running: Vec<ExecId>,
+    /// Cores at work (0..=cores), as of the last rerate.
+    busy_cores: f64,
     /// Integral of the busy fraction (0..1) over time, in seconds.
     busy: f64,
     since: Time,
@@ -77,8 +88,17 @@ impl CpuModel {
     fn account(&mut self, host: HostId, now: Time) {
         let h = &mut self.hosts[host as usize];
         let dt = now.since(h.since).secs();
-        h.busy += dt * (h.running.len() as f64 / h.cores).min(1.0);
+        h.busy += dt * h.busy_cores / h.cores;
         h.since = now;
+    }
+
+    /// How many computations are bound to `core` of `host`.
+    fn bound_to(&self, host: HostId, core: u32) -> f64 {
+        self.hosts[host as usize]
+            .running
+            .iter()
+            .filter(|&&id| self.execs[id as usize].core == core)
+            .count() as f64
     }
 
     fn rerate(&mut self, host: HostId, now: Time) {
@@ -86,20 +106,48 @@ impl CpuModel {
             let h = &self.hosts[host as usize];
             (h.speed, h.cores, h.running.len() as f64)
         };
-        let rate = if n == 0.0 {
+        let bound = self.hosts[host as usize]
+            .running
+            .iter()
+            .any(|&id| self.execs[id as usize].core != ANY_CORE);
+        // Busy cores: every core a computation is bound to, and the free computations on
+        // the cores left.
+        let (busy, bound_cores, free) = if bound {
+            let mut cores_used: Vec<u32> = Vec::new();
+            let mut free = 0.0f64;
+            for &id in &self.hosts[host as usize].running {
+                match self.execs[id as usize].core {
+                    ANY_CORE => free += 1.0,
+                    c if !cores_used.contains(&c) => cores_used.push(c),
+                    _ => {}
+                }
+            }
+            let used = cores_used.len() as f64;
+            (used + free.min(cores - used), used, free)
+        } else {
+            (n.min(cores), 0.0, n)
+        };
+        self.hosts[host as usize].busy_cores = busy;
+        let base = if n == 0.0 {
             0.0
         } else {
-            let busy = n.min(cores) as usize;
             let e = self
                 .efficiency
-                .get(busy - 1)
+                .get(busy as usize - 1)
                 .or(self.efficiency.last())
                 .copied()
                 .unwrap_or(1.0);
-            speed * e * (cores / n).min(1.0)
+            speed * e
         };
         for i in 0..self.hosts[host as usize].running.len() {
             let id = self.hosts[host as usize].running[i];
+            let rate = match self.execs[id as usize].core {
+                _ if !bound => base * (cores / n).min(1.0),
+                // Free computations share the cores no computation is bound to (or, when
+                // there are none, one core's worth).
+                ANY_CORE => base * ((cores - bound_cores).max(1.0) / free).min(1.0),
+                c => base / self.bound_to(host, c),
+            };
             let e = &mut self.execs[id as usize];
             e.remaining = (e.remaining - e.rate * now.since(e.updated).secs()).max(0.0);
             e.updated = now;
@@ -114,11 +162,19 @@ impl CpuModel {
         }
     }
 
-    /// Starts a computation of `flops` on `host` at `now`.
+    /// Starts a computation of `flops` on `host` at `now`, on any of its cores.
     pub fn start(&mut self, now: Time, host: HostId, flops: f64) -> ExecId {
+        self.start_on(now, host, None, flops)
+    }
+
+    /// Starts a computation of `flops` on `host` at `now`, bound to `core` (taken modulo
+    /// the host's cores) when given.
+    pub fn start_on(&mut self, now: Time, host: HostId, core: Option<u32>, flops: f64) -> ExecId {
         self.account(host, now);
+        let cores = self.hosts[host as usize].cores as u32;
         let e = Exec {
             host,
+            core: core.map_or(ANY_CORE, |c| c % cores),
             total: flops.max(0.0),
             remaining: flops.max(0.0),
             rate: 0.0,
@@ -142,6 +198,16 @@ impl CpuModel {
         self.hosts[host as usize].running.push(id);
         self.rerate(host, now);
         id
+    }
+
+    /// Whether a rank on `host` (bound to `core` when given) would find no idle core: its
+    /// core computes, or every core of the host does.
+    pub fn no_core_idle(&self, host: HostId, core: Option<u32>) -> bool {
+        let h = &self.hosts[host as usize];
+        match core {
+            Some(c) => self.bound_to(host, c % h.cores as u32) > 0.0,
+            None => h.busy_cores >= h.cores,
+        }
     }
 
     /// Flops computation `id` has done by `now` (0 for one that is over).

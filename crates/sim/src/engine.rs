@@ -60,6 +60,14 @@ pub struct SimConfig {
     /// Per-core speed factor when `k` cores of a host are busy, at index `k - 1` (the last
     /// entry beyond; empty: every core at full speed). See [`crate::cpu`].
     pub core_efficiency: Vec<f64>,
+    /// Oversubscribed hosts (more ranks than cores): a rank waiting in MPI whose message
+    /// arrives while every core of its host computes resumes this many seconds later, or
+    /// as soon as a computation of the host ends (0: at once). See [`Block::Scheduled`].
+    pub oversubscribed_wake_up: f64,
+    /// Bind each rank to one core of its host, the `k`-th rank placed on a host to core
+    /// `k mod cores` (`mpirun --bind-to core --map-by core`); otherwise a host's
+    /// computations share all its cores.
+    pub bind_to_core: bool,
 }
 
 impl Default for SimConfig {
@@ -72,6 +80,8 @@ impl Default for SimConfig {
             poll_cost: 0.0,
             timeline: false,
             core_efficiency: Vec::new(),
+            oversubscribed_wake_up: 0.0,
+            bind_to_core: false,
         }
     }
 }
@@ -220,6 +230,11 @@ enum Block {
     Exec(ExecId),
     /// Until this date.
     Sleep(Time),
+    /// Ready, but its oversubscribed host's cores all compute: an MPI library polling with
+    /// `sched_yield` (Open MPI's `mpi_yield_when_idle`, MPICH's default when oversubscribed)
+    /// gets a core back at the end of a computing rank's time slice, or when a computation
+    /// of the host ends, whichever comes first.
+    Scheduled(Time),
     /// All of these requests complete; `release`: the rank drops them when woken (a
     /// collective's requests are dropped at its end instead).
     Reqs(WaitList, bool),
@@ -269,6 +284,10 @@ struct Background {
 
 struct Rank {
     host: HostId,
+    /// The core it is bound to ([`SimConfig::bind_to_core`]).
+    core: Option<u32>,
+    /// Where it waits for a core ([`Block::Scheduled`]): its core's or its host's queue.
+    cpu_queue: u32,
     block: Block,
     done: bool,
     last: Outcome,
@@ -335,6 +354,11 @@ pub struct Simulation<'p> {
     /// Computations of non-blocking collectives, by rank.
     background_execs: IdMap<ExecId, u32>,
     sleepers: BinaryHeap<Reverse<(Time, u32)>>,
+    /// Per CPU queue (a host, or a core when ranks are bound): more ranks than cores (see
+    /// [`SimConfig::oversubscribed_wake_up`]).
+    oversubscribed: Vec<bool>,
+    /// Per CPU queue: ranks in [`Block::Scheduled`], first come first served.
+    scheduled: Vec<VecDeque<u32>>,
     ready: VecDeque<u32>,
     touched: Vec<u32>,
     actions: u64,
@@ -382,10 +406,36 @@ impl<'p> Simulation<'p> {
             NetworkKind::LogGp(p) => Box::new(LogGpModel::new(platform, p.clone())),
         };
         let n = workloads.len();
+        // Cores of bound ranks, and the CPU queues: one per host, or one per core used.
+        let mut placed = vec![0u32; platform.hosts.len()];
+        let mut queues: HashMap<(HostId, Option<u32>), u32> = HashMap::new();
+        let mut queue_residents: Vec<(u32, u32)> = Vec::new();
+        let placement: Vec<(Option<u32>, u32)> = hosts
+            .iter()
+            .map(|&h| {
+                let cores = platform.hosts[h as usize].cores.max(1);
+                let core = config.bind_to_core.then(|| placed[h as usize] % cores);
+                placed[h as usize] += 1;
+                let next = queues.len() as u32;
+                let q = *queues.entry((h, core)).or_insert(next);
+                if q == next {
+                    queue_residents.push((0, if core.is_some() { 1 } else { cores }));
+                }
+                queue_residents[q as usize].0 += 1;
+                (core, q)
+            })
+            .collect();
+        let oversubscribed: Vec<bool> = queue_residents
+            .iter()
+            .map(|&(ranks, cores)| config.oversubscribed_wake_up > 0.0 && ranks > cores)
+            .collect();
         let ranks = hosts
             .iter()
-            .map(|&host| Rank {
+            .zip(&placement)
+            .map(|(&host, &(core, cpu_queue))| Rank {
                 host,
+                core,
+                cpu_queue,
                 block: Block::None,
                 done: false,
                 last: Outcome::None,
@@ -419,6 +469,8 @@ impl<'p> Simulation<'p> {
             execs: IdMap::default(),
             background_execs: IdMap::default(),
             sleepers: BinaryHeap::new(),
+            scheduled: vec![VecDeque::new(); oversubscribed.len()],
+            oversubscribed,
             ready: (0..n as u32).collect(),
             touched: Vec::new(),
             actions: 0,
@@ -509,6 +561,7 @@ impl<'p> Simulation<'p> {
                 format!("computes, probing source {src} tag {tag} between chunks")
             }
             Block::Sleep(_) => "sleeps".into(),
+            Block::Scheduled(_) => "waits for a core".into(),
             Block::Probe { src, tag, .. } => {
                 format!("in {} probing source {src} tag {tag}", r.blocked_name)
             }
@@ -613,10 +666,19 @@ impl<'p> Simulation<'p> {
         execs.clear();
         self.cpu.advance(now, &mut execs);
         for &e in &execs {
-            if let Some(rank) = self.execs.remove(&e) {
-                self.touched.push(rank);
-            } else if let Some(rank) = self.background_execs.remove(&e) {
-                self.touched.push(rank);
+            let rank = match self.execs.remove(&e) {
+                Some(rank) => rank,
+                None => match self.background_execs.remove(&e) {
+                    Some(rank) => rank,
+                    None => continue,
+                },
+            };
+            self.touched.push(rank);
+            // A core is free: the first rank waiting for one gets it.
+            let queue = self.ranks[rank as usize].cpu_queue as usize;
+            if let Some(w) = self.scheduled[queue].pop_front() {
+                self.ranks[w as usize].block = Block::Scheduled(now);
+                self.touched.push(w);
             }
         }
         self.done_execs = execs;
@@ -652,7 +714,7 @@ impl<'p> Simulation<'p> {
         let ready = match &rank.block {
             Block::None => false,
             Block::Exec(e) => !self.execs.contains_key(e),
-            Block::Sleep(until) => self.now >= *until,
+            Block::Sleep(until) | Block::Scheduled(until) => self.now >= *until,
             Block::Reqs(reqs, _) => reqs.iter().all(|&q| self.reqs[q as usize].complete),
             Block::Probe { src, tag, ctx } => self.find_send(r, *src, *tag, *ctx).is_some(),
             Block::Polling { exec, .. } => !self.execs.contains_key(exec),
@@ -663,9 +725,16 @@ impl<'p> Simulation<'p> {
         let now = self.now;
         let rank = &mut self.ranks[r as usize];
         let dt = now.since(rank.blocked_since).secs();
-        match std::mem::replace(&mut rank.block, Block::None) {
+        let block = std::mem::replace(&mut rank.block, Block::None);
+        let waited_in_mpi = matches!(block, Block::Reqs(..) | Block::Probe { .. });
+        match block {
             Block::Exec(_) => rank.result.compute_s += dt,
             Block::Sleep(_) => {}
+            Block::Scheduled(_) => {
+                rank.result.wait_s += dt;
+                let queue = rank.cpu_queue as usize;
+                self.scheduled[queue].retain(|&w| w != r);
+            }
             Block::Reqs(reqs, release) => {
                 // Waiting: until the last awaited request was matched; the rest moved data.
                 let matched = reqs
@@ -725,7 +794,30 @@ impl<'p> Simulation<'p> {
                 end_s: now.secs(),
             });
         }
+        if waited_in_mpi && self.waits_for_a_core(r) {
+            let until = now.plus(Time::from_secs(self.config.oversubscribed_wake_up));
+            let rank = &mut self.ranks[r as usize];
+            rank.block = Block::Scheduled(until);
+            rank.blocked_since = now;
+            rank.blocked_name = "scheduler";
+            self.scheduled[rank.cpu_queue as usize].push_back(r);
+            self.sleepers.push(Reverse((until, r)));
+            return;
+        }
         self.ready.push_back(r);
+    }
+
+    /// Whether rank `r`, ready after waiting in MPI, must wait for a core: its host is
+    /// oversubscribed and every core computes.
+    fn waits_for_a_core(&self, r: u32) -> bool {
+        let rank = &self.ranks[r as usize];
+        self.oversubscribed[rank.cpu_queue as usize] && self.cpu.no_core_idle(rank.host, rank.core)
+    }
+
+    /// Starts a computation of `flops` for rank `r` on its host (and core when bound).
+    fn start_exec(&mut self, r: u32, flops: f64) -> ExecId {
+        let rank = &self.ranks[r as usize];
+        self.cpu.start_on(self.now, rank.host, rank.core, flops)
     }
 
     // ------------------------------------------------------------------ requests and matching
@@ -980,8 +1072,7 @@ impl<'p> Simulation<'p> {
         match action {
             Action::Compute { flops } => {
                 if flops > 0.0 {
-                    let host = self.ranks[r as usize].host;
-                    let e = self.cpu.start(now, host, flops);
+                    let e = self.start_exec(r, flops);
                     self.execs.insert(e, r);
                     self.block(r, Block::Exec(e), "compute");
                 }
@@ -1109,8 +1200,7 @@ impl<'p> Simulation<'p> {
                 // A message already there: the first probe finds it.
                 let found = self.find_send(r, w, tag, ctx).is_some();
                 let chunks = if found { 1 } else { chunks.max(1) };
-                let host = self.ranks[r as usize].host;
-                let e = self.cpu.start(now, host, flops.max(0.0) * chunks as f64);
+                let e = self.start_exec(r, flops.max(0.0) * chunks as f64);
                 self.execs.insert(e, r);
                 let block = Block::Polling {
                     exec: e,
@@ -1328,8 +1418,7 @@ impl<'p> Simulation<'p> {
                 }
                 if !b.computed && b.run.comp_flops > 0.0 {
                     b.computed = true;
-                    let host = self.ranks[r as usize].host;
-                    let e = self.cpu.start(self.now, host, b.run.comp_flops);
+                    let e = self.start_exec(r, b.run.comp_flops);
                     self.background_execs.insert(e, r);
                     b.exec = Some(e);
                     return Ok(false);
@@ -1358,8 +1447,7 @@ impl<'p> Simulation<'p> {
                     return Ok(false);
                 }
                 CollStep::Compute(flops) => {
-                    let host = self.ranks[r as usize].host;
-                    let e = self.cpu.start(self.now, host, flops);
+                    let e = self.start_exec(r, flops);
                     self.background_execs.insert(e, r);
                     b.exec = Some(e);
                     return Ok(false);
@@ -1464,8 +1552,7 @@ impl<'p> Simulation<'p> {
                     self.release(q);
                 }
                 if run.comp_flops > 0.0 {
-                    let host = self.ranks[r as usize].host;
-                    let e = self.cpu.start(self.now, host, run.comp_flops);
+                    let e = self.start_exec(r, run.comp_flops);
                     self.execs.insert(e, r);
                     self.block(r, Block::Exec(e), "compute");
                 }
@@ -1476,8 +1563,7 @@ impl<'p> Simulation<'p> {
                 self.block(r, Block::Reqs(WaitList::from_vec(reqs), release), name)
             }
             CollStep::Compute(flops) => {
-                let host = self.ranks[r as usize].host;
-                let e = self.cpu.start(self.now, host, flops);
+                let e = self.start_exec(r, flops);
                 self.execs.insert(e, r);
                 self.block(r, Block::Exec(e), "compute");
             }
@@ -1967,6 +2053,52 @@ mod tests {
             "{:?}",
             r.ranks
         );
+    }
+
+    /// End dates of four ranks on one host of `cores` cores: rank 1 receives from rank 0
+    /// while ranks 2 and 3 compute 1 s and 0.2 s, then computes 0.1 s.
+    fn four_ranks_on(cores: u32, bind_to_core: bool, wake_up: f64) -> Vec<f64> {
+        let p = Platform::new(vec![host("h", cores)], Vec::new(), Box::new(Table(HashMap::new())));
+        let scripts = vec![
+            vec![send(1, 0)],
+            vec![recv(0, 0), Action::Compute { flops: 1e8 }],
+            vec![Action::Compute { flops: 1e9 }],
+            vec![Action::Compute { flops: 2e8 }],
+        ];
+        let w: Vec<Box<dyn RankWorkload>> = scripts
+            .into_iter()
+            .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
+            .collect();
+        let config = SimConfig {
+            bind_to_core,
+            oversubscribed_wake_up: wake_up,
+            ..SimConfig::default()
+        };
+        let r = Simulation::new(&p, config, vec![0; 4], w).unwrap().run().unwrap();
+        r.ranks.iter().map(|r| r.end_s).collect()
+    }
+
+    #[test]
+    fn a_waiting_rank_gets_its_core_back_after_the_wake_up_delay_or_a_computation() {
+        // Bound: ranks 0 and 2 on core 0, ranks 1 and 3 on core 1. Without the delay rank 1
+        // shares core 1 with rank 3 at once (both at half speed: 1 ends at 0.2, 3 at 0.3).
+        let e = four_ranks_on(2, true, 0.0);
+        assert!(close(e[1], 0.2) && close(e[3], 0.3) && close(e[2], 1.0), "{e:?}");
+        // A 0.5 s delay: rank 1 gets core 1 when rank 3's computation ends at 0.2.
+        let e = four_ranks_on(2, true, 0.5);
+        assert!(close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0), "{e:?}");
+        // A 0.05 s delay: rank 1 runs from 0.05, sharing core 1 (3 ends at 0.3, 1 at 0.25).
+        let e = four_ranks_on(2, true, 0.05);
+        assert!(close(e[1], 0.25) && close(e[3], 0.3), "{e:?}");
+        // Unbound, the host's two cores compute for ranks 2 and 3: the same wait until 0.2,
+        // then rank 1 takes the core rank 3 left.
+        let e = four_ranks_on(2, false, 0.5);
+        assert!(close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0), "{e:?}");
+        // Four cores for four ranks: nobody waits for a core.
+        let e = four_ranks_on(4, true, 0.5);
+        assert!(close(e[1], 0.1) && close(e[3], 0.2), "{e:?}");
+        let e = four_ranks_on(4, false, 0.5);
+        assert!(close(e[1], 0.1) && close(e[3], 0.2), "{e:?}");
     }
 
     #[test]

@@ -19,8 +19,8 @@ impl SimConfig {
     /// `loggp`: LogGP with the platform's `mpiscope/loggp` values when present). Options read:
     /// `smpi/send-is-detached-thresh` (default 65536 as in SMPI), the flow model's options
     /// ([`FlowConfig::from_options`]), `mpiscope/loggp` (`L,o,g,G`) and
-    /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores). Errors
-    /// name the option.
+    /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores) and
+    /// `mpiscope/oversubscribed-wake-up` (seconds). Errors name the option.
     pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
         let options = &platform.config;
         let eager_threshold = match options.get("smpi/send-is-detached-thresh") {
@@ -48,10 +48,25 @@ impl SimConfig {
             Some(v) => parse_efficiency(v)?,
             None => Vec::new(),
         };
+        let oversubscribed_wake_up = match options.get("mpiscope/oversubscribed-wake-up") {
+            Some(v) => v
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|d| d.is_finite() && *d >= 0.0)
+                .ok_or_else(|| {
+                    format!(
+                        "mpiscope/oversubscribed-wake-up `{v}`: expected a non-negative number \
+                         of seconds"
+                    )
+                })?,
+            None => 0.0,
+        };
         Ok(SimConfig {
             eager_threshold,
             network,
             core_efficiency,
+            oversubscribed_wake_up,
             ..SimConfig::default()
         })
     }
