@@ -9,8 +9,12 @@
 #   round,np,p,q,n,nb,time_s,gflops,tv
 # time_s is recomputed from Gflops (HPL prints the time with 2 decimals only, Gflops with 4
 # significant digits): time = (2/3 N^3 + 3/2 N^2) / (Gflops 1e9), as HPL defines Gflops.
-# to target/bench-hpl/real.csv. 4 ranks on this 2-core host are oversubscribed: Open MPI
-# runs them with `mpi_yield_when_idle` so waiting ranks give their core away.
+# to target/bench-hpl/real.csv. Ranks are bound to cores (`--bind-to core --map-by core`:
+# rank i on core i mod 2). 4 ranks on this 2-core host are oversubscribed, two per core
+# (ranks 0 and 2, the first process column, on core 0): Open MPI runs them with
+# `mpi_yield_when_idle` so waiting ranks give their core away. Bound, these runs repeat
+# within 3-5%; unbound, the kernel moves the 4 processes between the cores and the same
+# run varies by 10-20%.
 # Usage: scripts/bench-hpl-real.sh [ROUNDS] [NB] ["N1 N2 ..."]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +52,7 @@ for r in $(seq "$ROUNDS"); do
       echo "40 9 8 13 13 20 16 32 64       	values of NB"
     } > "$work/hpccinf.txt"
     (cd "$work" && mpirun --allow-run-as-root --oversubscribe --mca mpi_yield_when_idle 1 \
-      -np "$np" hpcc > hpcc.log 2>&1)
+      --bind-to core:overload-allowed --map-by core -np "$np" hpcc > hpcc.log 2>&1)
     # HPL result lines: T/V  N  NB  P  Q  Time  Gflops
     awk -v r="$r" -v np="$np" '$1 ~ /^WR/ && NF == 7 {
         n = $2; t = (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9)

@@ -2,14 +2,18 @@
 # The HPL skeleton against real HPL on this host (issue: Plan, "Validation against real HPL").
 #
 # 1. Calibrates this host unless PLATFORM is given: `mpiscope bench` (SEND & RECV sweep,
-#    eager and message-rate probes, 2 ranks) then `mpiscope calibrate` (network factors, and
-#    dgemm/dtrsm timed with Debian's OpenBLAS on one thread), into target/bench-hpl/.
+#    eager and message-rate probes, VECTOR SEND for strided panels, 2 ranks; SIGNAL WITH
+#    BUSY CORES with 4 ranks bound 2 per core, for the oversubscribed 2 x 2) then
+#    `mpiscope calibrate` (network factors, the pack cost of strided messages, the
+#    oversubscribed wake-up delay, and dgemm/dtrsm/panel timed with Debian's OpenBLAS on
+#    one thread), into target/bench-hpl/.
 # 2. Reads the real runs from target/bench-hpl/real.csv (scripts/bench-hpl-real.sh: hpcc's
 #    HPL at 1x1, 1x2, 2x1, 2x2 and several N, several rounds) and takes the median time per
 #    (P, Q, N).
 # 3. Runs `mpiscope hpl target/bench-hpl/HPL.dat` (the same configurations) on the calibrated
-#    platform, all ranks on its one host, and prints per (P, Q, N): measured median, min and
-#    max, predicted time, and the error of the prediction against the median.
+#    platform, all ranks on its one host bound to cores as in the real runs, and prints per
+#    (P, Q, N): measured median, min and max, predicted time, and the error of the
+#    prediction against the median.
 # Usage: scripts/bench-hpl-validate.sh [PLATFORM]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,10 +28,14 @@ platform=${1:-}
 if [ -z "$platform" ]; then
   platform=$out/calibrated.toml
   target/release/mpiscope bench -np 2 --bytes m8 M4194304 K4 \
-    --only send_recv,eager_send,message_rate T100 --json --output "$out/p2p.json"
-  target/release/mpiscope calibrate "$out/p2p.json" -o "$platform" > "$out/calibrate.txt"
+    --only send_recv,eager_send,message_rate,vector_send T100 --json --output "$out/p2p.json"
+  target/release/mpiscope bench -np 4 --bind-to core --only busy_signal T100 --json \
+    --output "$out/wake-up.json"
+  target/release/mpiscope calibrate "$out/p2p.json" --wake-up "$out/wake-up.json" \
+    -o "$platform" > "$out/calibrate.txt"
 fi
-target/release/mpiscope hpl "$out/HPL.dat" --platform "$platform" > "$out/predicted.txt"
+target/release/mpiscope hpl "$out/HPL.dat" --platform "$platform" --bind-to core \
+  > "$out/predicted.txt"
 # Predicted WR lines: T/V N NB P Q Time Gflops (time from Gflops: HPL prints 2 decimals).
 awk '$1 ~ /^WR/ && NF == 7 { n = $2; t = (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9)
     printf "%s,%s,%s,%.6f\n", $4, $5, n, t }' "$out/predicted.txt" \

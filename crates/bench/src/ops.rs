@@ -1,6 +1,7 @@
 //! The seed's operations, by their names in the seed, and how each is run with MPI.
 
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
+use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
@@ -48,7 +49,22 @@ pub enum Op {
     /// how long a rank waiting in MPI takes to get its core back: the oversubscribed wake-up
     /// delay of the simulator's CPU model.
     BusySignal,
+    /// Beyond the seed: N integers sent as an MPI vector datatype (blocks of
+    /// [`VECTOR_BLOCK`] integers, every other block of the buffer, as the columns of a
+    /// matrix panel) from rank 0 and received contiguous by rank 1, caches flushed before
+    /// each sample, timed on rank 0 until a zero-byte answer arrives. What HPL's panel
+    /// broadcast costs: its sender's panel lies in the matrix, its receiver's in a
+    /// contiguous workspace, and MPI libraries move such messages several times slower than
+    /// contiguous ones (Open MPI 4.1 on shared memory here: 2.1 against 9 GB/s).
+    VectorSend,
 }
+
+/// Integers per block of VECTOR SEND's datatype (4 KiB, a column of 512 doubles).
+pub const VECTOR_BLOCK: usize = 1024;
+
+/// Bytes each process touches before a VECTOR SEND sample, to evict the buffers from the
+/// caches (twice a 32 MiB last-level cache).
+const CACHE_FLUSH_BYTES: usize = 64 << 20;
 
 /// How long the other ranks of SIGNAL WITH BUSY CORES compute per sample, seconds.
 pub const BUSY_WINDOW: f64 = 30e-3;
@@ -77,7 +93,12 @@ pub const ALL: [Op; 13] = [
 ];
 
 /// Operations beyond the seed, run only when named in `--only`.
-pub const EXTRA: [Op; 3] = [Op::EagerSend, Op::MessageRate, Op::BusySignal];
+pub const EXTRA: [Op; 4] = [
+    Op::EagerSend,
+    Op::MessageRate,
+    Op::BusySignal,
+    Op::VectorSend,
+];
 
 impl Op {
     /// The seed's name (`ISEND & WAIT`).
@@ -99,6 +120,7 @@ impl Op {
             Op::EagerSend => "EAGER SEND",
             Op::MessageRate => "MESSAGE RATE",
             Op::BusySignal => "SIGNAL WITH BUSY CORES",
+            Op::VectorSend => "VECTOR SEND",
         }
     }
 
@@ -121,6 +143,7 @@ impl Op {
             Op::EagerSend => "eager_send",
             Op::MessageRate => "message_rate",
             Op::BusySignal => "busy_signal",
+            Op::VectorSend => "vector_send",
         }
     }
 
@@ -154,12 +177,16 @@ impl Op {
                 | Op::EagerSend
                 | Op::MessageRate
                 | Op::BusySignal
+                | Op::VectorSend
         )
     }
 
     /// Timed on the sender (rank 0) alone, by [`sender_sample`], not by the seed's scheme.
     pub fn sender_timed(self) -> bool {
-        matches!(self, Op::EagerSend | Op::MessageRate | Op::BusySignal)
+        matches!(
+            self,
+            Op::EagerSend | Op::MessageRate | Op::BusySignal | Op::VectorSend
+        )
     }
 
     /// Bytes one operation moves as the seed counts them, for bandwidth: what the root
@@ -181,6 +208,8 @@ impl Op {
             Op::Timing | Op::Barrier | Op::Signal | Op::BusySignal => 0,
             Op::Gather | Op::Allgather | Op::AllToAll => 2 * n * np,
             Op::MessageRate => 2 * n * RATE_WINDOW as u64,
+            // Every other block on the sending side, contiguous on the receiving side.
+            Op::VectorSend => 3 * n,
             _ => 2 * n,
         }
     }
@@ -211,6 +240,42 @@ pub fn sender_sample(
                 }
                 world.process_at_rank(0).receive_into(&mut recv[..n]);
             }
+            0.0
+        }
+        Op::VectorSend => {
+            if me > 1 {
+                world.barrier();
+                world.barrier();
+                return 0.0;
+            }
+            let blocks = n.div_ceil(VECTOR_BLOCK).max(1);
+            let block = (n / blocks).max(1);
+            let vector = mpi::datatype::UserDatatype::vector(
+                blocks as mpi::Count,
+                block as mpi::Count,
+                (2 * block) as mpi::Count,
+                &i32::equivalent_datatype(),
+            );
+            let extent = 2 * block * blocks;
+            world.barrier();
+            flush_caches();
+            world.barrier();
+            let mut empty: [i32; 0] = [];
+            if me == 0 {
+                let peer = world.process_at_rank(1);
+                let t1 = mpi::time();
+                // SAFETY: `blocks` blocks of `block` integers every `2 * block` integers
+                // stay within the `extent` integers of the buffer.
+                let view = unsafe {
+                    mpi::datatype::View::with_count_and_datatype(&send[..extent], 1, &vector)
+                };
+                peer.send(&view);
+                peer.receive_into(&mut empty[..]);
+                return mpi::time() - t1;
+            }
+            let peer = world.process_at_rank(0);
+            peer.receive_into(&mut recv[..blocks * block]);
+            peer.send(&empty[..]);
             0.0
         }
         Op::BusySignal => {
@@ -272,6 +337,23 @@ pub fn sender_sample(
         }),
         _ => 0.0,
     }
+}
+
+/// Reads and writes [`CACHE_FLUSH_BYTES`] so that the next message starts from memory.
+fn flush_caches() {
+    thread_local! {
+        static JUNK: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    JUNK.with(|j| {
+        let mut j = j.borrow_mut();
+        if j.is_empty() {
+            j.resize(CACHE_FLUSH_BYTES / 8, 0);
+        }
+        for x in j.iter_mut().step_by(8) {
+            *x = x.wrapping_add(1);
+        }
+        std::hint::black_box(&*j);
+    });
 }
 
 /// Runs one instance of `op` on `n` integers; `send` and `recv` are large enough. With
@@ -365,7 +447,7 @@ pub fn run(
                 other.send(&send[..n]);
             }
         }
-        Op::BusySignal => {
+        Op::BusySignal | Op::VectorSend => {
             sender_sample(op, world, n, send, recv);
         }
     }

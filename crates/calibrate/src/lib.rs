@@ -12,6 +12,7 @@ pub mod compute;
 pub mod prediction;
 pub mod protocol;
 pub mod scheduler;
+pub mod strided;
 
 use serde::Serialize;
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
+use mpiscope_calibrate::strided::Strided;
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 
 /// Options of `mpiscope calibrate`.
@@ -79,6 +80,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         None => mpiscope_calibrate::scheduler::wake_up_from_bench(&text, &path, net.latency)?,
     };
+    let strided = Strided::from_bench(&text, &path, net.bandwidth)?;
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -105,12 +107,15 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         Some(model)
     };
     let mut platform = net.platform_toml(np.max(1), &path, compute.as_ref(), protocol.as_ref());
+    // `[config]` is the platform's last table.
     if let Some(d) = wake_up {
-        // `[config]` is the platform's last table.
         platform += &mpiscope_calibrate::scheduler::config_lines(d);
     }
+    if let Some(s) = &strided {
+        platform += &s.config_lines(net.bandwidth);
+    }
     std::fs::write(&a.output, platform)
-    .with_context(|| format!("cannot write {}", a.output.display()))?;
+        .with_context(|| format!("cannot write {}", a.output.display()))?;
     if a.json {
         let j = serde_json::json!({
             "points": points,
@@ -120,6 +125,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             "compute": compute,
             "protocol": protocol,
             "oversubscribed_wake_up_s": wake_up,
+            "strided": strided,
             "loggp": protocol.map(|p| {
                 let (l, o, g, big_g) = p.loggp(&net);
                 serde_json::json!({ "L": l, "o": o, "g": g, "G": big_g })
@@ -163,6 +169,14 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 o * 1e6,
                 g * 1e6,
                 big_g
+            );
+        }
+        if let Some(v) = &strided {
+            s += &format!(
+                "messages sent from a strided layout: {:.2} GB/s ({:.3e} s per byte beyond a \
+                 contiguous message)\n",
+                1e-9 / v.seconds_per_byte.max(f64::MIN_POSITIVE),
+                v.extra_per_byte
             );
         }
         if let Some(d) = wake_up {

@@ -34,6 +34,10 @@ pub struct Kernels {
     /// `mpiscope/panel` = "p c": the panel factorization of m x n, t = p n^2 (m - n/3) +
     /// c m n (its flops, then its elements).
     pub panel: Option<(f64, f64)>,
+    /// `mpiscope/pack`: seconds per byte that a message sent from a strided layout costs
+    /// beyond a contiguous one (the root's panel, which lies in the matrix, to the
+    /// receivers' contiguous workspaces); `None`: neglected.
+    pub pack: Option<f64>,
 }
 
 impl Kernels {
@@ -58,6 +62,18 @@ impl Kernels {
             dgemm: two("mpiscope/dgemm")?,
             dtrsm: two("mpiscope/dtrsm")?,
             panel: two("mpiscope/panel")?,
+            pack: match config.get("mpiscope/pack") {
+                None => None,
+                Some(v) => Some(
+                    v.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| x.is_finite() && *x >= 0.0)
+                        .ok_or_else(|| {
+                            format!("mpiscope/pack `{v}` is not a non-negative number (seconds per byte)")
+                        })?,
+                ),
+            },
         })
     }
 
@@ -965,6 +981,30 @@ impl HplRank {
         let tag = TAG_BCAST + (k % 8) as i64;
         let mut actions = Vec::new();
         self.actions(&plan.msgs, true, tag, &mut actions);
+        if let Some(pack) = self.s.kernels.pack {
+            // The root sends its panel out of the matrix (strided) into the receivers'
+            // contiguous workspaces: both sides of those messages take `pack` per byte
+            // more, after the transfer (the sender's blocking send lasts until the receiver
+            // has unpacked). Forwarded panels go workspace to workspace.
+            let root_world = s.world(self.row, root);
+            let mut with_pack = Vec::with_capacity(actions.len() * 2);
+            for a in actions {
+                let extra = match &a {
+                    Action::Send { bytes, .. } if self.col == root => Some(*bytes),
+                    Action::Recv { src, bytes, .. } if *src == i64::from(root_world) => {
+                        Some(*bytes)
+                    }
+                    _ => None,
+                };
+                with_pack.push(a);
+                if let Some(bytes) = extra {
+                    with_pack.push(Action::Sleep {
+                        secs: pack * bytes as f64,
+                    });
+                }
+            }
+            actions = with_pack;
+        }
         let probe = plan.probe.map(|c| (s.world(self.row, c), tag));
         self.pending = Some(Pending { probe, actions });
     }

@@ -2058,7 +2058,11 @@ mod tests {
     /// End dates of four ranks on one host of `cores` cores: rank 1 receives from rank 0
     /// while ranks 2 and 3 compute 1 s and 0.2 s, then computes 0.1 s.
     fn four_ranks_on(cores: u32, bind_to_core: bool, wake_up: f64) -> Vec<f64> {
-        let p = Platform::new(vec![host("h", cores)], Vec::new(), Box::new(Table(HashMap::new())));
+        let p = Platform::new(
+            vec![host("h", cores)],
+            Vec::new(),
+            Box::new(Table(HashMap::new())),
+        );
         let scripts = vec![
             vec![send(1, 0)],
             vec![recv(0, 0), Action::Compute { flops: 1e8 }],
@@ -2074,7 +2078,10 @@ mod tests {
             oversubscribed_wake_up: wake_up,
             ..SimConfig::default()
         };
-        let r = Simulation::new(&p, config, vec![0; 4], w).unwrap().run().unwrap();
+        let r = Simulation::new(&p, config, vec![0; 4], w)
+            .unwrap()
+            .run()
+            .unwrap();
         r.ranks.iter().map(|r| r.end_s).collect()
     }
 
@@ -2083,17 +2090,26 @@ mod tests {
         // Bound: ranks 0 and 2 on core 0, ranks 1 and 3 on core 1. Without the delay rank 1
         // shares core 1 with rank 3 at once (both at half speed: 1 ends at 0.2, 3 at 0.3).
         let e = four_ranks_on(2, true, 0.0);
-        assert!(close(e[1], 0.2) && close(e[3], 0.3) && close(e[2], 1.0), "{e:?}");
+        assert!(
+            close(e[1], 0.2) && close(e[3], 0.3) && close(e[2], 1.0),
+            "{e:?}"
+        );
         // A 0.5 s delay: rank 1 gets core 1 when rank 3's computation ends at 0.2.
         let e = four_ranks_on(2, true, 0.5);
-        assert!(close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0), "{e:?}");
+        assert!(
+            close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0),
+            "{e:?}"
+        );
         // A 0.05 s delay: rank 1 runs from 0.05, sharing core 1 (3 ends at 0.3, 1 at 0.25).
         let e = four_ranks_on(2, true, 0.05);
         assert!(close(e[1], 0.25) && close(e[3], 0.3), "{e:?}");
         // Unbound, the host's two cores compute for ranks 2 and 3: the same wait until 0.2,
         // then rank 1 takes the core rank 3 left.
         let e = four_ranks_on(2, false, 0.5);
-        assert!(close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0), "{e:?}");
+        assert!(
+            close(e[1], 0.3) && close(e[3], 0.2) && close(e[2], 1.0),
+            "{e:?}"
+        );
         // Four cores for four ranks: nobody waits for a core.
         let e = four_ranks_on(4, true, 0.5);
         assert!(close(e[1], 0.1) && close(e[3], 0.2), "{e:?}");

@@ -376,3 +376,66 @@ fn calibrated_kernels_turn_seconds_into_flops() {
         .unwrap_err()
         .contains("mpiscope/dtrsm"));
 }
+
+/// The first `count` messages and sleeps of `rank` on a `p x q` grid (1ring broadcast,
+/// depth 0), every probe answered "arrived".
+fn first_messages(p: u32, q: u32, rank: usize, kernels: Kernels, count: usize) -> Vec<Action> {
+    let text = format!(
+        "t\nt\nout\n6\n1\n1000\n1\n100\n0\n1\n{p}\n{q}\n16.0\n1\n2\n1\n4\n1\n2\n1\n1\n1\n0\n1\n0\n\
+         0\n64\n0\n0\n1\n8\n"
+    );
+    let run = crate::dat::HplDat::parse(&text, "t")
+        .unwrap()
+        .runs()
+        .remove(0);
+    let speeds = vec![1e9; (p * q) as usize];
+    let mut w = workloads(&run, kernels, &speeds).remove(rank);
+    let mut out = Vec::new();
+    let mut last = Outcome::None;
+    while out.len() < count {
+        let Some(a) = w.next(std::mem::take(&mut last)) else {
+            break;
+        };
+        match a.unwrap() {
+            Action::Iprobe { .. } => last = Outcome::Flag(true),
+            Action::Clock => last = Outcome::Time(0),
+            Action::ComputeWhilePolling { .. } => {
+                last = Outcome::Polled {
+                    chunks: 1,
+                    found: true,
+                }
+            }
+            a @ (Action::Send { .. } | Action::Recv { .. } | Action::Sleep { .. }) => out.push(a),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn strided_panels_pay_the_pack_cost_on_both_sides() {
+    let kernels = Kernels {
+        pack: Some(1e-9),
+        ..Kernels::default()
+    };
+    // 1 x 3, 1ring: rank 0 sends panel 0 (L2 900 x 100 in the matrix, L1 100 x 100, the
+    // pivots and one more double) to rank 1, which forwards it from its workspace to rank 2.
+    let bytes = 8 * (900 * 100 + 100 * 100 + 100 + 1);
+    let pack = 1e-9 * bytes as f64;
+    let root = first_messages(1, 3, 0, kernels, 2);
+    assert!(
+        matches!(root[0], Action::Send { dst: 1, bytes: b, .. } if b == bytes),
+        "{root:?}"
+    );
+    assert!(matches!(root[1], Action::Sleep { secs } if (secs - pack).abs() < 1e-15));
+    let next = first_messages(1, 3, 1, kernels, 3);
+    assert!(matches!(next[0], Action::Recv { src: 0, .. }), "{next:?}");
+    assert!(matches!(next[1], Action::Sleep { secs } if (secs - pack).abs() < 1e-15));
+    assert!(matches!(next[2], Action::Send { dst: 2, .. }), "{next:?}");
+    let last = first_messages(1, 3, 2, kernels, 2);
+    assert!(matches!(last[0], Action::Recv { src: 1, .. }), "{last:?}");
+    assert!(!matches!(last[1], Action::Sleep { .. }), "{last:?}");
+    // Without the model, no sleeps.
+    let plain = first_messages(1, 3, 0, Kernels::default(), 2);
+    assert!(!matches!(plain[1], Action::Sleep { .. }), "{plain:?}");
+}

@@ -1,0 +1,113 @@
+//! The extra cost of a message sent from a strided layout, from mpiscope-bench's VECTOR
+//! SEND (`vector_send`: a vector datatype on the sending side, contiguous on the receiving
+//! side, caches cold), as HPL's panel broadcast sends its panel out of the matrix into the
+//! receiver's workspace. MPI libraries pack such messages through bounce buffers instead
+//! of copying them once: on shared memory here 2.1 GB/s against 9-12 GB/s contiguous.
+//!
+//! Fit: `t = a + c S` by least squares over the rows of at least [`MIN_BYTES`]; the extra
+//! cost per byte is `c - 1 / B` with `B` the contiguous fit's nominal bandwidth (at least 0),
+//! written as `mpiscope/pack` (seconds per byte).
+
+use serde::Serialize;
+
+use crate::CalibrationError;
+
+/// Smaller messages are latency-bound and left out of the fit, bytes.
+pub const MIN_BYTES: u64 = 64 << 10;
+
+/// What VECTOR SEND says.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Strided {
+    /// Seconds per byte of a strided message (the fit's slope).
+    pub seconds_per_byte: f64,
+    /// Seconds per byte beyond a contiguous message (`mpiscope/pack`).
+    pub extra_per_byte: f64,
+    /// Rows fitted.
+    pub samples: usize,
+}
+
+impl Strided {
+    /// Fits the `vector_send` rows of `mpiscope-bench --json` output against the contiguous
+    /// `bandwidth` (bytes per second); `None` when fewer than two sizes of at least
+    /// [`MIN_BYTES`] were measured.
+    pub fn from_bench(
+        text: &str,
+        path: &str,
+        bandwidth: f64,
+    ) -> Result<Option<Strided>, CalibrationError> {
+        let b = crate::bench_json::BenchResults::parse(text, path)?;
+        let points: Vec<(f64, f64)> = b
+            .results
+            .iter()
+            .filter(|r| r.key == "vector_send" && r.skipped.is_none())
+            .filter_map(|r| Some((4 * r.ints?, r.time.median)))
+            .filter(|&(bytes, t)| bytes >= MIN_BYTES && t.is_finite())
+            .map(|(bytes, t)| (bytes as f64, t))
+            .collect();
+        let n = points.len() as f64;
+        let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+        if points.len() < 2 || sxx <= 0.0 {
+            return Ok(None);
+        }
+        let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+        let slope = (sxy / sxx).max(0.0);
+        Ok(Some(Strided {
+            seconds_per_byte: slope,
+            extra_per_byte: (slope - 1.0 / bandwidth).max(0.0),
+            samples: points.len(),
+        }))
+    }
+
+    /// The platform `[config]` lines.
+    pub fn config_lines(&self, bandwidth: f64) -> String {
+        format!(
+            "# messages sent from a strided layout (HPL's panel): {:.2} GB/s against {:.2} \
+             contiguous, over {} sizes\n\"mpiscope/pack\" = {:e}\n",
+            1e-9 / self.seconds_per_byte.max(f64::MIN_POSITIVE),
+            bandwidth / 1e9,
+            self.samples,
+            self.extra_per_byte
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_slope_beyond_the_contiguous_bandwidth() {
+        // 2 GB/s plus 10 us: 0.5 ns per byte; contiguous at 10 GB/s: 0.1 ns per byte.
+        let rows: Vec<_> = [1u64 << 16, 1 << 18, 1 << 20, 16]
+            .iter()
+            .map(|&ints| {
+                let t = 10e-6 + (4 * ints) as f64 * 0.5e-9;
+                json!({"key": "vector_send", "ints": ints, "time": {"median": t}})
+            })
+            .collect();
+        let text = json!({ "results": rows }).to_string();
+        let s = Strided::from_bench(&text, "b.json", 1e10).unwrap().unwrap();
+        assert_eq!(s.samples, 3);
+        assert!((s.seconds_per_byte - 0.5e-9).abs() < 1e-15, "{s:?}");
+        assert!((s.extra_per_byte - 0.4e-9).abs() < 1e-15, "{s:?}");
+        let lines = s.config_lines(1e10);
+        let value: f64 = lines
+            .split("\"mpiscope/pack\" = ")
+            .nth(1)
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap();
+        assert!(
+            (value - 0.4e-9).abs() < 1e-15 && lines.contains("2.00 GB/s"),
+            "{lines}"
+        );
+        let none =
+            json!({ "results": [{"key": "send_recv", "ints": 1024, "time": {"median": 1e-6}}] });
+        assert_eq!(
+            Strided::from_bench(&none.to_string(), "b.json", 1e10).unwrap(),
+            None
+        );
+    }
+}
