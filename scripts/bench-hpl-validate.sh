@@ -28,7 +28,7 @@ platform=${1:-}
 if [ -z "$platform" ]; then
   platform=$out/calibrated.toml
   target/release/mpiscope bench -np 2 --bytes m8 M4194304 K4 \
-    --only send_recv,eager_send,message_rate,vector_send T100 --json --output "$out/p2p.json"
+    --only send_recv,eager_send,message_rate,vector_send T100 R3 --json --output "$out/p2p.json"
   target/release/mpiscope bench -np 4 --bind-to core --only busy_signal T100 --json \
     --output "$out/wake-up.json"
   target/release/mpiscope calibrate "$out/p2p.json" --wake-up "$out/wake-up.json" \

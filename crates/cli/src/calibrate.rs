@@ -28,9 +28,13 @@ pub struct CalibrateArgs {
     /// Do not time the BLAS kernels (the platform keeps the default host speed).
     #[arg(long)]
     no_compute: bool,
-    /// Timed calls per kernel shape (the median is kept).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Timed calls per kernel shape and pass (the median is kept).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     kernel_samples: u32,
+    /// Passes over the kernel shapes (per shape, the median of the passes is kept), and
+    /// rounds of the per-core speed measurement under load.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
+    kernel_passes: u32,
     /// Cores busy at once when measuring the per-core speed under load (default: the
     /// benchmark's process count, the platform's cores; 1 skips the measurement).
     #[arg(long, value_name = "N")]
@@ -46,7 +50,7 @@ pub struct CalibrateArgs {
 }
 
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
-fn time_kernels(samples: u32) -> Vec<KernelSample> {
+fn time_kernels(samples: u32, passes: u32) -> Vec<KernelSample> {
     mpiscope_kernels::use_one_thread();
     let shapes = mpiscope_kernels::default_shapes();
     let bar = indicatif::ProgressBar::new(shapes.len() as u64);
@@ -54,9 +58,13 @@ fn time_kernels(samples: u32) -> Vec<KernelSample> {
         indicatif::ProgressStyle::with_template("timing BLAS kernels {bar:30} {pos}/{len}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
-    let out = mpiscope_kernels::measure(&shapes, samples as usize, &mut |done, _| {
-        bar.set_position(done as u64)
-    });
+    bar.set_length((shapes.len() * passes as usize) as u64);
+    let out = mpiscope_kernels::measure_in_passes(
+        &shapes,
+        passes as usize,
+        samples as usize,
+        &mut |done, _| bar.set_position(done as u64),
+    );
     bar.finish_and_clear();
     out
 }
@@ -84,7 +92,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let kernels = if a.no_compute {
         Vec::new()
     } else {
-        time_kernels(a.kernel_samples)
+        time_kernels(a.kernel_samples, a.kernel_passes)
     };
     let compute = if a.no_compute {
         None
@@ -92,7 +100,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         let mut model = ComputeModel::fit(&kernels)?;
         let busy = a.busy_cores.unwrap_or(np.max(1));
         if busy > 1 {
-            // HPL's trailing update shape; each count runs for half a second, three times.
+            // HPL's trailing update shape; each count runs for half a second per round.
             eprintln!("timing dgemm with 1 to {busy} cores busy");
             let exe = std::env::current_exe().context("cannot find the mpiscope executable")?;
             let worker = || {
@@ -100,8 +108,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 c.args(["dgemm-worker", "2048", "2048", "128", "0.5"]);
                 c
             };
-            let speeds = mpiscope_kernels::core_speeds(busy as usize, 3, &worker)
-                .context("timing dgemm with several cores busy")?;
+            let speeds =
+                mpiscope_kernels::core_speeds(busy as usize, a.kernel_passes as usize, &worker)
+                    .context("timing dgemm with several cores busy")?;
             model.core_efficiency = speeds.iter().map(|s| s / speeds[0]).collect();
         }
         Some(model)

@@ -274,23 +274,45 @@ pub fn measure(
     samples: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Vec<KernelSample> {
-    let mut out = Vec::with_capacity(shapes.len());
-    for (i, &(kernel, m, n, k)) in shapes.iter().enumerate() {
-        let seconds = match kernel {
-            Kernel::Dgemm => time_dgemm(m, n, k, samples),
-            Kernel::Dtrsm => time_dtrsm(m, n, samples),
-            Kernel::Panel => time_panel(m, n, samples),
-        };
-        out.push(KernelSample {
-            kernel,
-            m: m as u64,
-            n: n as u64,
-            k: k as u64,
-            seconds,
-        });
-        progress(i + 1, shapes.len());
+    measure_in_passes(shapes, 1, samples, progress)
+}
+
+/// Times every shape in `passes` passes over the whole list (`samples` per shape and pass,
+/// their median), and keeps per shape the median of its passes: a shared machine whose
+/// speed drifts for a few seconds then disturbs a few passes of every shape rather than
+/// every sample of a few shapes. Calls `progress(done, total)` after each shape and pass.
+pub fn measure_in_passes(
+    shapes: &[(Kernel, usize, usize, usize)],
+    passes: usize,
+    samples: usize,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Vec<KernelSample> {
+    let passes = passes.max(1);
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(passes); shapes.len()];
+    for pass in 0..passes {
+        for (i, &(kernel, m, n, k)) in shapes.iter().enumerate() {
+            times[i].push(match kernel {
+                Kernel::Dgemm => time_dgemm(m, n, k, samples),
+                Kernel::Dtrsm => time_dtrsm(m, n, samples),
+                Kernel::Panel => time_panel(m, n, samples),
+            });
+            progress(pass * shapes.len() + i + 1, passes * shapes.len());
+        }
     }
-    out
+    shapes
+        .iter()
+        .zip(times)
+        .map(|(&(kernel, m, n, k), mut t)| {
+            t.sort_by(f64::total_cmp);
+            KernelSample {
+                kernel,
+                m: m as u64,
+                n: n as u64,
+                k: k as u64,
+                seconds: t[t.len() / 2],
+            }
+        })
+        .collect()
 }
 
 /// One dgemm worker of [`core_speeds`]: allocates `m x n x k` operands and makes one untimed
@@ -315,10 +337,12 @@ pub fn dgemm_rate(shape: (usize, usize, usize), seconds: f64, ready: impl FnOnce
 
 /// Per-core dgemm speed (flop/s) with 1, 2, ..., `cores` cores busy: `busy` worker processes
 /// (each made by `worker()`, which must run [`dgemm_worker`]) start their products together,
-/// and entry `busy - 1` is their mean rate; each count is measured `rounds` times and the
-/// median kept. Cores that share caches, memory bandwidth and clock budget run slower
-/// together; the simulator takes the ratios to the first entry as
-/// `mpiscope/core-efficiency`. Processes, as MPI ranks are, each warmed up before the
+/// and entry `busy - 1` is their mean rate. Each round measures every count in turn; entry
+/// `busy - 1` is the median over the rounds of its rate relative to one core in the same
+/// round, times the median one-core rate (so the ratios, which the simulator takes as
+/// `mpiscope/core-efficiency`, come from measurements seconds apart on a machine whose
+/// speed drifts). Cores that share caches, memory bandwidth and clock budget run slower
+/// together. Processes, as MPI ranks are, each warmed up before the
 /// timing: threads of one process, timed from a cold start, measured 0.80-0.83 of one core
 /// alone on this host where warmed-up processes get 0.97-0.98 (and HPL on two ranks runs
 /// at 0.95 of one rank's speed per rank).
@@ -329,10 +353,12 @@ pub fn core_speeds(
 ) -> std::io::Result<Vec<f64>> {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
-    let mut out = Vec::new();
-    for busy in 1..=cores.max(1) {
-        let mut rates = Vec::new();
-        for _ in 0..rounds.max(1) {
+    let cores = cores.max(1);
+    // rates[round][busy - 1]
+    let mut rates: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let mut round = Vec::with_capacity(cores);
+        for busy in 1..=cores {
             let mut children = Vec::new();
             for _ in 0..busy {
                 let child = worker()
@@ -364,12 +390,18 @@ pub fn core_speeds(
                     std::io::Error::other(format!("a dgemm worker printed `{line}`"))
                 })?;
             }
-            rates.push(sum / busy as f64);
+            round.push(sum / busy as f64);
         }
-        rates.sort_by(f64::total_cmp);
-        out.push(rates[rates.len() / 2]);
+        rates.push(round);
     }
-    Ok(out)
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let one = median(rates.iter().map(|r| r[0]).collect());
+    Ok((0..cores)
+        .map(|b| one * median(rates.iter().map(|r| r[b] / r[0]).collect()))
+        .collect())
 }
 
 /// The worker side of [`core_speeds`] (the body of a hidden command of the CLI): one thread,
