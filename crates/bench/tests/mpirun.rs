@@ -210,3 +210,49 @@ fn eager_send_and_message_rate() {
     }
     assert_eq!(j["params"]["eager_probe_delay"], 50e-6);
 }
+
+/// The operations that calibrate the simulator beyond the network: a strided message
+/// received contiguous (sizes as asked, positive times), and a round trip while the other
+/// ranks compute on the same cores (within the busy window of 30 ms).
+#[test]
+fn vector_send_and_busy_signal() {
+    let r = mpirun(
+        4,
+        &[
+            "--bytes",
+            "m4096",
+            "M65536",
+            "K16",
+            "--only",
+            "vector_send,busy_signal",
+            "T5",
+            "--json",
+        ],
+    );
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    let rows = j["results"].as_array().unwrap();
+    let vector: Vec<(u64, f64)> = rows
+        .iter()
+        .filter(|r| r["operation"] == "VECTOR SEND")
+        .map(|r| {
+            (
+                r["bytes"].as_u64().unwrap(),
+                r["time"]["median"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        vector.iter().map(|v| v.0).collect::<Vec<_>>(),
+        [4096, 65536],
+        "{j}"
+    );
+    assert!(vector.iter().all(|v| v.1 > 0.0 && v.1 < 0.1), "{j}");
+    let busy: Vec<f64> = rows
+        .iter()
+        .filter(|r| r["operation"] == "SIGNAL WITH BUSY CORES")
+        .map(|r| r["time"]["median"].as_f64().unwrap())
+        .collect();
+    assert_eq!(busy.len(), 1, "{j}");
+    assert!(busy[0] > 0.0 && busy[0] < 30e-3, "{j}");
+}

@@ -99,9 +99,8 @@ mod tests {
             .iter()
             .flat_map(|&ints| {
                 let t = 10e-6 + (4 * ints) as f64 * 0.5e-9;
-                [t, 0.4 * t, t].map(
-                    |t| json!({"key": "vector_send", "ints": ints, "time": {"median": t}}),
-                )
+                [t, 0.4 * t, t]
+                    .map(|t| json!({"key": "vector_send", "ints": ints, "time": {"median": t}}))
             })
             .collect();
         let text = json!({ "results": rows }).to_string();

@@ -304,5 +304,13 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("-np needs a value"));
+        let p = parse(&v("-np 4 --bind-to core --only busy_signal")).unwrap();
+        assert!(p.bind_to_core);
+        assert_eq!(p.rest, v("--only busy_signal"));
+        assert!(!parse(&v("-np 4 m1")).unwrap().bind_to_core);
+        assert!(parse(&v("--bind-to socket"))
+            .unwrap_err()
+            .to_string()
+            .contains("--bind-to socket"));
     }
 }
