@@ -343,6 +343,37 @@ mod tests {
     }
 
     #[test]
+    fn bound_computations_share_their_core_only() {
+        let host = Host {
+            name: "h".into(),
+            speed: 1e9,
+            cores: 2,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        };
+        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let mut cpu = CpuModel::new(&p);
+        // Two computations on core 0 (core 2 is core 0 modulo 2), none on core 1: each at
+        // half speed although a core is idle, until `a` ends; then `b` alone at full speed.
+        // One core of two busy throughout: the host half busy.
+        let a = cpu.start_on(Time::ZERO, 0, Some(0), 1e6);
+        let b = cpu.start_on(Time::ZERO, 0, Some(2), 1.5e6);
+        assert!(cpu.no_core_idle(0, Some(0)) && !cpu.no_core_idle(0, Some(1)));
+        assert!(!cpu.no_core_idle(0, None));
+        assert_eq!(end_of(&mut cpu, a), Time::from_secs(2e-3));
+        assert_eq!(end_of(&mut cpu, b), Time::from_secs(2.5e-3));
+        let busy = cpu.busy_seconds(Time::from_secs(2.5e-3));
+        assert!((busy[0] - 1.25e-3).abs() < 1e-12, "{busy:?}");
+        // One on each core: full speed each, every core busy.
+        let t = Time::from_secs(2.5e-3);
+        let c = cpu.start_on(t, 0, Some(0), 1e6);
+        let d = cpu.start_on(t, 0, Some(1), 2e6);
+        assert!(cpu.no_core_idle(0, None));
+        assert_eq!(end_of(&mut cpu, c), t.plus(Time::from_secs(1e-3)));
+        assert_eq!(end_of(&mut cpu, d), t.plus(Time::from_secs(2e-3)));
+    }
+
+    #[test]
     fn reused_ids_ignore_stale_completions() {
         let host = Host {
             name: "h".into(),

@@ -233,10 +233,10 @@ enum Block {
     Exec(ExecId),
     /// Until this date.
     Sleep(Time),
-    /// Ready, but its oversubscribed host's cores all compute: an MPI library polling with
-    /// `sched_yield` (Open MPI's `mpi_yield_when_idle`, MPICH's default when oversubscribed)
-    /// gets a core back at the end of a computing rank's time slice, or when a computation
-    /// of the host ends, whichever comes first.
+    /// Ready, but bound to a core that computes for another rank bound to it: an MPI library
+    /// polling with `sched_yield` (Open MPI's `mpi_yield_when_idle`, MPICH's default when
+    /// oversubscribed) gets the core back at the end of the computing rank's time slice, or
+    /// when a computation on the core ends, whichever comes first.
     Scheduled(Time),
     /// All of these requests complete; `release`: the rank drops them when woken (a
     /// collective's requests are dropped at its end instead).
@@ -812,8 +812,8 @@ impl<'p> Simulation<'p> {
         self.ready.push_back(r);
     }
 
-    /// Whether rank `r`, ready after waiting in MPI, must wait for a core: its host is
-    /// oversubscribed and every core computes.
+    /// Whether rank `r`, ready after waiting in MPI, must wait for its core: the core is
+    /// oversubscribed (see [`SimConfig::oversubscribed_wake_up`]) and computes.
     fn waits_for_a_core(&self, r: u32) -> bool {
         let rank = &self.ranks[r as usize];
         self.oversubscribed[rank.cpu_queue as usize] && self.cpu.no_core_idle(rank.host, rank.core)
