@@ -43,6 +43,8 @@ struct HostCpu {
     speed: f64,
     cores: f64,
     running: Vec<ExecId>,
+    /// How many of `running` are bound to a core.
+    bound: u32,
     /// Cores at work (0..=cores), as of the last rerate.
     busy_cores: f64,
     /// Integral of the busy fraction (0..1) over time, in seconds.
@@ -106,10 +108,7 @@ impl CpuModel {
             let h = &self.hosts[host as usize];
             (h.speed, h.cores, h.running.len() as f64)
         };
-        let bound = self.hosts[host as usize]
-            .running
-            .iter()
-            .any(|&id| self.execs[id as usize].core != ANY_CORE);
+        let bound = self.hosts[host as usize].bound > 0;
         // Busy cores: every core a computation is bound to, and the free computations on
         // the cores left.
         let (busy, bound_cores, free) = if bound {
@@ -196,6 +195,9 @@ impl CpuModel {
             }
         };
         self.hosts[host as usize].running.push(id);
+        if core.is_some() {
+            self.hosts[host as usize].bound += 1;
+        }
         self.rerate(host, now);
         id
     }
@@ -269,6 +271,9 @@ impl CpuModel {
             self.account(host, now);
             self.execs[id as usize].live = false;
             self.hosts[host as usize].running.retain(|&x| x != id);
+            if self.execs[id as usize].core != ANY_CORE {
+                self.hosts[host as usize].bound -= 1;
+            }
             self.free.push(id);
             done.push(id);
             if !touched.contains(&host) {

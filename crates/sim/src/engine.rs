@@ -362,6 +362,8 @@ pub struct Simulation<'p> {
     oversubscribed: Vec<bool>,
     /// Per CPU queue: ranks in [`Block::Scheduled`], first come first served.
     scheduled: Vec<VecDeque<u32>>,
+    /// Some CPU queue is oversubscribed (else the scheduler's share is skipped).
+    any_oversubscribed: bool,
     ready: VecDeque<u32>,
     touched: Vec<u32>,
     actions: u64,
@@ -475,6 +477,7 @@ impl<'p> Simulation<'p> {
             background_execs: IdMap::default(),
             sleepers: BinaryHeap::new(),
             scheduled: vec![VecDeque::new(); oversubscribed.len()],
+            any_oversubscribed: oversubscribed.contains(&true),
             oversubscribed,
             ready: (0..n as u32).collect(),
             touched: Vec::new(),
@@ -679,11 +682,13 @@ impl<'p> Simulation<'p> {
                 },
             };
             self.touched.push(rank);
-            // A core is free: the first rank waiting for one gets it.
-            let queue = self.ranks[rank as usize].cpu_queue as usize;
-            if let Some(w) = self.scheduled[queue].pop_front() {
-                self.ranks[w as usize].block = Block::Scheduled(now);
-                self.touched.push(w);
+            if self.any_oversubscribed {
+                // A core is free: the first rank waiting for one gets it.
+                let queue = self.ranks[rank as usize].cpu_queue as usize;
+                if let Some(w) = self.scheduled[queue].pop_front() {
+                    self.ranks[w as usize].block = Block::Scheduled(now);
+                    self.touched.push(w);
+                }
             }
         }
         self.done_execs = execs;
@@ -799,7 +804,7 @@ impl<'p> Simulation<'p> {
                 end_s: now.secs(),
             });
         }
-        if waited_in_mpi && self.waits_for_a_core(r) {
+        if waited_in_mpi && self.any_oversubscribed && self.waits_for_a_core(r) {
             let until = now.plus(Time::from_secs(self.config.oversubscribed_wake_up));
             let rank = &mut self.ranks[r as usize];
             rank.block = Block::Scheduled(until);
