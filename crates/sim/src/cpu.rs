@@ -308,6 +308,18 @@ mod tests {
         }
     }
 
+    /// One host of `cores` cores at 1 Gflop/s, no links.
+    fn one_host(cores: u32) -> Platform {
+        let host = Host {
+            name: "h".into(),
+            speed: 1e9,
+            cores,
+            watts_idle: 0.0,
+            watts_max: 0.0,
+        };
+        Platform::new(vec![host], Vec::new(), Box::new(NoRoutes))
+    }
+
     /// Runs until `id` ends; returns the date.
     fn end_of(cpu: &mut CpuModel, id: ExecId) -> Time {
         let mut done = Vec::new();
@@ -323,14 +335,7 @@ mod tests {
 
     #[test]
     fn busy_neighbours_slow_each_core_by_the_efficiency() {
-        let host = Host {
-            name: "h".into(),
-            speed: 1e9,
-            cores: 2,
-            watts_idle: 0.0,
-            watts_max: 0.0,
-        };
-        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let p = one_host(2);
         let mut cpu = CpuModel::with_efficiency(&p, &[1.0, 0.8]);
         // Alone: 1 Gflop/s. Two together: 0.8 Gflop/s each; three on two cores: 0.8 * 2/3.
         let a = cpu.start(Time::ZERO, 0, 1e6);
@@ -349,14 +354,7 @@ mod tests {
 
     #[test]
     fn bound_computations_share_their_core_only() {
-        let host = Host {
-            name: "h".into(),
-            speed: 1e9,
-            cores: 2,
-            watts_idle: 0.0,
-            watts_max: 0.0,
-        };
-        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let p = one_host(2);
         let mut cpu = CpuModel::new(&p);
         // Two computations on core 0 (core 2 is core 0 modulo 2), none on core 1: each at
         // half speed although a core is idle, until `a` ends; then `b` alone at full speed.
@@ -380,14 +378,7 @@ mod tests {
 
     #[test]
     fn reused_ids_ignore_stale_completions() {
-        let host = Host {
-            name: "h".into(),
-            speed: 1e9,
-            cores: 1,
-            watts_idle: 0.0,
-            watts_max: 0.0,
-        };
-        let p = Platform::new(vec![host], Vec::new(), Box::new(NoRoutes));
+        let p = one_host(1);
         let mut cpu = CpuModel::new(&p);
         // `a` is first due at 1 ms, then at ~2 ms when `b` shares the core, then earlier
         // again when `b` ends: the ~2 ms entry stays in the heap after `a` ends.
