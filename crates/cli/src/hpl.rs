@@ -111,6 +111,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
                 "messages": r.messages,
                 "pivots": a.pivots,
                 "polls": a.polls,
+                "bind_to": a.bind_to,
             }));
         } else {
             out += &format!(

@@ -231,3 +231,47 @@ fn swap_variants_and_the_mix_threshold() {
     // Mix with a threshold above both widths: binary exchange twice.
     assert_eq!(messages(2, 64), 128 + 2 + 2);
 }
+
+#[test]
+fn bound_ranks_share_their_core_only() {
+    // 2 x 2 on one host (`--mapping sequential:4`): with 4 cores each rank has one, bound or
+    // not; with 2 cores bound ranks 0 and 2 share core 0 whatever core 1 does, so the run
+    // changes. The JSON records the choice.
+    let tmp = tempdir();
+    let d = dat(tmp.path(), "1000", "2", "2", "1", "1", 2);
+    let time = |cores: u32, bind: &str| -> f64 {
+        let platform = tmp.path().join(format!("host-{cores}.toml"));
+        std::fs::write(
+            &platform,
+            format!(
+                "[cluster]\nhosts = 1\ncores = {cores}\nspeed = \"1Gf\"\nbandwidth = \"1GBps\"\n\
+                 latency = \"1us\"\n"
+            ),
+        )
+        .unwrap();
+        let (ok, out, err) = run(&[
+            &d,
+            "--platform",
+            platform.to_str().unwrap(),
+            "--mapping",
+            "sequential:4",
+            "--bind-to",
+            bind,
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(j[0]["bind_to"], bind);
+        j[0]["time_s"].as_f64().unwrap()
+    };
+    assert_eq!(time(4, "core"), time(4, "none"));
+    assert_ne!(time(2, "core"), time(2, "none"));
+    let (ok, _, err) = run(&[
+        &d,
+        "--platform",
+        &cluster(tmp.path()),
+        "--bind-to",
+        "socket",
+    ]);
+    assert!(!ok && err.contains("socket"), "{err}");
+}
