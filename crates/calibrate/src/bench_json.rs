@@ -61,6 +61,18 @@ pub(crate) struct BenchTime {
     pub median: f64,
 }
 
+/// The median of `values` (the mean of the middle two for an even count); `values` must not
+/// be empty, and is sorted.
+pub(crate) fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
 impl BenchResults {
     /// Parses `text`, read from `path` (named in the error).
     pub fn parse(text: &str, path: &str) -> Result<BenchResults, CalibrationError> {

@@ -275,13 +275,15 @@ impl Network {
     /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`) and
     /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`) and, when timed,
     /// `mpiscope/panel` (seconds per `n^2 (m - n/3)`, then per `m n`), with the per-core speed
-    /// factors under load as `mpiscope/core-efficiency` when measured.
+    /// factors under load as `mpiscope/core-efficiency` when measured; `extra_config` lines
+    /// (other measured options) end `[config]`.
     pub fn platform_toml(
         &self,
         cores: u32,
         source: &str,
         compute: Option<&compute::ComputeModel>,
         protocol: Option<&protocol::Protocol>,
+        extra_config: &str,
     ) -> String {
         let mut speed = String::new();
         let mut kernels = String::new();
@@ -337,7 +339,7 @@ impl Network {
              \"network/crosstraffic\" = \"no\"\n\
              \"smpi/lat-factor\" = \"{lf}\"\n\
              \"smpi/bw-factor\" = \"{bf}\"\n\
-             {kernels}",
+             {kernels}{extra_config}",
             bw = self.bandwidth,
             lat = self.latency,
             lf = self.lat_factor,

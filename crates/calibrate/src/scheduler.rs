@@ -26,13 +26,7 @@ pub fn wake_up_from_bench(
     if medians.is_empty() {
         return Ok(None);
     }
-    medians.sort_by(f64::total_cmp);
-    let n = medians.len();
-    let median = if n % 2 == 1 {
-        medians[n / 2]
-    } else {
-        (medians[n / 2 - 1] + medians[n / 2]) / 2.0
-    };
+    let median = crate::bench_json::median(&mut medians);
     Ok(Some((median - latency).max(0.0)))
 }
 

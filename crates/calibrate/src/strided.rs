@@ -52,10 +52,7 @@ impl Strided {
         }
         let points: Vec<(f64, f64)> = by_size
             .into_iter()
-            .map(|(bytes, mut t)| {
-                t.sort_by(f64::total_cmp);
-                (bytes as f64, t[t.len() / 2])
-            })
+            .map(|(bytes, mut t)| (bytes as f64, crate::bench_json::median(&mut t)))
             .collect();
         let n = points.len() as f64;
         let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
@@ -73,12 +70,17 @@ impl Strided {
         }))
     }
 
+    /// The strided messages' rate, GB/s.
+    pub fn gigabytes_per_second(&self) -> f64 {
+        1e-9 / self.seconds_per_byte.max(f64::MIN_POSITIVE)
+    }
+
     /// The platform `[config]` lines.
     pub fn config_lines(&self, bandwidth: f64) -> String {
         format!(
             "# messages sent from a strided layout (HPL's panel): {:.2} GB/s against {:.2} \
              contiguous, over {} sizes\n\"mpiscope/pack\" = {:e}\n",
-            1e-9 / self.seconds_per_byte.max(f64::MIN_POSITIVE),
+            self.gigabytes_per_second(),
             bandwidth / 1e9,
             self.samples,
             self.extra_per_byte

@@ -115,14 +115,20 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         Some(model)
     };
-    let mut platform = net.platform_toml(np.max(1), &path, compute.as_ref(), protocol.as_ref());
-    // `[config]` is the platform's last table.
+    let mut extra = String::new();
     if let Some(d) = wake_up {
-        platform += &mpiscope_calibrate::scheduler::config_lines(d);
+        extra += &mpiscope_calibrate::scheduler::config_lines(d);
     }
     if let Some(s) = &strided {
-        platform += &s.config_lines(net.bandwidth);
+        extra += &s.config_lines(net.bandwidth);
     }
+    let platform = net.platform_toml(
+        np.max(1),
+        &path,
+        compute.as_ref(),
+        protocol.as_ref(),
+        &extra,
+    );
     std::fs::write(&a.output, platform)
         .with_context(|| format!("cannot write {}", a.output.display()))?;
     if a.json {
@@ -184,7 +190,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             s += &format!(
                 "messages sent from a strided layout: {:.2} GB/s ({:.3e} s per byte beyond a \
                  contiguous message)\n",
-                1e-9 / v.seconds_per_byte.max(f64::MIN_POSITIVE),
+                v.gigabytes_per_second(),
                 v.extra_per_byte
             );
         }
