@@ -57,6 +57,12 @@ pub enum Op {
     /// contiguous workspace, and MPI libraries move such messages several times slower than
     /// contiguous ones (Open MPI 4.1 on shared memory here: 2.1 against 9 GB/s).
     VectorSend,
+    /// Beyond the seed: VECTOR SEND's contiguous twin: N contiguous integers from rank 0 to
+    /// rank 1, caches flushed before each sample, timed on rank 0 until a zero-byte answer
+    /// arrives. What a large message of an application costs when its data comes from
+    /// memory rather than from the caches that SEND & RECV's repeats keep warm (HPL's row
+    /// swaps: 4 GB/s here where SEND & RECV gives 15).
+    ColdSend,
 }
 
 /// Integers per block of VECTOR SEND's datatype (4 KiB, a column of 512 doubles).
@@ -93,11 +99,12 @@ pub const ALL: [Op; 13] = [
 ];
 
 /// Operations beyond the seed, run only when named in `--only`.
-pub const EXTRA: [Op; 4] = [
+pub const EXTRA: [Op; 5] = [
     Op::EagerSend,
     Op::MessageRate,
     Op::BusySignal,
     Op::VectorSend,
+    Op::ColdSend,
 ];
 
 impl Op {
@@ -121,6 +128,7 @@ impl Op {
             Op::MessageRate => "MESSAGE RATE",
             Op::BusySignal => "SIGNAL WITH BUSY CORES",
             Op::VectorSend => "VECTOR SEND",
+            Op::ColdSend => "COLD SEND",
         }
     }
 
@@ -144,6 +152,7 @@ impl Op {
             Op::MessageRate => "message_rate",
             Op::BusySignal => "busy_signal",
             Op::VectorSend => "vector_send",
+            Op::ColdSend => "cold_send",
         }
     }
 
@@ -178,6 +187,7 @@ impl Op {
                 | Op::MessageRate
                 | Op::BusySignal
                 | Op::VectorSend
+                | Op::ColdSend
         )
     }
 
@@ -185,7 +195,7 @@ impl Op {
     pub fn sender_timed(self) -> bool {
         matches!(
             self,
-            Op::EagerSend | Op::MessageRate | Op::BusySignal | Op::VectorSend
+            Op::EagerSend | Op::MessageRate | Op::BusySignal | Op::VectorSend | Op::ColdSend
         )
     }
 
@@ -240,6 +250,28 @@ pub fn sender_sample(
                 }
                 world.process_at_rank(0).receive_into(&mut recv[..n]);
             }
+            0.0
+        }
+        Op::ColdSend => {
+            if me > 1 {
+                world.barrier();
+                world.barrier();
+                return 0.0;
+            }
+            world.barrier();
+            flush_caches();
+            world.barrier();
+            let mut empty: [i32; 0] = [];
+            if me == 0 {
+                let peer = world.process_at_rank(1);
+                let t1 = mpi::time();
+                peer.send(&send[..n]);
+                peer.receive_into(&mut empty[..]);
+                return mpi::time() - t1;
+            }
+            let peer = world.process_at_rank(0);
+            peer.receive_into(&mut recv[..n]);
+            peer.send(&empty[..]);
             0.0
         }
         Op::VectorSend => {
@@ -447,7 +479,7 @@ pub fn run(
                 other.send(&send[..n]);
             }
         }
-        Op::BusySignal | Op::VectorSend => {
+        Op::BusySignal | Op::VectorSend | Op::ColdSend => {
             sender_sample(op, world, n, send, recv);
         }
     }

@@ -212,10 +212,11 @@ fn eager_send_and_message_rate() {
 }
 
 /// The operations that calibrate the simulator beyond the network: a strided message
-/// received contiguous (sizes as asked, positive times), and a round trip while the other
+/// received contiguous and its contiguous twin, caches cold (sizes as asked, positive
+/// times), and a round trip while the other
 /// ranks compute on the same cores (within the busy window of 30 ms).
 #[test]
-fn vector_send_and_busy_signal() {
+fn vector_send_cold_send_and_busy_signal() {
     let r = mpirun(
         4,
         &[
@@ -224,7 +225,7 @@ fn vector_send_and_busy_signal() {
             "M65536",
             "K16",
             "--only",
-            "vector_send,busy_signal",
+            "vector_send,cold_send,busy_signal",
             "T5",
             "--json",
         ],
@@ -232,22 +233,24 @@ fn vector_send_and_busy_signal() {
     assert!(r.status.success(), "{}", text(&r.stderr));
     let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let rows = j["results"].as_array().unwrap();
-    let vector: Vec<(u64, f64)> = rows
-        .iter()
-        .filter(|r| r["operation"] == "VECTOR SEND")
-        .map(|r| {
-            (
-                r["bytes"].as_u64().unwrap(),
-                r["time"]["median"].as_f64().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        vector.iter().map(|v| v.0).collect::<Vec<_>>(),
-        [4096, 65536],
-        "{j}"
-    );
-    assert!(vector.iter().all(|v| v.1 > 0.0 && v.1 < 0.1), "{j}");
+    for operation in ["VECTOR SEND", "COLD SEND"] {
+        let sizes: Vec<(u64, f64)> = rows
+            .iter()
+            .filter(|r| r["operation"] == operation)
+            .map(|r| {
+                (
+                    r["bytes"].as_u64().unwrap(),
+                    r["time"]["median"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            sizes.iter().map(|v| v.0).collect::<Vec<_>>(),
+            [4096, 65536],
+            "{operation}: {j}"
+        );
+        assert!(sizes.iter().all(|v| v.1 > 0.0 && v.1 < 0.1), "{j}");
+    }
     let busy: Vec<f64> = rows
         .iter()
         .filter(|r| r["operation"] == "SIGNAL WITH BUSY CORES")

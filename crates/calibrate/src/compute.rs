@@ -21,6 +21,10 @@ pub enum Kernel {
     /// LU factorization with partial pivoting of an m x n panel (HPL's panel
     /// factorization on one process: recursive halving, BLAS-2 below four columns).
     Panel,
+    /// HPL's row gather (HPL_dlaswp01T): m rows scattered over a column-major matrix of
+    /// leading dimension k copied, n columns each, into a workspace that holds them
+    /// transposed. Memory-bound: its work is the `m n` elements moved.
+    Laswp,
 }
 
 impl Kernel {
@@ -30,6 +34,7 @@ impl Kernel {
             Kernel::Dgemm => "dgemm",
             Kernel::Dtrsm => "dtrsm",
             Kernel::Panel => "panel",
+            Kernel::Laswp => "laswp",
         }
     }
 
@@ -39,6 +44,7 @@ impl Kernel {
             Kernel::Dgemm => "m n k",
             Kernel::Dtrsm => "m^2 n",
             Kernel::Panel => "n^2 (m - n/3)",
+            Kernel::Laswp => "m n",
         }
     }
 
@@ -49,6 +55,7 @@ impl Kernel {
             Kernel::Dgemm => m as f64 * n as f64 * k as f64,
             Kernel::Dtrsm => m as f64 * m as f64 * n as f64,
             Kernel::Panel => (n as f64).powi(2) * (m as f64 - n as f64 / 3.0).max(0.0),
+            Kernel::Laswp => m as f64 * n as f64,
         }
     }
 
@@ -61,7 +68,16 @@ impl Kernel {
     pub fn flops_per_work(self) -> f64 {
         match self {
             Kernel::Dgemm => 2.0,
-            Kernel::Dtrsm | Kernel::Panel => 1.0,
+            Kernel::Dtrsm | Kernel::Panel | Kernel::Laswp => 1.0,
+        }
+    }
+
+    /// What the rate `flops_per_work / seconds_per_work` counts: flop/s, or elements moved
+    /// per second for the row gather.
+    pub fn rate_unit(self) -> &'static str {
+        match self {
+            Kernel::Laswp => "G elements/s",
+            _ => "Gflop/s",
         }
     }
 }
@@ -184,6 +200,8 @@ pub struct ComputeModel {
     pub panel: Option<KernelFit>,
     /// `t = p n^2 (m - n/3)`.
     pub panel_one_term: Option<KernelFit>,
+    /// `t = g m n` (the row gather, when timed; its two-term model is the same).
+    pub laswp: Option<KernelFit>,
     /// Per-core dgemm speed with 1, 2, ... cores busy, relative to one (empty: not
     /// measured). Written as `mpiscope/core-efficiency`.
     pub core_efficiency: Vec<f64>,
@@ -199,6 +217,7 @@ impl ComputeModel {
             dtrsm_one_term: fit_kernel(samples, Kernel::Dtrsm, false).ok(),
             panel: fit_kernel(samples, Kernel::Panel, true).ok(),
             panel_one_term: fit_kernel(samples, Kernel::Panel, false).ok(),
+            laswp: fit_kernel(samples, Kernel::Laswp, false).ok(),
             core_efficiency: Vec::new(),
         })
     }
@@ -208,6 +227,7 @@ impl ComputeModel {
         std::iter::once((&self.dgemm, &self.dgemm_one_term))
             .chain(self.dtrsm.as_ref().zip(self.dtrsm_one_term.as_ref()))
             .chain(self.panel.as_ref().zip(self.panel_one_term.as_ref()))
+            .chain(self.laswp.as_ref().map(|f| (f, f)))
     }
 }
 

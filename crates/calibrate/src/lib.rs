@@ -295,10 +295,11 @@ impl Network {
             for (f, one) in c.fits() {
                 let name = f.kernel.name();
                 kernels += &format!(
-                    "# {name}: {:.2} Gflop/s, R^2 {:.5}, largest error {:.1}% over {} shapes \
+                    "# {name}: {:.2} {}, R^2 {:.5}, largest error {:.1}% over {} shapes \
                      (one-term model: R^2 {:.5}, largest error {:.1}%)\n\
                      \"mpiscope/{name}\" = \"{:e} {:e}\"\n",
                     f.flops / 1e9,
+                    f.kernel.rate_unit(),
                     f.r2,
                     f.max_error * 100.0,
                     f.samples,

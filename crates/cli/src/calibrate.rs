@@ -204,11 +204,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             for (k, one) in c.fits() {
                 let (name, work) = (k.kernel.name(), k.kernel.work_text());
                 s += &format!(
-                    "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} Gflop/s (one thread), R^2 {:.5}, \
+                    "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} {} (one thread), R^2 {:.5}, \
                      largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
                     k.seconds_per_work,
                     k.seconds_per_element,
                     k.flops / 1e9,
+                    k.kernel.rate_unit(),
                     k.r2,
                     k.max_error * 100.0,
                     k.samples,

@@ -14,7 +14,12 @@
 //! * the broadcast panel holds `mp*jb + jb*jb + jb + 1` doubles (L2, L1, pivots, as
 //!   HPL_pdpanel_init), `mp` the local trailing rows;
 //! * zero-length swap messages of the binary exchange are sent (both sides agree on them);
-//! * dlaswp copies, idamax and packing are neglected; the panel factorization costs
+//! * with `mpiscope/laswp`, the row swaps of a grid of several process rows copy rows: the
+//!   current row gathers the `jb` rows of U (HPL_dlaswp01T) before sending, and after
+//!   the spread of HPL_pdlaswp01T each other row exchanges its share with the matrix
+//!   (HPL_dlaswp06T); the permutation of U (HPL_dlaswp10N), the binary exchange's other
+//!   copies and the in-place swaps of a single process row (HPL_dlaswp00N) are neglected,
+//!   as are idamax and the panel's packing; the panel factorization costs
 //!   `2*mp*(jb-i-1) + mp` flops for column `i`, whatever PFACT/RFACT/NBMIN/NDIV (they change
 //!   HPL's blocking, not its flop count or its per-column pivot exchanges).
 
@@ -38,6 +43,10 @@ pub struct Kernels {
     /// beyond a contiguous one (the root's panel, which lies in the matrix, to the
     /// receivers' contiguous workspaces); `None`: neglected.
     pub pack: Option<f64>,
+    /// `mpiscope/laswp` = "g 0": the row gather before the row swaps' messages
+    /// (HPL_dlaswp01T) moves `rows x columns` elements in `g` seconds each; `None`:
+    /// neglected.
+    pub laswp: Option<(f64, f64)>,
 }
 
 impl Kernels {
@@ -62,6 +71,7 @@ impl Kernels {
             dgemm: two("mpiscope/dgemm")?,
             dtrsm: two("mpiscope/dtrsm")?,
             panel: two("mpiscope/panel")?,
+            laswp: two("mpiscope/laswp")?,
             pack: match config.get("mpiscope/pack") {
                 None => None,
                 Some(v) => Some(
@@ -92,6 +102,15 @@ impl Kernels {
         match self.panel {
             Some((p, c)) => ((p * flops + c * rows as f64) * speed).max(0.0),
             None => flops,
+        }
+    }
+
+    /// Flops to compute at `speed` for gathering `rows` rows of `n` columns into (or
+    /// exchanging them with) a row-swap workspace: 0 without `mpiscope/laswp`.
+    pub fn laswp_flops(&self, rows: u64, n: u64, speed: f64) -> f64 {
+        match self.laswp {
+            Some((g, c)) => ((g + c) * rows as f64 * n as f64 * speed).max(0.0),
+            None => 0.0,
         }
     }
 
@@ -671,6 +690,10 @@ pub fn swap01_plan(p: u32, cur: u32, me: u32, jb: u64, n: u64) -> Vec<Option<Msg
 const TAG_BCAST: i64 = 1000;
 const TAG_SWAP: i64 = 2000;
 const TAG_PIVOT: i64 = 3000;
+/// How much of a strided message Open MPI's shared-memory transport moves per scheduling
+/// opportunity of its two ends when their cores are time-shared with computing ranks:
+/// `scripts/probe-oversubscribed-transfer.sh` moves 2 MiB in 128 ms, 64 KiB per 4 ms tick.
+const PACK_FRAGMENT_BYTES: u64 = 65536;
 
 /// One queued thing to do.
 #[derive(Debug)]
@@ -998,8 +1021,9 @@ impl HplRank {
                 };
                 with_pack.push(a);
                 if let Some(bytes) = extra {
-                    with_pack.push(Action::Sleep {
+                    with_pack.push(Action::Pack {
                         secs: pack * bytes as f64,
+                        fragments: bytes.div_ceil(PACK_FRAGMENT_BYTES).max(1) as u32,
                     });
                 }
             }
@@ -1037,11 +1061,24 @@ impl HplRank {
             };
             let tag = TAG_SWAP + (k % 8) as i64;
             let mut acts = Vec::new();
+            let mut phase = 0;
             for m in plan {
                 match m {
                     None => {
                         if poll {
                             self.queue.push_back(Item::Poll);
+                        }
+                        phase += 1;
+                        // Row copies: the current row's gather before anything is sent,
+                        // the others' exchange of their share after the spread.
+                        let rows = match phase {
+                            1 if self.row == cur => jb,
+                            2 if long && self.row != cur => share(jb, p, sub(self.row, cur, p)),
+                            _ => 0,
+                        };
+                        let flops = s.kernels.laswp_flops(rows, n, self.speed);
+                        if flops > 0.0 {
+                            self.push(Action::Compute { flops });
                         }
                     }
                     Some(m) => {

@@ -24,8 +24,9 @@ pub fn use_one_thread() {
 
 /// The shapes timed by default: square dgemm products from 32 to 1024, HPL's trailing
 /// updates (`m x n` times panel width `k` of 32 to 256), triangular solves of order
-/// 32 to 256 with 256 to 4096 right-hand sides, and panel factorizations of 512 to 8192
-/// rows and 32 to 256 columns. A few seconds on this host.
+/// 32 to 256 with 256 to 4096 right-hand sides, panel factorizations of 512 to 8192
+/// rows and 32 to 256 columns, and row gathers of 64 to 256 rows by 1024 to 4096 columns.
+/// A few seconds on this host.
 pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
     let mut v = Vec::new();
     for s in [32, 64, 128, 256, 384, 512, 768, 1024] {
@@ -44,6 +45,11 @@ pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
     for n in [32, 64, 128, 256] {
         for m in [512, 2048, 8192] {
             v.push((Kernel::Panel, m, n, 0));
+        }
+    }
+    for rows in [64, 128, 256] {
+        for n in [1024, 4096] {
+            v.push((Kernel::Laswp, rows, n, 0));
         }
     }
     v
@@ -166,6 +172,44 @@ pub fn time_panel(m: usize, n: usize, samples: usize) -> f64 {
     median_time(samples, &mut || {
         a.copy_from_slice(&original);
         factor_panel(&mut a, m, n, &mut pivots);
+    })
+}
+
+/// Leading dimension of the matrix [`time_laswp`] gathers rows from (its rows, as a
+/// process's local rows in HPL at N of a few thousand per process row).
+pub const LASWP_LDA: usize = 4096;
+
+/// Columns per block of [`gather_rows`] (each row's piece of a block is read before the
+/// next row's, so a block's cache lines are shared by the rows that sit in them).
+const GATHER_BLOCK: usize = 32;
+
+/// Copies rows `rows` of the column-major matrix `a` (leading dimension `lda`), columns
+/// `0..n`, into `u` transposed: row `rows[i]`'s column `j` to `u[i * n + j]`. The access
+/// pattern of HPL's row gather before its row swaps' messages (HPL_dlaswp01T), in blocks
+/// of [`GATHER_BLOCK`] columns.
+pub fn gather_rows(a: &[f64], lda: usize, rows: &[usize], n: usize, u: &mut [f64]) {
+    assert!(u.len() >= rows.len() * n);
+    for j0 in (0..n).step_by(GATHER_BLOCK) {
+        let j1 = (j0 + GATHER_BLOCK).min(n);
+        for (i, &r) in rows.iter().enumerate() {
+            for j in j0..j1 {
+                u[i * n + j] = a[j * lda + r];
+            }
+        }
+    }
+}
+
+/// Times [`gather_rows`] of `rows` rows spread over a matrix of [`LASWP_LDA`] rows, `n`
+/// columns; median of `samples`.
+pub fn time_laswp(rows: usize, n: usize, samples: usize) -> f64 {
+    let lda = LASWP_LDA;
+    let a = matrix(lda * n, 6);
+    // Distinct rows all over the matrix (7919 is prime, so coprime with lda).
+    let picked: Vec<usize> = (0..rows.min(lda)).map(|i| (i * 7919) % lda).collect();
+    let mut u = vec![0.0; picked.len() * n];
+    median_time(samples, &mut || {
+        gather_rows(&a, lda, &picked, n, &mut u);
+        std::hint::black_box(&u);
     })
 }
 
@@ -295,6 +339,7 @@ pub fn measure_in_passes(
                 Kernel::Dgemm => time_dgemm(m, n, k, samples),
                 Kernel::Dtrsm => time_dtrsm(m, n, samples),
                 Kernel::Panel => time_panel(m, n, samples),
+                Kernel::Laswp => time_laswp(m, n, samples),
             });
             progress(pass * shapes.len() + i + 1, passes * shapes.len());
         }
@@ -431,6 +476,23 @@ mod tests {
         let mut ready = false;
         let r = dgemm_rate((64, 64, 64), 0.005, || ready = true);
         assert!(ready && r.is_finite() && r > 0.0, "{r}");
+    }
+
+    /// The row gather puts row `rows[i]`, column `j`, at `u[i n + j]`, across column
+    /// blocks (70 columns: two full blocks and a partial one).
+    #[test]
+    fn gather_rows_transposes_the_chosen_rows() {
+        let (lda, n) = (5, 70);
+        let a: Vec<f64> = (0..lda * n).map(|x| x as f64).collect();
+        let rows = [4, 0, 2];
+        let mut u = vec![-1.0; rows.len() * n];
+        gather_rows(&a, lda, &rows, n, &mut u);
+        for (i, &r) in rows.iter().enumerate() {
+            for j in 0..n {
+                assert_eq!(u[i * n + j], (j * lda + r) as f64, "row {r} column {j}");
+            }
+        }
+        assert!(time_laswp(8, 64, 1) > 0.0);
     }
 
     /// The timed calls compute what they claim: a 2x2 product and a 2x2 unit solve.

@@ -222,6 +222,16 @@ impl CpuModel {
         e.total - remaining
     }
 
+    /// The current speed of computation `id` in flop/s (0 for one that is over).
+    pub fn rate(&self, id: ExecId) -> f64 {
+        let e = &self.execs[id as usize];
+        if e.live {
+            e.rate
+        } else {
+            0.0
+        }
+    }
+
     /// Changes the total work of running computation `id` to `flops` (at least what it has
     /// done by `now`) and reschedules its end.
     pub fn set_total(&mut self, id: ExecId, now: Time, flops: f64) {

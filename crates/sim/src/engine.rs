@@ -285,6 +285,17 @@ struct Background {
     computed: bool,
 }
 
+/// An [`Action::Pack`] in progress on an oversubscribed core.
+#[derive(Debug, Clone, Copy)]
+struct Packing {
+    /// Fragments still to copy.
+    left: u32,
+    /// Seconds per fragment.
+    each: f64,
+    /// The rank has yielded its core after a fragment: it must get it back first.
+    yielded: bool,
+}
+
 struct Rank {
     host: HostId,
     /// The core it is bound to ([`SimConfig::bind_to_core`]).
@@ -297,6 +308,8 @@ struct Rank {
     /// The probe ending an [`Action::ComputeWhilePolling`] that has found nothing yet:
     /// made when the rank runs again, after the ranks due before it at that date.
     final_probe: Option<(i64, i64, u32)>,
+    /// The [`Action::Pack`] it is in, fragment by fragment.
+    packing: Option<Packing>,
     user_reqs: IdMap<ReqHandle, ReqIdx>,
     coll: Option<CollRun>,
     /// Non-blocking collectives in progress, in the order they were started.
@@ -362,6 +375,12 @@ pub struct Simulation<'p> {
     oversubscribed: Vec<bool>,
     /// Per CPU queue: ranks in [`Block::Scheduled`], first come first served.
     scheduled: Vec<VecDeque<u32>>,
+    /// Per CPU queue: the ranks bound to it (filled only when some queue is oversubscribed).
+    residents: Vec<Vec<u32>>,
+    /// Per CPU queue: the rank copying an [`Action::Pack`] on it, and the ranks waiting for
+    /// their turn.
+    copier: Vec<Option<u32>>,
+    copy_waiters: Vec<VecDeque<u32>>,
     /// Some CPU queue is oversubscribed (else the scheduler's share is skipped).
     any_oversubscribed: bool,
     ready: VecDeque<u32>,
@@ -436,6 +455,12 @@ impl<'p> Simulation<'p> {
                 config.bind_to_core && config.oversubscribed_wake_up > 0.0 && ranks > cores
             })
             .collect();
+        let mut residents: Vec<Vec<u32>> = vec![Vec::new(); oversubscribed.len()];
+        if oversubscribed.contains(&true) {
+            for (r, &(_, q)) in placement.iter().enumerate() {
+                residents[q as usize].push(r as u32);
+            }
+        }
         let ranks = hosts
             .iter()
             .zip(&placement)
@@ -447,6 +472,7 @@ impl<'p> Simulation<'p> {
                 done: false,
                 last: Outcome::None,
                 final_probe: None,
+                packing: None,
                 user_reqs: IdMap::default(),
                 coll: None,
                 background: Vec::new(),
@@ -477,6 +503,9 @@ impl<'p> Simulation<'p> {
             background_execs: IdMap::default(),
             sleepers: BinaryHeap::new(),
             scheduled: vec![VecDeque::new(); oversubscribed.len()],
+            residents,
+            copier: vec![None; oversubscribed.len()],
+            copy_waiters: vec![VecDeque::new(); oversubscribed.len()],
             any_oversubscribed: oversubscribed.contains(&true),
             oversubscribed,
             ready: (0..n as u32).collect(),
@@ -824,6 +853,80 @@ impl<'p> Simulation<'p> {
         self.oversubscribed[rank.cpu_queue as usize] && self.cpu.no_core_idle(rank.host, rank.core)
     }
 
+    /// Goes on with rank `r`'s [`Action::Pack`] on an oversubscribed core: takes the core's
+    /// copy turn (one rank of a core copies at a time, first come first served: the kernel
+    /// runs one of them until it has nothing left to copy), waits after each fragment for
+    /// the ranks computing on its core to yield, and copies the next fragment.
+    fn next_fragment(&mut self, r: u32, mut p: Packing) {
+        let now = self.now;
+        let queue = self.ranks[r as usize].cpu_queue as usize;
+        match self.copier[queue] {
+            Some(o) if o != r => {
+                self.ranks[r as usize].packing = Some(p);
+                self.copy_waiters[queue].push_back(r);
+                self.block(r, Block::Scheduled(Time::NEVER), "scheduler");
+                return;
+            }
+            _ => self.copier[queue] = Some(r),
+        }
+        if p.left == 0 {
+            self.ranks[r as usize].packing = None;
+            self.copier[queue] = None;
+            if let Some(w) = self.copy_waiters[queue].pop_front() {
+                self.ranks[w as usize].block = Block::Scheduled(now);
+                self.touched.push(w);
+            }
+            return;
+        }
+        if p.yielded {
+            p.yielded = false;
+            if let Some(until) = self.next_yield_of_residents(r) {
+                self.ranks[r as usize].packing = Some(p);
+                self.scheduled[queue].push_back(r);
+                self.sleepers.push(Reverse((until, r)));
+                self.block(r, Block::Scheduled(until), "scheduler");
+                return;
+            }
+        }
+        p.left -= 1;
+        p.yielded = true;
+        self.ranks[r as usize].packing = Some(p);
+        let end = now.plus(Time::from_secs(p.each));
+        self.sleepers.push(Reverse((end, r)));
+        self.block(r, Block::Sleep(end), "pack");
+    }
+
+    /// When the ranks computing on rank `r`'s oversubscribed core next yield it (`None`: none
+    /// computes). One probing between chunks ([`Action::ComputeWhilePolling`]) yields at the
+    /// end of its current chunk; one computing without MPI calls at the end of its time
+    /// slice, a full slice after `r` yielded to it: twice
+    /// [`SimConfig::oversubscribed_wake_up`], which is the median wait from a random date.
+    fn next_yield_of_residents(&self, r: u32) -> Option<Time> {
+        if !self.waits_for_a_core(r) {
+            return None;
+        }
+        let now = self.now;
+        let slice = now.plus(Time::from_secs(2.0 * self.config.oversubscribed_wake_up));
+        let queue = self.ranks[r as usize].cpu_queue as usize;
+        self.residents[queue]
+            .iter()
+            .filter(|&&o| o != r)
+            .filter_map(|&o| match &self.ranks[o as usize].block {
+                Block::Exec(_) => Some(slice),
+                Block::Polling { exec, flops, .. } => {
+                    let rate = self.cpu.rate(*exec);
+                    if rate <= 0.0 {
+                        return Some(slice);
+                    }
+                    let done = self.cpu.done_flops(*exec, now);
+                    let chunk_end = ((done / flops + CHUNK_TIE).floor() + 1.0) * flops;
+                    Some(now.plus(Time::from_secs((chunk_end - done) / rate)).min(slice))
+                }
+                _ => None,
+            })
+            .min()
+    }
+
     /// Starts a computation of `flops` for rank `r` on its host (and core when bound).
     fn start_exec(&mut self, r: u32, flops: f64) -> ExecId {
         let rank = &self.ranks[r as usize];
@@ -1061,6 +1164,10 @@ impl<'p> Simulation<'p> {
                 self.step_collective(r)?;
                 continue;
             }
+            if let Some(p) = self.ranks[r as usize].packing {
+                self.next_fragment(r, p);
+                continue;
+            }
             let mut last = std::mem::take(&mut self.ranks[r as usize].last);
             if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
                 if let Outcome::Polled { chunks, .. } = last {
@@ -1092,6 +1199,21 @@ impl<'p> Simulation<'p> {
                     let end = now.plus(Time::from_secs(secs));
                     self.sleepers.push(Reverse((end, r)));
                     self.block(r, Block::Sleep(end), "sleep");
+                }
+            }
+            Action::Pack { secs, fragments } => {
+                let queue = self.ranks[r as usize].cpu_queue as usize;
+                if fragments > 1 && self.oversubscribed[queue] {
+                    let p = Packing {
+                        left: fragments,
+                        each: secs / f64::from(fragments),
+                        yielded: false,
+                    };
+                    self.next_fragment(r, p);
+                } else if secs > 0.0 {
+                    let end = now.plus(Time::from_secs(secs));
+                    self.sleepers.push(Reverse((end, r)));
+                    self.block(r, Block::Sleep(end), "pack");
                 }
             }
             Action::Callsite(c) => self.ranks[r as usize].callsite = c,
@@ -2123,6 +2245,68 @@ mod tests {
         assert!(close(e[1], 0.1) && close(e[3], 0.2), "{e:?}");
         let e = four_ranks_on(4, false, 0.5);
         assert!(close(e[1], 0.1) && close(e[3], 0.2), "{e:?}");
+    }
+
+    /// End dates of four ranks on one host of 2 cores (ranks 0 and 2 on core 0 when bound,
+    /// 1 and 3 on core 1), an oversubscribed wake-up of 0.01 s.
+    fn two_cores_ends(bind_to_core: bool, scripts: Vec<Vec<Action>>) -> Vec<f64> {
+        let p = Platform::new(vec![host("h", 2)], Vec::new(), Box::new(Table(HashMap::new())));
+        let w: Vec<Box<dyn RankWorkload>> = scripts
+            .into_iter()
+            .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
+            .collect();
+        let config = SimConfig {
+            bind_to_core,
+            oversubscribed_wake_up: 0.01,
+            ..SimConfig::default()
+        };
+        let r = Simulation::new(&p, config, vec![0; 4], w)
+            .unwrap()
+            .run()
+            .unwrap();
+        r.ranks.iter().map(|r| r.end_s).collect()
+    }
+
+    #[test]
+    fn packs_on_a_shared_core_take_turns_and_wait_for_the_computing_rank_to_yield() {
+        let pack = || Action::Pack {
+            secs: 0.04,
+            fragments: 4,
+        };
+        // Rank 2 computes 1 s without yielding: after each 0.01 s fragment rank 0 waits a
+        // full time slice (twice the wake-up): 4 x 0.01 + 3 x 0.02.
+        let busy = vec![vec![pack()], vec![], vec![Action::Compute { flops: 1e9 }], vec![]];
+        let e = two_cores_ends(true, busy.clone());
+        assert!(close(e[0], 0.10) && close(e[2], 1.0), "{e:?}");
+        // Unbound, or bound without a computing neighbour: a plain 0.04 s.
+        assert!(close(two_cores_ends(false, busy)[0], 0.04));
+        let e = two_cores_ends(true, vec![vec![pack()], vec![], vec![], vec![]]);
+        assert!(close(e[0], 0.04), "{e:?}");
+        // The computation ends at 0.05: fragments at 0-0.01, 0.03-0.04 (the slice), then
+        // 0.05-0.07 back to back.
+        let short = vec![vec![pack()], vec![], vec![Action::Compute { flops: 5e7 }], vec![]];
+        let e = two_cores_ends(true, short);
+        assert!(close(e[0], 0.07), "{e:?}");
+        // A rank probing between 0.01 s chunks yields at each chunk's end: fragments at
+        // 0-0.01, 0.02-0.03, 0.04-0.05, 0.06-0.07.
+        let polling = Action::ComputeWhilePolling {
+            flops: 1e7,
+            chunks: 100,
+            src: 3,
+            tag: 9,
+            comm: 0,
+        };
+        let e = two_cores_ends(true, vec![vec![pack()], vec![], vec![polling], vec![]]);
+        assert!(close(e[0], 0.07) && close(e[2], 1.0), "{e:?}");
+        // Two packs on core 0 take turns (0.04 then 0.08); core 1's runs alongside.
+        let e = two_cores_ends(true, vec![vec![pack()], vec![pack()], vec![pack()], vec![]]);
+        assert!(
+            close(e[0], 0.04) && close(e[1], 0.04) && close(e[2], 0.08),
+            "{e:?}"
+        );
+        // Unbound they overlap.
+        let e = two_cores_ends(false, vec![vec![pack()], vec![pack()], vec![pack()], vec![]]);
+        assert!(close(e[2], 0.04), "{e:?}");
     }
 
     #[test]

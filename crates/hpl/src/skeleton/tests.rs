@@ -377,12 +377,26 @@ fn calibrated_kernels_turn_seconds_into_flops() {
         .contains("mpiscope/dtrsm"));
 }
 
-/// The first `count` messages and sleeps of `rank` on a `p x q` grid (1ring broadcast,
-/// depth 0), every probe answered "arrived".
+/// The first `count` messages and packs of `rank` on a `p x q` grid (1ring broadcast,
+/// depth 0, binary-exchange swaps), every probe answered "arrived".
 fn first_messages(p: u32, q: u32, rank: usize, kernels: Kernels, count: usize) -> Vec<Action> {
+    first_actions(p, q, 0, rank, kernels, count, false)
+}
+
+/// The first `count` messages, packs (and computations when `computations`) of `rank` on a
+/// `p x q` grid (1ring broadcast, depth 0, SWAP `swap`), every probe answered "arrived".
+fn first_actions(
+    p: u32,
+    q: u32,
+    swap: u32,
+    rank: usize,
+    kernels: Kernels,
+    count: usize,
+    computations: bool,
+) -> Vec<Action> {
     let text = format!(
         "t\nt\nout\n6\n1\n1000\n1\n100\n0\n1\n{p}\n{q}\n16.0\n1\n2\n1\n4\n1\n2\n1\n1\n1\n0\n1\n0\n\
-         0\n64\n0\n0\n1\n8\n"
+         {swap}\n64\n0\n0\n1\n8\n"
     );
     let run = crate::dat::HplDat::parse(&text, "t")
         .unwrap()
@@ -405,7 +419,11 @@ fn first_messages(p: u32, q: u32, rank: usize, kernels: Kernels, count: usize) -
                     found: true,
                 }
             }
-            a @ (Action::Send { .. } | Action::Recv { .. } | Action::Sleep { .. }) => out.push(a),
+            a @ (Action::Send { .. }
+            | Action::Recv { .. }
+            | Action::Sendrecv { .. }
+            | Action::Pack { .. }) => out.push(a),
+            a @ Action::Compute { .. } if computations => out.push(a),
             _ => {}
         }
     }
@@ -422,20 +440,62 @@ fn strided_panels_pay_the_pack_cost_on_both_sides() {
     // pivots and one more double) to rank 1, which forwards it from its workspace to rank 2.
     let bytes = 8 * (900 * 100 + 100 * 100 + 100 + 1);
     let pack = 1e-9 * bytes as f64;
+    // In 64 KiB fragments (800,808 bytes: 13).
+    let is_pack = |a: &Action| {
+        matches!(a, Action::Pack { secs, fragments: 13 } if (secs - pack).abs() < 1e-15)
+    };
     let root = first_messages(1, 3, 0, kernels, 2);
     assert!(
         matches!(root[0], Action::Send { dst: 1, bytes: b, .. } if b == bytes),
         "{root:?}"
     );
-    assert!(matches!(root[1], Action::Sleep { secs } if (secs - pack).abs() < 1e-15));
+    assert!(is_pack(&root[1]), "{root:?}");
     let next = first_messages(1, 3, 1, kernels, 3);
     assert!(matches!(next[0], Action::Recv { src: 0, .. }), "{next:?}");
-    assert!(matches!(next[1], Action::Sleep { secs } if (secs - pack).abs() < 1e-15));
+    assert!(is_pack(&next[1]), "{next:?}");
     assert!(matches!(next[2], Action::Send { dst: 2, .. }), "{next:?}");
     let last = first_messages(1, 3, 2, kernels, 2);
     assert!(matches!(last[0], Action::Recv { src: 1, .. }), "{last:?}");
-    assert!(!matches!(last[1], Action::Sleep { .. }), "{last:?}");
-    // Without the model, no sleeps.
+    assert!(!matches!(last[1], Action::Pack { .. }), "{last:?}");
+    // Without the model, no packs.
     let plain = first_messages(1, 3, 0, Kernels::default(), 2);
-    assert!(!matches!(plain[1], Action::Sleep { .. }), "{plain:?}");
+    assert!(!matches!(plain[1], Action::Pack { .. }), "{plain:?}");
+}
+
+#[test]
+fn row_swaps_copy_rows_around_their_messages() {
+    let kernels = Kernels {
+        laswp: Some((1e-9, 0.0)),
+        ..Kernels::default()
+    };
+    // 2 x 1, N 1000, NB 100, spread-roll swaps: panel 0's U is 100 rows of the 901 columns
+    // right of the panel (with the right-hand side). At 1e9 flop/s a row-column costs 1 flop.
+    let (jb, n) = (100u64, 901u64);
+    let gather = (jb * n) as f64;
+    let share = (jb / 2 * n) as f64;
+    let is_compute =
+        |a: &Action, f: f64| matches!(a, Action::Compute { flops } if (flops - f).abs() < 1e-6);
+    let is_swap = |a: &Action| {
+        matches!(a, Action::Send { tag, .. } | Action::Recv { tag, .. } | Action::Sendrecv { tag, .. }
+            if (2000..3000).contains(tag))
+    };
+    // The current row (0) gathers all of U, then spreads the half row 1 needs.
+    let root = first_actions(2, 1, 1, 0, kernels, 400, true);
+    let first_swap = root.iter().position(is_swap).expect("a swap message");
+    assert!(is_compute(&root[first_swap - 1], gather), "{:?}", &root[first_swap - 1]);
+    assert!(
+        matches!(root[first_swap], Action::Send { dst: 1, bytes, .. } if bytes == 50 * n * 8),
+        "{:?}",
+        root[first_swap]
+    );
+    assert!(!root.iter().any(|a| is_compute(a, share)), "the root exchanges nothing");
+    // Row 1 receives its half, exchanges it with its rows, then rolls.
+    let other = first_actions(2, 1, 1, 1, kernels, 400, true);
+    let first_swap = other.iter().position(is_swap).expect("a swap message");
+    assert!(matches!(other[first_swap], Action::Recv { src: 0, .. }), "{other:?}");
+    assert!(is_compute(&other[first_swap + 1], share), "{other:?}");
+    assert!(is_swap(&other[first_swap + 2]), "{:?}", &other[first_swap + 2]);
+    // Without the model, no copies.
+    let plain = first_actions(2, 1, 1, 0, Kernels::default(), 400, true);
+    assert!(!plain.iter().any(|a| is_compute(a, gather)));
 }

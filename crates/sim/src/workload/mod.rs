@@ -34,6 +34,17 @@ pub enum Action {
         /// Seconds.
         secs: f64,
     },
+    /// The MPI library copies a message through its bounce buffers (packing or unpacking a
+    /// strided datatype): `secs` of copying in `fragments` fragments, no CPU share taken
+    /// (as [`Action::Sleep`]). Between fragments the library yields the core: on an
+    /// oversubscribed core (see [`crate::SimConfig::oversubscribed_wake_up`]) where another
+    /// rank computes, the next fragment waits for that rank to yield in turn.
+    Pack {
+        /// Seconds of copying in all.
+        secs: f64,
+        /// Fragments (at least one).
+        fragments: u32,
+    },
     /// Send `bytes` to communicator rank `dst`. Blocking unless `req` is given.
     Send {
         /// Destination (communicator rank).
