@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use mpiscope_hpl::HplDat;
 use mpiscope_sim::platform::{self, Mapping};
@@ -50,6 +50,11 @@ pub struct HplArgs {
     /// broadcast arrives in) or `chunks` (a computation and a probe per chunk, as HPL).
     #[arg(long, default_value = "aggregated", value_parser = ["aggregated", "chunks"])]
     polls: String,
+    /// Write the simulated timeline (what each rank does when: `compute`, `pack`,
+    /// `scheduler`, MPI calls) as Chrome trace JSON (Perfetto); HPL.dat must then hold one
+    /// configuration.
+    #[arg(long)]
+    timeline: Option<PathBuf>,
 }
 
 /// Runs `mpiscope hpl`.
@@ -65,6 +70,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     let mut config = SimConfig::for_platform(&platform, &a.network)
         .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
     config.bind_to_core = a.bind_to == "core";
+    config.timeline = a.timeline.is_some();
     let mapping = match &a.hostfile {
         Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
         None => a
@@ -92,11 +98,26 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
         run.pivots = pivots;
         run.polls = polls;
     }
+    if let (Some(path), n @ 2..) = (&a.timeline, runs.len()) {
+        bail!(
+            "--timeline {}: {} holds {n} configurations, the timeline takes one",
+            path.display(),
+            a.dat.display()
+        );
+    }
     for run in &runs {
         let r = with_progress_bar(run, |progress| {
             mpiscope_hpl::simulate_with_progress(run, &platform, config.clone(), &mapping, progress)
         })
         .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
+        if let Some(path) = &a.timeline {
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?;
+            let mut w = std::io::BufWriter::new(f);
+            mpiscope_sim::report::write_chrome_trace(&r.timeline, &mut w)
+                .and_then(|()| std::io::Write::flush(&mut w))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
         if a.json {
             json.push(serde_json::json!({
                 "tv": run.code(),

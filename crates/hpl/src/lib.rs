@@ -32,6 +32,9 @@ pub struct HplResult {
     pub messages: u64,
     /// Wall-clock time of the simulation, seconds.
     pub sim_wall_s: f64,
+    /// Per-rank timeline (empty unless the configuration's `timeline` was set).
+    #[serde(skip)]
+    pub timeline: Vec<mpiscope_sim::engine::Span>,
 }
 
 /// Why a run could not be simulated.
@@ -113,5 +116,6 @@ pub fn simulate_with_progress(
         energy_j: report.energy_j,
         messages: result.messages,
         sim_wall_s: wall,
+        timeline: result.timeline,
     })
 }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::engine::SimResult;
+use crate::engine::{SimResult, Span};
 use crate::platform::Platform;
 
 /// A link's load.
@@ -269,10 +269,10 @@ impl Report {
 }
 
 /// Writes a timeline as Chrome trace JSON (open in Perfetto or chrome://tracing), streamed.
-pub fn write_chrome_trace(result: &SimResult, out: &mut dyn Write) -> std::io::Result<()> {
+pub fn write_chrome_trace(timeline: &[Span], out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "{{\"traceEvents\":[")?;
     let mut first = true;
-    for s in &result.timeline {
+    for s in timeline {
         if !first {
             writeln!(out, ",")?;
         }
