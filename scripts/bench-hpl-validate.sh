@@ -2,11 +2,12 @@
 # The HPL skeleton against real HPL on this host (issue: Plan, "Validation against real HPL").
 #
 # 1. Calibrates this host unless PLATFORM is given: `mpiscope bench` (SEND & RECV sweep,
-#    eager and message-rate probes, VECTOR SEND for strided panels, 2 ranks; SIGNAL WITH
-#    BUSY CORES with 4 ranks bound 2 per core, for the oversubscribed 2 x 2) then
-#    `mpiscope calibrate` (network factors, the pack cost of strided messages, the
-#    oversubscribed wake-up delay, and dgemm/dtrsm/panel timed with Debian's OpenBLAS on
-#    one thread), into target/bench-hpl/.
+#    eager and message-rate probes, VECTOR SEND for strided panels, COLD SEND for large
+#    messages from memory, 2 ranks bound; SIGNAL WITH BUSY CORES with 4 ranks bound 2 per
+#    core, for the oversubscribed 2 x 2) then `mpiscope calibrate` (network factors with the
+#    cold rate for large messages, the pack cost of strided messages, the oversubscribed
+#    wake-up delay, and dgemm/dtrsm/panel/row gather timed on one thread), into
+#    target/bench-hpl/.
 # 2. Reads the real runs from target/bench-hpl/real.csv (scripts/bench-hpl-real.sh: hpcc's
 #    HPL at 1x1, 1x2, 2x1, 2x2 and several N, several rounds) and takes the median time per
 #    (P, Q, N).
@@ -27,10 +28,11 @@ cargo build --release -q -p mpiscope -p mpiscope-bench
 platform=${1:-}
 if [ -z "$platform" ]; then
   platform=$out/calibrated.toml
-  # Bound as the real runs are: unbound, the kernel sometimes puts both ranks on one core,
-  # where a strided message moves at 6.7 GB/s through the shared caches instead of 2.1.
+  # Bound as the real runs are. VECTOR SEND is bimodal on this VM (2.0-2.4 GB/s, or
+  # 5.6-6.7 for whole runs at other times, bound or not): calibrate near the real runs.
   target/release/mpiscope bench -np 2 --bind-to core --bytes m8 M4194304 K4 \
-    --only send_recv,eager_send,message_rate,vector_send T100 R3 --json --output "$out/p2p.json"
+    --only send_recv,eager_send,message_rate,vector_send,cold_send T100 R3 --json \
+    --output "$out/p2p.json"
   target/release/mpiscope bench -np 4 --bind-to core --only busy_signal T100 --json \
     --output "$out/wake-up.json"
   target/release/mpiscope calibrate "$out/p2p.json" --wake-up "$out/wake-up.json" \

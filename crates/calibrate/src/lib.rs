@@ -8,6 +8,7 @@
 //! whose `[config]` the replay applies. See docs/notes/calibration-design.md.
 
 mod bench_json;
+pub mod cold;
 pub mod compute;
 pub mod prediction;
 pub mod protocol;

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
+use mpiscope_calibrate::cold::Cold;
 use mpiscope_calibrate::strided::Strided;
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 
@@ -76,7 +77,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         std::fs::read_to_string(&a.results).with_context(|| format!("cannot read {path}"))?;
     let (points, np) = points_from_bench(&text, &path)?;
     let f = fit(&points, a.pieces, a.tolerance)?;
-    let net = Network::from_fit(&f);
+    let mut net = Network::from_fit(&f);
+    let warm_bandwidth = net.bandwidth;
+    let cold = Cold::from_bench(&text, &path)?;
+    let cold_from = cold.map(|c| c.apply(&mut net));
+    // VECTOR SEND's caches are cold: compare it with COLD SEND when measured.
+    let contiguous = cold.map_or(net.bandwidth, |c| c.bytes_per_second());
     let protocol = Protocol::from_bench(&text, &path)?;
     let wake_up = match &a.wake_up {
         Some(file) => {
@@ -88,7 +94,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         None => mpiscope_calibrate::scheduler::wake_up_from_bench(&text, &path, net.latency)?,
     };
-    let strided = Strided::from_bench(&text, &path, net.bandwidth)?;
+    let strided = Strided::from_bench(&text, &path, contiguous)?;
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -116,11 +122,14 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         Some(model)
     };
     let mut extra = String::new();
+    if let (Some(c), Some(from)) = (&cold, cold_from) {
+        extra += &c.config_lines(from, warm_bandwidth);
+    }
     if let Some(d) = wake_up {
         extra += &mpiscope_calibrate::scheduler::config_lines(d);
     }
     if let Some(s) = &strided {
-        extra += &s.config_lines(net.bandwidth);
+        extra += &s.config_lines(contiguous);
     }
     let platform = net.platform_toml(
         np.max(1),
@@ -141,6 +150,11 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             "protocol": protocol,
             "oversubscribed_wake_up_s": wake_up,
             "strided": strided,
+            "cold": cold.map(|c| serde_json::json!({
+                "bytes_per_second": c.bytes_per_second(),
+                "from_bytes": cold_from,
+                "samples": c.samples,
+            })),
             "loggp": protocol.map(|p| {
                 let (l, o, g, big_g) = p.loggp(&net);
                 serde_json::json!({ "L": l, "o": o, "g": g, "G": big_g })
@@ -184,6 +198,14 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 o * 1e6,
                 g * 1e6,
                 big_g
+            );
+        }
+        if let (Some(c), Some(from)) = (&cold, cold_from) {
+            s += &format!(
+                "messages from memory (COLD SEND): {:.2} GB/s against {:.2} with warm caches; \
+                 the platform's messages of {from} bytes or more take it\n",
+                c.bytes_per_second() / 1e9,
+                warm_bandwidth / 1e9,
             );
         }
         if let Some(v) = &strided {
