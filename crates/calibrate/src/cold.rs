@@ -116,12 +116,18 @@ mod tests {
         let mut net = network("0:0.1;144:0.5;131088:1");
         assert_eq!(c.apply(&mut net), 131088);
         let (head, f) = last(&net);
-        assert!(head == "0:0.1;144:0.5;131088" && (f - 0.5).abs() < 1e-9, "{net:?}");
+        assert!(
+            head == "0:0.1;144:0.5;131088" && (f - 0.5).abs() < 1e-9,
+            "{net:?}"
+        );
         // It starts below: an entry at 64 KiB.
         let mut net = network("0:0.1;2064:1");
         assert_eq!(c.apply(&mut net), 65536);
         let (head, f) = last(&net);
-        assert!(head == "0:0.1;2064:1;65536" && (f - 0.5).abs() < 1e-9, "{net:?}");
+        assert!(
+            head == "0:0.1;2064:1;65536" && (f - 0.5).abs() < 1e-9,
+            "{net:?}"
+        );
         assert!(c.config_lines(65536, 1e10).contains("5.00 GB/s"));
         let none =
             json!({ "results": [{"key": "send_recv", "ints": 1024, "time": {"median": 1e-6}}] });

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use mpiscope_calibrate::cold::Cold;
 use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
-use mpiscope_calibrate::cold::Cold;
 use mpiscope_calibrate::strided::Strided;
 use mpiscope_calibrate::{fit, points_from_bench, Network};
 

@@ -920,7 +920,10 @@ impl<'p> Simulation<'p> {
                     }
                     let done = self.cpu.done_flops(*exec, now);
                     let chunk_end = ((done / flops + CHUNK_TIE).floor() + 1.0) * flops;
-                    Some(now.plus(Time::from_secs((chunk_end - done) / rate)).min(slice))
+                    Some(
+                        now.plus(Time::from_secs((chunk_end - done) / rate))
+                            .min(slice),
+                    )
                 }
                 _ => None,
             })
@@ -2250,7 +2253,11 @@ mod tests {
     /// End dates of four ranks on one host of 2 cores (ranks 0 and 2 on core 0 when bound,
     /// 1 and 3 on core 1), an oversubscribed wake-up of 0.01 s.
     fn two_cores_ends(bind_to_core: bool, scripts: Vec<Vec<Action>>) -> Vec<f64> {
-        let p = Platform::new(vec![host("h", 2)], Vec::new(), Box::new(Table(HashMap::new())));
+        let p = Platform::new(
+            vec![host("h", 2)],
+            Vec::new(),
+            Box::new(Table(HashMap::new())),
+        );
         let w: Vec<Box<dyn RankWorkload>> = scripts
             .into_iter()
             .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
@@ -2275,7 +2282,12 @@ mod tests {
         };
         // Rank 2 computes 1 s without yielding: after each 0.01 s fragment rank 0 waits a
         // full time slice (twice the wake-up): 4 x 0.01 + 3 x 0.02.
-        let busy = vec![vec![pack()], vec![], vec![Action::Compute { flops: 1e9 }], vec![]];
+        let busy = vec![
+            vec![pack()],
+            vec![],
+            vec![Action::Compute { flops: 1e9 }],
+            vec![],
+        ];
         let e = two_cores_ends(true, busy.clone());
         assert!(close(e[0], 0.10) && close(e[2], 1.0), "{e:?}");
         // Unbound, or bound without a computing neighbour: a plain 0.04 s.
@@ -2284,7 +2296,12 @@ mod tests {
         assert!(close(e[0], 0.04), "{e:?}");
         // The computation ends at 0.05: fragments at 0-0.01, 0.03-0.04 (the slice), then
         // 0.05-0.07 back to back.
-        let short = vec![vec![pack()], vec![], vec![Action::Compute { flops: 5e7 }], vec![]];
+        let short = vec![
+            vec![pack()],
+            vec![],
+            vec![Action::Compute { flops: 5e7 }],
+            vec![],
+        ];
         let e = two_cores_ends(true, short);
         assert!(close(e[0], 0.07), "{e:?}");
         // A rank probing between 0.01 s chunks yields at each chunk's end: fragments at
@@ -2305,7 +2322,10 @@ mod tests {
             "{e:?}"
         );
         // Unbound they overlap.
-        let e = two_cores_ends(false, vec![vec![pack()], vec![pack()], vec![pack()], vec![]]);
+        let e = two_cores_ends(
+            false,
+            vec![vec![pack()], vec![pack()], vec![pack()], vec![]],
+        );
         assert!(close(e[2], 0.04), "{e:?}");
     }
 

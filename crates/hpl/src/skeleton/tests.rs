@@ -441,9 +441,7 @@ fn strided_panels_pay_the_pack_cost_on_both_sides() {
     let bytes = 8 * (900 * 100 + 100 * 100 + 100 + 1);
     let pack = 1e-9 * bytes as f64;
     // In 64 KiB fragments (800,808 bytes: 13).
-    let is_pack = |a: &Action| {
-        matches!(a, Action::Pack { secs, fragments: 13 } if (secs - pack).abs() < 1e-15)
-    };
+    let is_pack = |a: &Action| matches!(a, Action::Pack { secs, fragments: 13 } if (secs - pack).abs() < 1e-15);
     let root = first_messages(1, 3, 0, kernels, 2);
     assert!(
         matches!(root[0], Action::Send { dst: 1, bytes: b, .. } if b == bytes),
@@ -482,19 +480,33 @@ fn row_swaps_copy_rows_around_their_messages() {
     // The current row (0) gathers all of U, then spreads the half row 1 needs.
     let root = first_actions(2, 1, 1, 0, kernels, 400, true);
     let first_swap = root.iter().position(is_swap).expect("a swap message");
-    assert!(is_compute(&root[first_swap - 1], gather), "{:?}", &root[first_swap - 1]);
+    assert!(
+        is_compute(&root[first_swap - 1], gather),
+        "{:?}",
+        &root[first_swap - 1]
+    );
     assert!(
         matches!(root[first_swap], Action::Send { dst: 1, bytes, .. } if bytes == 50 * n * 8),
         "{:?}",
         root[first_swap]
     );
-    assert!(!root.iter().any(|a| is_compute(a, share)), "the root exchanges nothing");
+    assert!(
+        !root.iter().any(|a| is_compute(a, share)),
+        "the root exchanges nothing"
+    );
     // Row 1 receives its half, exchanges it with its rows, then rolls.
     let other = first_actions(2, 1, 1, 1, kernels, 400, true);
     let first_swap = other.iter().position(is_swap).expect("a swap message");
-    assert!(matches!(other[first_swap], Action::Recv { src: 0, .. }), "{other:?}");
+    assert!(
+        matches!(other[first_swap], Action::Recv { src: 0, .. }),
+        "{other:?}"
+    );
     assert!(is_compute(&other[first_swap + 1], share), "{other:?}");
-    assert!(is_swap(&other[first_swap + 2]), "{:?}", &other[first_swap + 2]);
+    assert!(
+        is_swap(&other[first_swap + 2]),
+        "{:?}",
+        &other[first_swap + 2]
+    );
     // Without the model, no copies.
     let plain = first_actions(2, 1, 1, 0, Kernels::default(), 400, true);
     assert!(!plain.iter().any(|a| is_compute(a, gather)));
