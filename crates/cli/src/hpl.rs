@@ -97,6 +97,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     for run in &mut runs {
         run.pivots = pivots;
         run.polls = polls;
+        run.phases = a.timeline.is_some();
     }
     if let (Some(path), n @ 2..) = (&a.timeline, runs.len()) {
         bail!(
@@ -114,9 +115,13 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
             let f = std::fs::File::create(path)
                 .with_context(|| format!("cannot create {}", path.display()))?;
             let mut w = std::io::BufWriter::new(f);
-            mpiscope_sim::report::write_chrome_trace(&r.timeline, &mut w)
-                .and_then(|()| std::io::Write::flush(&mut w))
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            mpiscope_sim::report::write_chrome_trace(
+                &r.timeline,
+                &mpiscope_hpl::phase_name,
+                &mut w,
+            )
+            .and_then(|()| std::io::Write::flush(&mut w))
+            .with_context(|| format!("cannot write {}", path.display()))?;
         }
         if a.json {
             json.push(serde_json::json!({

@@ -269,7 +269,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         let f = std::fs::File::create(path)
             .with_context(|| format!("cannot create {}", path.display()))?;
         let mut w = std::io::BufWriter::new(f);
-        write_chrome_trace(&result.timeline, &mut w)
+        write_chrome_trace(&result.timeline, &|_| None, &mut w)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     if a.json {

@@ -105,6 +105,44 @@ fn calibrated_platform_reproduces_the_measurements() {
     }
 }
 
+/// With COLD SEND measured (here 3 GB/s from memory against the warm 9), the platform's
+/// large messages replay at the cold rate and the small ones as measured warm.
+#[test]
+fn large_messages_take_the_cold_rate() {
+    let tmp = tempdir();
+    let sizes: Vec<u64> = (0..18).map(|i| 8u64 << i).collect();
+    let mut j: serde_json::Value = serde_json::from_str(&bench_json(&sizes)).unwrap();
+    let cold = |bytes: u64| 2.5e-6 + bytes as f64 / 3e9;
+    for b in [1u64 << 16, 1 << 18, 1 << 20] {
+        j["results"].as_array_mut().unwrap().push(serde_json::json!({
+            "repeat": 1, "operation": "COLD SEND", "key": "cold_send", "ints": b / 4,
+            "bytes": b, "iterations": 100, "time": {"n": 100, "mean": cold(b), "median": cold(b)},
+        }));
+    }
+    let results = tmp.path().join("results.json");
+    std::fs::write(&results, j.to_string()).unwrap();
+    let platform = tmp.path().join("calibrated.toml");
+    let o = calibrate(&results, &platform, &["--json", "--no-compute"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rate = fit["cold"]["bytes_per_second"].as_f64().unwrap();
+    assert!((rate - 3e9).abs() < 3e6, "{fit}");
+    let b = 1u64 << 20;
+    let t = replayed_round_trip(tmp.path(), &platform, b);
+    let want = 2.0 * (one_way(b) - b as f64 / 9e9 + b as f64 / 3e9);
+    assert!(
+        (t - want).abs() <= 0.02 * want,
+        "{b} bytes: replay {t} s, want {want} s"
+    );
+    let small = 1024;
+    let t = replayed_round_trip(tmp.path(), &platform, small);
+    let want = 2.0 * one_way(small);
+    assert!(
+        (t - want).abs() <= 1e-3 * want,
+        "{small} bytes: replay {t} s, want {want} s"
+    );
+}
+
 #[test]
 fn calibrate_a_real_benchmark_run() {
     let _g = mpi_lock();
@@ -144,7 +182,7 @@ fn calibrate_a_real_benchmark_run() {
     // have (0.1 to 1000 Gflop/s), a model that explains most of the variation of the times
     // (a timer or kernel that does not scale with the work gives R^2 near 0), and the
     // speed written.
-    assert_eq!(fit["kernels"].as_array().unwrap().len(), 44, "{fit}");
+    assert_eq!(fit["kernels"].as_array().unwrap().len(), 50, "{fit}");
     let dgemm = &fit["compute"]["dgemm"];
     let flops = dgemm["flops"].as_f64().unwrap();
     assert!((1e8..1e12).contains(&flops), "{dgemm}");
@@ -157,6 +195,11 @@ fn calibrate_a_real_benchmark_run() {
     // The panel factorization is timed and fitted too, and written for the HPL skeleton.
     assert!(
         fit["compute"]["panel"]["flops"].as_f64().unwrap() > 1e7,
+        "{fit}"
+    );
+    // So is the row gather of the row swaps (a rate in elements per second).
+    assert!(
+        fit["compute"]["laswp"]["flops"].as_f64().unwrap() > 1e6,
         "{fit}"
     );
     let text = std::fs::read_to_string(&platform).unwrap();
@@ -185,6 +228,7 @@ fn calibrate_a_real_benchmark_run() {
         "{text}"
     );
     assert!(text.contains("\"mpiscope/panel\" = \""), "{text}");
+    assert!(text.contains("\"mpiscope/laswp\" = \""), "{text}");
     // The sender-side operations give LogGP's o and g; 8 B goes eagerly in Open MPI.
     let p = &fit["protocol"];
     assert!(p["largest_eager"].as_u64().unwrap() >= 8, "{p}");

@@ -275,3 +275,54 @@ fn bound_ranks_share_their_core_only() {
     ]);
     assert!(!ok && err.contains("socket"), "{err}");
 }
+
+#[test]
+fn the_timeline_names_hpl_phases_and_changes_nothing() {
+    // 2 x 2 on the cluster: the timeline (Chrome trace) holds every rank, spans named by
+    // what the rank did and its HPL phase, and marking phases leaves the result unchanged.
+    let tmp = tempdir();
+    let d = dat(tmp.path(), "500", "2", "2", "1", "1", 1);
+    let platform = cluster(tmp.path());
+    let trace = tmp.path().join("timeline.json");
+    let time = |extra: &[&str]| -> f64 {
+        let mut args = vec![d.as_str(), "--platform", platform.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        let (ok, out, err) = run(&args);
+        assert!(ok, "{err}");
+        let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+        j[0]["time_s"].as_f64().unwrap()
+    };
+    assert_eq!(time(&["--timeline", trace.to_str().unwrap()]), time(&[]));
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t["traceEvents"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> =
+        events.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    for phase in [
+        "panel factorization",
+        "panel broadcast",
+        "row swaps",
+        "update",
+    ] {
+        assert!(
+            names.iter().any(|n| n.ends_with(&format!("({phase})"))),
+            "{phase} missing from {names:?}"
+        );
+    }
+    let ranks: std::collections::BTreeSet<u64> =
+        events.iter().map(|e| e["tid"].as_u64().unwrap()).collect();
+    assert_eq!(ranks.len(), 4, "{ranks:?}");
+    // Several configurations: refused, naming the option.
+    let two = dat(tmp.path(), "500 600", "2", "2", "1", "1", 1);
+    let (ok, _, err) = run(&[
+        &two,
+        "--platform",
+        &platform,
+        "--timeline",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok && err.contains("--timeline") && err.contains("2 configurations"),
+        "{err}"
+    );
+}

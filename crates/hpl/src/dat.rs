@@ -130,6 +130,9 @@ pub struct Run {
     pub pivots: Pivots,
     /// How the update's probes are simulated (not from HPL.dat).
     pub polls: Polls,
+    /// Mark each rank's actions with their HPL phase as callsites ([`crate::phase_name`];
+    /// not from HPL.dat): for timelines, off by default.
+    pub phases: bool,
 }
 
 impl Run {
@@ -410,6 +413,7 @@ impl HplDat {
                                                 equilibration: self.equilibration,
                                                 pivots: Pivots::default(),
                                                 polls: Polls::default(),
+                                                phases: false,
                                             });
                                         }
                                     }

@@ -11,7 +11,7 @@ pub mod dat;
 pub mod skeleton;
 
 pub use dat::{Bcast, Fact, HplDat, Pivots, Polls, Run, Swap};
-pub use skeleton::{workloads, workloads_with_progress, Kernels};
+pub use skeleton::{phase, phase_name, workloads, workloads_with_progress, Kernels};
 
 use std::time::Instant;
 

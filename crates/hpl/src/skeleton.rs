@@ -695,24 +695,43 @@ const TAG_PIVOT: i64 = 3000;
 /// `scripts/probe-oversubscribed-transfer.sh` moves 2 MiB in 128 ms, 64 KiB per 4 ms tick.
 const PACK_FRAGMENT_BYTES: u64 = 65536;
 
+/// The HPL phase of an action, as its callsite when [`Run::phases`] is set.
+pub mod phase {
+    /// The panel factorization (HPL_pdfact and its pivot exchanges, HPL_pdmxswp).
+    pub const FACTOR: u32 = 1;
+    /// The panel broadcast (HPL_bcast), its probes included.
+    pub const BCAST: u32 = 2;
+    /// The row swaps and U broadcast (HPL_pdlaswp00T / 01T), their row copies included.
+    pub const SWAP: u32 = 3;
+    /// The trailing update (dtrsm and dgemm of HPL_pdupdate).
+    pub const UPDATE: u32 = 4;
+}
+
+/// The name of a [`phase`], for timelines.
+pub fn phase_name(callsite: u32) -> Option<&'static str> {
+    match callsite {
+        phase::FACTOR => Some("panel factorization"),
+        phase::BCAST => Some("panel broadcast"),
+        phase::SWAP => Some("row swaps"),
+        phase::UPDATE => Some("update"),
+        _ => None,
+    }
+}
+
 /// One queued thing to do.
 #[derive(Debug)]
 enum Item {
-    Act(Action),
+    /// An action of a [`phase`].
+    Act(Action, u32),
     /// HPL_bcast: make progress on the pending broadcast without blocking.
     Poll,
     /// Loop on HPL_bcast until the pending broadcast is done.
     Finish,
     /// Column `i` (and the following ones) of panel `k`'s factorization.
-    Factor {
-        k: u64,
-        i: u64,
-    },
+    Factor { k: u64, i: u64 },
     /// Columns 2 to jb - 2 of panel `k`'s factorization, aggregated ([`Pivots::Aggregated`]):
     /// their flops, and the second column's measured exchange time for each.
-    FactorMiddle {
-        k: u64,
-    },
+    FactorMiddle { k: u64 },
     /// The trailing update's remaining columns: chunks of nb while the broadcast is
     /// pending and polled, then the rest at once.
     Update {
@@ -774,6 +793,10 @@ struct HplRank {
     /// The update whose polled chunks run as one [`Action::ComputeWhilePolling`]: its
     /// columns left before it, `mp` and `jb`.
     polled_update: Option<(u64, u64, u64)>,
+    /// The [`phase`] of the last action returned ([`Run::phases`]).
+    phase: u32,
+    /// The action to return after the [`Action::Callsite`] that marks its new phase.
+    stash: Option<Action>,
 }
 
 /// The workloads of one run, rank by rank (world rank order); `speeds[i]` is rank i's
@@ -817,12 +840,25 @@ pub fn workloads_with_progress(
             next_req: 1,
             clocks: Vec::new(),
             polled_update: None,
+            phase: 0,
+            stash: None,
         }));
     }
     out
 }
 
 impl HplRank {
+    /// `action`, of `phase`: preceded by an [`Action::Callsite`] when phases are marked and
+    /// the phase changes (the action then waits in `stash`).
+    fn emit(&mut self, phase: u32, action: Action) -> Option<Result<Action, WorkloadError>> {
+        if !self.s.run.phases || phase == self.phase {
+            return Some(Ok(action));
+        }
+        self.phase = phase;
+        self.stash = Some(action);
+        Some(Ok(Action::Callsite(phase)))
+    }
+
     fn req(&mut self) -> ReqHandle {
         self.next_req += 1;
         self.next_req
@@ -903,8 +939,8 @@ impl HplRank {
         }
     }
 
-    fn push(&mut self, a: Action) {
-        self.queue.push_back(Item::Act(a));
+    fn push(&mut self, a: Action, phase: u32) {
+        self.queue.push_back(Item::Act(a, phase));
     }
 
     /// HPL_pdfact on panel k (only in its process column), expanded a column at a time
@@ -945,7 +981,7 @@ impl HplRank {
         if timed {
             acts.push(Action::Clock);
         }
-        self.prepend(acts);
+        self.prepend(acts, phase::FACTOR);
     }
 
     /// Flops to compute for column `i` of panel k's factorization on this rank (HPL_pdfact's
@@ -985,7 +1021,7 @@ impl HplRank {
         if secs > 0.0 {
             acts.push(Action::Sleep { secs });
         }
-        self.prepend(acts);
+        self.prepend(acts, phase::FACTOR);
     }
 
     /// Sets panel k's broadcast pending.
@@ -1078,13 +1114,13 @@ impl HplRank {
                         };
                         let flops = s.kernels.laswp_flops(rows, n, self.speed);
                         if flops > 0.0 {
-                            self.push(Action::Compute { flops });
+                            self.push(Action::Compute { flops }, phase::SWAP);
                         }
                     }
                     Some(m) => {
                         self.actions(&[m], false, tag, &mut acts);
                         for a in acts.drain(..) {
-                            self.push(a);
+                            self.push(a, phase::SWAP);
                         }
                     }
                 }
@@ -1142,15 +1178,19 @@ impl HplRank {
         true
     }
 
-    fn prepend(&mut self, actions: Vec<Action>) {
+    fn prepend(&mut self, actions: Vec<Action>, phase: u32) {
         for a in actions.into_iter().rev() {
-            self.queue.push_front(Item::Act(a));
+            self.queue.push_front(Item::Act(a, phase));
         }
     }
 }
 
 impl RankWorkload for HplRank {
     fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        // The action behind a phase's callsite (whose outcome is nothing).
+        if let Some(a) = self.stash.take() {
+            return Some(Ok(a));
+        }
         if let Outcome::Time(t) = last {
             self.clocks.push(t);
         }
@@ -1164,7 +1204,7 @@ impl RankWorkload for HplRank {
                 });
                 if found {
                     if let Some(p) = self.pending.take() {
-                        self.prepend(p.actions);
+                        self.prepend(p.actions, phase::BCAST);
                     }
                 }
             }
@@ -1173,7 +1213,7 @@ impl RankWorkload for HplRank {
             self.awaiting_probe = false;
             if last == Outcome::Flag(true) {
                 if let Some(p) = self.pending.take() {
-                    self.prepend(p.actions);
+                    self.prepend(p.actions, phase::BCAST);
                 }
             }
         }
@@ -1189,14 +1229,14 @@ impl RankWorkload for HplRank {
                 return Some(Ok(Action::Finalize));
             };
             match item {
-                Item::Act(a) => return Some(Ok(a)),
+                Item::Act(a, phase) => return self.emit(phase, a),
                 Item::Factor { k, i } => self.factor_column(k, i),
                 Item::FactorMiddle { k } => self.factor_middle(k),
                 Item::Poll => match &self.pending {
                     None => {}
                     Some(Pending { probe: None, .. }) => {
                         let p = self.pending.take().expect("pending");
-                        self.prepend(p.actions);
+                        self.prepend(p.actions, phase::BCAST);
                     }
                     Some(Pending {
                         probe: Some((src, tag)),
@@ -1204,22 +1244,24 @@ impl RankWorkload for HplRank {
                     }) => {
                         let (src, tag) = (*src, *tag);
                         self.awaiting_probe = true;
-                        return Some(Ok(Action::Iprobe {
+                        let probe = Action::Iprobe {
                             src: i64::from(src),
                             tag,
                             comm: 0,
-                        }));
+                        };
+                        return self.emit(phase::BCAST, probe);
                     }
                 },
                 Item::Finish => {
                     if let Some(p) = self.pending.take() {
-                        self.prepend(p.actions);
+                        self.prepend(p.actions, phase::BCAST);
                         if let Some((src, tag)) = p.probe {
-                            return Some(Ok(Action::Probe {
+                            let probe = Action::Probe {
                                 src: i64::from(src),
                                 tag,
                                 comm: 0,
-                            }));
+                            };
+                            return self.emit(phase::BCAST, probe);
                         }
                     }
                 }
@@ -1249,7 +1291,7 @@ impl RankWorkload for HplRank {
                             comm: 0,
                         };
                         self.polled_update = Some((left, mp, jb));
-                        return Some(Ok(action));
+                        return self.emit(phase::UPDATE, action);
                     }
                     let chunk = if poll && self.pending.is_some() {
                         left.min(self.s.run.nb)
@@ -1269,7 +1311,7 @@ impl RankWorkload for HplRank {
                         self.queue.push_front(Item::Poll);
                     }
                     if flops > 0.0 {
-                        return Some(Ok(Action::Compute { flops }));
+                        return self.emit(phase::UPDATE, Action::Compute { flops });
                     }
                 }
             }

@@ -146,6 +146,8 @@ pub struct Span {
     pub rank: u32,
     /// What (`compute`, `MPI_Send`, ...).
     pub name: &'static str,
+    /// The rank's callsite then ([`Action::Callsite`]; 0 when none was set).
+    pub callsite: u32,
     /// Start, seconds.
     pub start_s: f64,
     /// End, seconds.
@@ -829,6 +831,7 @@ impl<'p> Simulation<'p> {
             self.timeline.push(Span {
                 rank: r,
                 name: rank.blocked_name,
+                callsite: rank.callsite,
                 start_s: rank.blocked_since.secs(),
                 end_s: now.secs(),
             });

@@ -269,7 +269,13 @@ impl Report {
 }
 
 /// Writes a timeline as Chrome trace JSON (open in Perfetto or chrome://tracing), streamed.
-pub fn write_chrome_trace(timeline: &[Span], out: &mut dyn Write) -> std::io::Result<()> {
+/// Each span is named by what the rank did and, when `callsite_name` knows its callsite, by
+/// that too (`send (panel broadcast)`); its callsite is in its `args`.
+pub fn write_chrome_trace(
+    timeline: &[Span],
+    callsite_name: &dyn Fn(u32) -> Option<&'static str>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     writeln!(out, "{{\"traceEvents\":[")?;
     let mut first = true;
     for s in timeline {
@@ -277,13 +283,17 @@ pub fn write_chrome_trace(timeline: &[Span], out: &mut dyn Write) -> std::io::Re
             writeln!(out, ",")?;
         }
         first = false;
+        let name = match callsite_name(s.callsite) {
+            Some(c) => format!("{} ({c})", s.name),
+            None => s.name.to_string(),
+        };
         write!(
             out,
-            "{{\"name\":\"{}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3}}}",
-            s.name,
+            "{{\"name\":\"{name}\",\"ph\":\"X\",\"pid\":0,\"tid\":{},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"callsite\":{}}}}}",
             s.rank,
             s.start_s * 1e6,
-            (s.end_s - s.start_s) * 1e6
+            (s.end_s - s.start_s) * 1e6,
+            s.callsite
         )?;
     }
     writeln!(out, "\n]}}")
