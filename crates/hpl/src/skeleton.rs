@@ -721,17 +721,23 @@ pub fn phase_name(callsite: u32) -> Option<&'static str> {
 /// One queued thing to do.
 #[derive(Debug)]
 enum Item {
-    /// An action of a [`phase`].
-    Act(Action, u32),
+    Act(Action),
+    /// The following actions are of this [`phase`] (queued only when [`Run::phases`]).
+    Phase(u32),
     /// HPL_bcast: make progress on the pending broadcast without blocking.
     Poll,
     /// Loop on HPL_bcast until the pending broadcast is done.
     Finish,
     /// Column `i` (and the following ones) of panel `k`'s factorization.
-    Factor { k: u64, i: u64 },
+    Factor {
+        k: u64,
+        i: u64,
+    },
     /// Columns 2 to jb - 2 of panel `k`'s factorization, aggregated ([`Pivots::Aggregated`]):
     /// their flops, and the second column's measured exchange time for each.
-    FactorMiddle { k: u64 },
+    FactorMiddle {
+        k: u64,
+    },
     /// The trailing update's remaining columns: chunks of nb while the broadcast is
     /// pending and polled, then the rest at once.
     Update {
@@ -940,7 +946,10 @@ impl HplRank {
     }
 
     fn push(&mut self, a: Action, phase: u32) {
-        self.queue.push_back(Item::Act(a, phase));
+        if self.s.run.phases {
+            self.queue.push_back(Item::Phase(phase));
+        }
+        self.queue.push_back(Item::Act(a));
     }
 
     /// HPL_pdfact on panel k (only in its process column), expanded a column at a time
@@ -1180,7 +1189,10 @@ impl HplRank {
 
     fn prepend(&mut self, actions: Vec<Action>, phase: u32) {
         for a in actions.into_iter().rev() {
-            self.queue.push_front(Item::Act(a, phase));
+            self.queue.push_front(Item::Act(a));
+        }
+        if self.s.run.phases {
+            self.queue.push_front(Item::Phase(phase));
         }
     }
 }
@@ -1229,7 +1241,13 @@ impl RankWorkload for HplRank {
                 return Some(Ok(Action::Finalize));
             };
             match item {
-                Item::Act(a, phase) => return self.emit(phase, a),
+                Item::Act(a) => return Some(Ok(a)),
+                Item::Phase(p) => {
+                    if p != self.phase {
+                        self.phase = p;
+                        return Some(Ok(Action::Callsite(p)));
+                    }
+                }
                 Item::Factor { k, i } => self.factor_column(k, i),
                 Item::FactorMiddle { k } => self.factor_middle(k),
                 Item::Poll => match &self.pending {

@@ -1170,9 +1170,12 @@ impl<'p> Simulation<'p> {
                 self.step_collective(r)?;
                 continue;
             }
-            if let Some(p) = self.ranks[r as usize].packing {
-                self.next_fragment(r, p);
-                continue;
+            // Packs go fragment by fragment only on oversubscribed cores.
+            if self.any_oversubscribed {
+                if let Some(p) = self.ranks[r as usize].packing {
+                    self.next_fragment(r, p);
+                    continue;
+                }
             }
             let mut last = std::mem::take(&mut self.ranks[r as usize].last);
             if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
