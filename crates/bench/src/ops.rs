@@ -252,34 +252,14 @@ pub fn sender_sample(
             }
             0.0
         }
-        Op::ColdSend => {
-            if me > 1 {
-                world.barrier();
-                world.barrier();
-                return 0.0;
-            }
-            world.barrier();
-            flush_caches();
-            world.barrier();
-            let mut empty: [i32; 0] = [];
-            if me == 0 {
-                let peer = world.process_at_rank(1);
-                let t1 = mpi::time();
-                peer.send(&send[..n]);
-                peer.receive_into(&mut empty[..]);
-                return mpi::time() - t1;
-            }
-            let peer = world.process_at_rank(0);
-            peer.receive_into(&mut recv[..n]);
-            peer.send(&empty[..]);
-            0.0
-        }
+        Op::ColdSend => cold_message(
+            world,
+            |peer| peer.send(&send[..n]),
+            |peer| {
+                peer.receive_into(&mut recv[..n]);
+            },
+        ),
         Op::VectorSend => {
-            if me > 1 {
-                world.barrier();
-                world.barrier();
-                return 0.0;
-            }
             let blocks = n.div_ceil(VECTOR_BLOCK).max(1);
             let block = (n / blocks).max(1);
             let vector = mpi::datatype::UserDatatype::vector(
@@ -289,26 +269,20 @@ pub fn sender_sample(
                 &i32::equivalent_datatype(),
             );
             let extent = 2 * block * blocks;
-            world.barrier();
-            flush_caches();
-            world.barrier();
-            let mut empty: [i32; 0] = [];
-            if me == 0 {
-                let peer = world.process_at_rank(1);
-                let t1 = mpi::time();
-                // SAFETY: `blocks` blocks of `block` integers every `2 * block` integers
-                // stay within the `extent` integers of the buffer.
-                let view = unsafe {
-                    mpi::datatype::View::with_count_and_datatype(&send[..extent], 1, &vector)
-                };
-                peer.send(&view);
-                peer.receive_into(&mut empty[..]);
-                return mpi::time() - t1;
-            }
-            let peer = world.process_at_rank(0);
-            peer.receive_into(&mut recv[..blocks * block]);
-            peer.send(&empty[..]);
-            0.0
+            cold_message(
+                world,
+                |peer| {
+                    // SAFETY: `blocks` blocks of `block` integers every `2 * block`
+                    // integers stay within the `extent` integers of the buffer.
+                    let view = unsafe {
+                        mpi::datatype::View::with_count_and_datatype(&send[..extent], 1, &vector)
+                    };
+                    peer.send(&view);
+                },
+                |peer| {
+                    peer.receive_into(&mut recv[..blocks * block]);
+                },
+            )
         }
         Op::BusySignal => {
             world.barrier();
@@ -369,6 +343,36 @@ pub fn sender_sample(
         }),
         _ => 0.0,
     }
+}
+
+/// One message from rank 0 to rank 1 (`send` on rank 0, `receive` on rank 1), caches
+/// flushed on both first, timed on rank 0 until a zero-byte answer arrives; other ranks
+/// only join the barriers and return 0.
+fn cold_message(
+    world: &SimpleCommunicator,
+    send: impl FnOnce(&mpi::topology::Process<'_>),
+    receive: impl FnOnce(&mpi::topology::Process<'_>),
+) -> f64 {
+    let me = world.rank();
+    world.barrier();
+    if me <= 1 {
+        flush_caches();
+    }
+    world.barrier();
+    let mut empty: [i32; 0] = [];
+    if me == 0 {
+        let peer = world.process_at_rank(1);
+        let t1 = mpi::time();
+        send(&peer);
+        peer.receive_into(&mut empty[..]);
+        return mpi::time() - t1;
+    }
+    if me == 1 {
+        let peer = world.process_at_rank(0);
+        receive(&peer);
+        peer.send(&empty[..]);
+    }
+    0.0
 }
 
 /// Reads and writes [`CACHE_FLUSH_BYTES`] so that the next message starts from memory.

@@ -2196,20 +2196,20 @@ mod tests {
         );
     }
 
-    /// End dates of four ranks on one host of `cores` cores: rank 1 receives from rank 0
-    /// while ranks 2 and 3 compute 1 s and 0.2 s, then computes 0.1 s.
-    fn four_ranks_on(cores: u32, bind_to_core: bool, wake_up: f64) -> Vec<f64> {
+    /// End dates of `scripts`' ranks on one host of `cores` cores (bound: rank k on core
+    /// k mod cores), with an oversubscribed wake-up of `wake_up` seconds.
+    fn ends_on_one_host(
+        cores: u32,
+        bind_to_core: bool,
+        wake_up: f64,
+        scripts: Vec<Vec<Action>>,
+    ) -> Vec<f64> {
         let p = Platform::new(
             vec![host("h", cores)],
             Vec::new(),
             Box::new(Table(HashMap::new())),
         );
-        let scripts = vec![
-            vec![send(1, 0)],
-            vec![recv(0, 0), Action::Compute { flops: 1e8 }],
-            vec![Action::Compute { flops: 1e9 }],
-            vec![Action::Compute { flops: 2e8 }],
-        ];
+        let n = scripts.len();
         let w: Vec<Box<dyn RankWorkload>> = scripts
             .into_iter()
             .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
@@ -2219,11 +2219,23 @@ mod tests {
             oversubscribed_wake_up: wake_up,
             ..SimConfig::default()
         };
-        let r = Simulation::new(&p, config, vec![0; 4], w)
+        let r = Simulation::new(&p, config, vec![0; n], w)
             .unwrap()
             .run()
             .unwrap();
         r.ranks.iter().map(|r| r.end_s).collect()
+    }
+
+    /// End dates of four ranks on one host of `cores` cores: rank 1 receives from rank 0
+    /// while ranks 2 and 3 compute 1 s and 0.2 s, then computes 0.1 s.
+    fn four_ranks_on(cores: u32, bind_to_core: bool, wake_up: f64) -> Vec<f64> {
+        let scripts = vec![
+            vec![send(1, 0)],
+            vec![recv(0, 0), Action::Compute { flops: 1e8 }],
+            vec![Action::Compute { flops: 1e9 }],
+            vec![Action::Compute { flops: 2e8 }],
+        ];
+        ends_on_one_host(cores, bind_to_core, wake_up, scripts)
     }
 
     #[test]
@@ -2259,25 +2271,7 @@ mod tests {
     /// End dates of four ranks on one host of 2 cores (ranks 0 and 2 on core 0 when bound,
     /// 1 and 3 on core 1), an oversubscribed wake-up of 0.01 s.
     fn two_cores_ends(bind_to_core: bool, scripts: Vec<Vec<Action>>) -> Vec<f64> {
-        let p = Platform::new(
-            vec![host("h", 2)],
-            Vec::new(),
-            Box::new(Table(HashMap::new())),
-        );
-        let w: Vec<Box<dyn RankWorkload>> = scripts
-            .into_iter()
-            .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
-            .collect();
-        let config = SimConfig {
-            bind_to_core,
-            oversubscribed_wake_up: 0.01,
-            ..SimConfig::default()
-        };
-        let r = Simulation::new(&p, config, vec![0; 4], w)
-            .unwrap()
-            .run()
-            .unwrap();
-        r.ranks.iter().map(|r| r.end_s).collect()
+        ends_on_one_host(2, bind_to_core, 0.01, scripts)
     }
 
     #[test]
