@@ -18,7 +18,9 @@ bin=$PWD/target/release/mpiscope
 dir=target/bench-hpl-top500
 mkdir -p "$dir"
 cd "$dir"
-for c in "${@:-4096 stampede}"; do
+configs=("$@")
+[ ${#configs[@]} -gt 0 ] || configs=(4096 stampede)
+for c in "${configs[@]}"; do
   case $c in
     4096) topo="2;64,64;1,32;1,1" n=4000000 nb=256 p=64 q=64 ;;
     stampede) topo="2;78,78;1,39;1,1" n=3875000 nb=1024 p=77 q=78 ;;
