@@ -2,13 +2,15 @@
 //! SEND (`vector_send`: a vector datatype on the sending side, contiguous on the receiving
 //! side, caches cold), as HPL's panel broadcast sends its panel out of the matrix into the
 //! receiver's workspace. MPI libraries pack such messages through bounce buffers instead
-//! of copying them once: on shared memory here 2.1 GB/s against 9-12 GB/s contiguous.
+//! of copying them once: on shared memory here 2.1 GB/s against 5-6 GB/s contiguous from
+//! memory (COLD SEND, [`crate::cold`]).
 //!
 //! Fit: `t = a + c S` by least squares over the sizes of at least [`MIN_BYTES`], each the
-//! median of its repeats (here the same run gives 2.0-2.1 GB/s or, now and then, 5.7: the
-//! median of three or more repeats keeps the usual mode); the extra
-//! cost per byte is `c - 1 / B` with `B` the contiguous fit's nominal bandwidth (at least 0),
-//! written as `mpiscope/pack` (seconds per byte).
+//! median of its repeats; the extra cost per byte is `c - 1 / B` (at least 0) with `B` the
+//! contiguous rate the caller passes (COLD SEND's when measured, else the network fit's
+//! nominal bandwidth), written as `mpiscope/pack` (seconds per byte). On this VM whole runs
+//! land in a 5.6-6.7 GB/s mode now and then (repeats within a run agree), so calibrate close
+//! to the runs being predicted.
 
 use serde::Serialize;
 

@@ -62,8 +62,8 @@ pub enum SimulateError {
 }
 
 /// Simulates `run` on `platform` (kernel models from its `mpiscope/dgemm`, `mpiscope/dtrsm`
-/// and `mpiscope/panel` options, else flop counts at the host speed), ranks placed by
-/// `mapping`.
+/// and `mpiscope/panel` options, else flop counts at the host speed; with `mpiscope/pack`
+/// and `mpiscope/laswp`, strided copies and row gathers), ranks placed by `mapping`.
 pub fn simulate(
     run: &Run,
     platform: &Platform,

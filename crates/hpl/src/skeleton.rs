@@ -50,8 +50,8 @@ pub struct Kernels {
 }
 
 impl Kernels {
-    /// Reads `mpiscope/dgemm`, `mpiscope/dtrsm` and `mpiscope/panel` from a platform's
-    /// options.
+    /// Reads `mpiscope/dgemm`, `mpiscope/dtrsm`, `mpiscope/panel`, `mpiscope/pack` and
+    /// `mpiscope/laswp` from a platform's options.
     pub fn from_config(config: &BTreeMap<String, String>) -> Result<Kernels, String> {
         let two = |key: &str| -> Result<Option<(f64, f64)>, String> {
             let Some(v) = config.get(key) else {
