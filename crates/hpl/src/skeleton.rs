@@ -1052,23 +1052,24 @@ impl HplRank {
         if let Some(pack) = self.s.kernels.pack {
             // The root sends its panel out of the matrix (strided) into the receivers'
             // contiguous workspaces: both sides of those messages take `pack` per byte
-            // more, after the transfer (the sender's blocking send lasts until the receiver
-            // has unpacked). Forwarded panels go workspace to workspace.
+            // more, after the transfer, as one pipeline (the sender's blocking send lasts
+            // until the receiver has unpacked). Forwarded panels go workspace to workspace.
             let root_world = s.world(self.row, root);
             let mut with_pack = Vec::with_capacity(actions.len() * 2);
             for a in actions {
                 let extra = match &a {
-                    Action::Send { bytes, .. } if self.col == root => Some(*bytes),
+                    Action::Send { bytes, dst, .. } if self.col == root => Some((*bytes, *dst)),
                     Action::Recv { src, bytes, .. } if *src == i64::from(root_world) => {
-                        Some(*bytes)
+                        Some((*bytes, root_world))
                     }
                     _ => None,
                 };
                 with_pack.push(a);
-                if let Some(bytes) = extra {
+                if let Some((bytes, other_end)) = extra {
                     with_pack.push(Action::Pack {
                         secs: pack * bytes as f64,
                         fragments: bytes.div_ceil(PACK_FRAGMENT_BYTES).max(1) as u32,
+                        with: Some(other_end),
                     });
                 }
             }

@@ -250,6 +250,9 @@ enum Block {
     },
     /// [`Action::ComputeWhilePolling`]: computation `exec` of `chunks` chunks of `flops`,
     /// cut short after the chunk during which a matching send arrives (`found`).
+    /// [`Action::Pack`] `with` a partner: its own fragments are copied, the other end's
+    /// are not yet (the pair of world ranks, lower first, is the key of `Engine::joints`).
+    Partner((u32, u32)),
     Polling {
         exec: ExecId,
         flops: f64,
@@ -312,6 +315,8 @@ struct Rank {
     final_probe: Option<(i64, i64, u32)>,
     /// The [`Action::Pack`] it is in, fragment by fragment.
     packing: Option<Packing>,
+    /// The other end of the [`Action::Pack`] it is in, met when its own copy ends.
+    pack_with: Option<u32>,
     user_reqs: IdMap<ReqHandle, ReqIdx>,
     coll: Option<CollRun>,
     /// Non-blocking collectives in progress, in the order they were started.
@@ -383,6 +388,9 @@ pub struct Simulation<'p> {
     /// their turn.
     copier: Vec<Option<u32>>,
     copy_waiters: Vec<VecDeque<u32>>,
+    /// Joint packs ([`Action::Pack`] `with`) one end of which has copied its part: the pair
+    /// of world ranks (lower first) and the rank waiting for the other.
+    joints: HashMap<(u32, u32), u32>,
     /// Some CPU queue is oversubscribed (else the scheduler's share is skipped).
     any_oversubscribed: bool,
     ready: VecDeque<u32>,
@@ -475,6 +483,7 @@ impl<'p> Simulation<'p> {
                 last: Outcome::None,
                 final_probe: None,
                 packing: None,
+                pack_with: None,
                 user_reqs: IdMap::default(),
                 coll: None,
                 background: Vec::new(),
@@ -508,6 +517,7 @@ impl<'p> Simulation<'p> {
             residents,
             copier: vec![None; oversubscribed.len()],
             copy_waiters: vec![VecDeque::new(); oversubscribed.len()],
+            joints: HashMap::new(),
             any_oversubscribed: oversubscribed.contains(&true),
             oversubscribed,
             ready: (0..n as u32).collect(),
@@ -584,7 +594,7 @@ impl<'p> Simulation<'p> {
             .iter()
             .enumerate()
             .filter(|(_, r)| !r.done)
-            .map(|(i, r)| (i as u32, self.describe_block(r)))
+            .map(|(i, r)| (i as u32, self.describe_block(i as u32, r)))
             .collect();
         SimError::Deadlock {
             time: self.now,
@@ -592,7 +602,7 @@ impl<'p> Simulation<'p> {
         }
     }
 
-    fn describe_block(&self, r: &Rank) -> String {
+    fn describe_block(&self, id: u32, r: &Rank) -> String {
         match &r.block {
             Block::None => "is runnable".into(),
             Block::Exec(_) => "computes".into(),
@@ -601,6 +611,10 @@ impl<'p> Simulation<'p> {
             }
             Block::Sleep(_) => "sleeps".into(),
             Block::Scheduled(_) => "waits for a core".into(),
+            Block::Partner((a, b)) => {
+                let other = if *a == id { b } else { a };
+                format!("packed its side of a message, waits for rank {other} to copy its own")
+            }
             Block::Probe { src, tag, .. } => {
                 format!("in {} probing source {src} tag {tag}", r.blocked_name)
             }
@@ -759,6 +773,7 @@ impl<'p> Simulation<'p> {
             Block::Reqs(reqs, _) => reqs.iter().all(|&q| self.reqs[q as usize].complete),
             Block::Probe { src, tag, ctx } => self.find_send(r, *src, *tag, *ctx).is_some(),
             Block::Polling { exec, .. } => !self.execs.contains_key(exec),
+            Block::Partner(key) => self.joints.get(key) != Some(&r),
         };
         if !ready {
             return;
@@ -767,7 +782,10 @@ impl<'p> Simulation<'p> {
         let rank = &mut self.ranks[r as usize];
         let dt = now.since(rank.blocked_since).secs();
         let block = std::mem::replace(&mut rank.block, Block::None);
-        let waited_in_mpi = matches!(block, Block::Reqs(..) | Block::Probe { .. });
+        let waited_in_mpi = matches!(
+            block,
+            Block::Reqs(..) | Block::Probe { .. } | Block::Partner(_)
+        );
         match block {
             Block::Exec(_) => rank.result.compute_s += dt,
             Block::Sleep(_) => {}
@@ -796,7 +814,7 @@ impl<'p> Simulation<'p> {
                     }
                 }
             }
-            Block::Probe { .. } => {
+            Block::Probe { .. } | Block::Partner(_) => {
                 rank.result.wait_s += dt;
             }
             Block::Polling {
@@ -897,6 +915,25 @@ impl<'p> Simulation<'p> {
         let end = now.plus(Time::from_secs(p.each));
         self.sleepers.push(Reverse((end, r)));
         self.block(r, Block::Sleep(end), "pack");
+    }
+
+    /// Rank `r` has copied its side of a joint [`Action::Pack`]: it goes on if `partner`
+    /// has copied its side too (and releases it), else it waits for the partner.
+    fn meet_partner(&mut self, r: u32, partner: u32) {
+        let key = (r.min(partner), r.max(partner));
+        match self.joints.remove(&key) {
+            Some(w) if w == partner => {
+                self.touched.push(w);
+            }
+            Some(w) => {
+                // Not ours: `r` joined this pair with the wrong order of packs.
+                self.joints.insert(key, w);
+            }
+            None => {
+                self.joints.insert(key, r);
+                self.block(r, Block::Partner(key), "pack");
+            }
+        }
     }
 
     /// When the ranks computing on rank `r`'s oversubscribed core next yield it (`None`: none
@@ -1177,6 +1214,10 @@ impl<'p> Simulation<'p> {
                     continue;
                 }
             }
+            if let Some(partner) = self.ranks[r as usize].pack_with.take() {
+                self.meet_partner(r, partner);
+                continue;
+            }
             let mut last = std::mem::take(&mut self.ranks[r as usize].last);
             if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
                 if let Outcome::Polled { chunks, .. } = last {
@@ -1210,7 +1251,12 @@ impl<'p> Simulation<'p> {
                     self.block(r, Block::Sleep(end), "sleep");
                 }
             }
-            Action::Pack { secs, fragments } => {
+            Action::Pack {
+                secs,
+                fragments,
+                with,
+            } => {
+                self.ranks[r as usize].pack_with = with.filter(|&w| w != r);
                 let queue = self.ranks[r as usize].cpu_queue as usize;
                 if fragments > 1 && self.oversubscribed[queue] {
                     let p = Packing {
@@ -2279,6 +2325,7 @@ mod tests {
         let pack = || Action::Pack {
             secs: 0.04,
             fragments: 4,
+            with: None,
         };
         // Rank 2 computes 1 s without yielding: after each 0.01 s fragment rank 0 waits a
         // full time slice (twice the wake-up): 4 x 0.01 + 3 x 0.02.
@@ -2327,6 +2374,46 @@ mod tests {
             vec![vec![pack()], vec![pack()], vec![pack()], vec![]],
         );
         assert!(close(e[2], 0.04), "{e:?}");
+    }
+
+    #[test]
+    fn joint_packs_end_together() {
+        let pack = |with| Action::Pack {
+            secs: 0.04,
+            fragments: 4,
+            with,
+        };
+        // Rank 0 sends to rank 1, whose core rank 3 computes 1 s without yielding: rank 1
+        // gets its core back 0.01 s after the message (the wake-up), then unpacks 4
+        // fragments with a time slice (0.02 s) between them: 0.01 + 0.04 + 0.06. Rank 0
+        // packed its side by 0.04 but the pipeline holds it until then.
+        let scripts = |joint: bool| {
+            vec![
+                vec![send(1, 0), pack(joint.then_some(1))],
+                vec![recv(0, 0), pack(joint.then_some(0))],
+                vec![],
+                vec![Action::Compute { flops: 1e9 }],
+            ]
+        };
+        let e = two_cores_ends(true, scripts(true));
+        assert!(close(e[1], 0.11) && close(e[0], 0.11), "{e:?}");
+        let e = two_cores_ends(true, scripts(false));
+        assert!(close(e[1], 0.11) && close(e[0], 0.04), "{e:?}");
+        // Unbound, both copies are plain 0.04 s and end together anyway.
+        let e = two_cores_ends(false, scripts(true));
+        assert!(close(e[0], 0.04) && close(e[1], 0.04), "{e:?}");
+        // A partner that never packs is a deadlock, and the report says whom rank 0 waits for.
+        let p = p1();
+        let w: Vec<Box<dyn RankWorkload>> = vec![
+            Box::new(Script(vec![pack(Some(1))].into())),
+            Box::new(Script(vec![recv(0, 8)].into())),
+        ];
+        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w)
+            .unwrap()
+            .run()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("waits for rank 1 to copy its own"), "{e}");
     }
 
     #[test]

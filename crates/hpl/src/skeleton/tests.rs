@@ -440,17 +440,20 @@ fn strided_panels_pay_the_pack_cost_on_both_sides() {
     // pivots and one more double) to rank 1, which forwards it from its workspace to rank 2.
     let bytes = 8 * (900 * 100 + 100 * 100 + 100 + 1);
     let pack = 1e-9 * bytes as f64;
-    // In 64 KiB fragments (800,808 bytes: 13).
-    let is_pack = |a: &Action| matches!(a, Action::Pack { secs, fragments: 13 } if (secs - pack).abs() < 1e-15);
+    // In 64 KiB fragments (800,808 bytes: 13), as one pipeline with the other end.
+    let is_pack = |a: &Action, other_end: u32| {
+        matches!(a, Action::Pack { secs, fragments: 13, with: Some(w) }
+            if (secs - pack).abs() < 1e-15 && *w == other_end)
+    };
     let root = first_messages(1, 3, 0, kernels, 2);
     assert!(
         matches!(root[0], Action::Send { dst: 1, bytes: b, .. } if b == bytes),
         "{root:?}"
     );
-    assert!(is_pack(&root[1]), "{root:?}");
+    assert!(is_pack(&root[1], 1), "{root:?}");
     let next = first_messages(1, 3, 1, kernels, 3);
     assert!(matches!(next[0], Action::Recv { src: 0, .. }), "{next:?}");
-    assert!(is_pack(&next[1]), "{next:?}");
+    assert!(is_pack(&next[1], 0), "{next:?}");
     assert!(matches!(next[2], Action::Send { dst: 2, .. }), "{next:?}");
     let last = first_messages(1, 3, 2, kernels, 2);
     assert!(matches!(last[0], Action::Recv { src: 1, .. }), "{last:?}");

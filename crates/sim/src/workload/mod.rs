@@ -44,6 +44,11 @@ pub enum Action {
         secs: f64,
         /// Fragments (at least one).
         fragments: u32,
+        /// The world rank copying the other side of the same message, if any: the two
+        /// copies are one pipeline through shared buffers (Open MPI's pipelined protocol for
+        /// non-contiguous data), so each end's pack ends only when the other's has. A
+        /// sender's blocking send thus lasts until its receiver has unpacked.
+        with: Option<u32>,
     },
     /// Send `bytes` to communicator rank `dst`. Blocking unless `req` is given.
     Send {
