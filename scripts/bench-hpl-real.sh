@@ -34,6 +34,11 @@ source scripts/lib/hpl-dat.sh
 
 hpl_dat "${NS[*]}" "$NB" "1 1 2 2" "1 2 1 2" > "$out/HPL.dat"
 echo "round,np,p,q,n,nb,time_s,gflops,tv" > "$out/real.csv"
+# The strided copy rate of this VM changes with the minute (2.0-2.2 GB/s, or 5.6-7 for
+# minutes at a time): measure VECTOR SEND (and COLD SEND beside it) after each hpcc run,
+# for scripts/bench-hpl-validate.sh to calibrate the panels' pack cost on these moments.
+cargo build --release -q -p mpiscope -p mpiscope-bench
+rm -f "$out"/strided-*.json
 for r in $(seq "$ROUNDS"); do
   for np in 1 2 4; do
     case $np in
@@ -58,5 +63,8 @@ for r in $(seq "$ROUNDS"); do
         n = $2; t = (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9)
         printf "%s,%s,%s,%s,%s,%s,%.6f,%s,%s\n", r, np, $4, $5, n, $3, t, $7, $1 }' \
       "$work/hpccoutf.txt" | tee -a "$out/real.csv"
+    target/release/mpiscope bench -np 2 --bind-to core --bytes m1048576 M4194304 K4 \
+      --only vector_send,cold_send T100 R1 --json --output "$out/strided-r$r-np$np.json" \
+      > /dev/null
   done
 done

@@ -8,9 +8,12 @@
 //! Fit: `t = a + c S` by least squares over the sizes of at least [`MIN_BYTES`], each the
 //! median of its repeats; the extra cost per byte is `c - 1 / B` (at least 0) with `B` the
 //! contiguous rate the caller passes (COLD SEND's when measured, else the network fit's
-//! nominal bandwidth), written as `mpiscope/pack` (seconds per byte). On this VM whole runs
-//! land in a 5.6-6.7 GB/s mode now and then (repeats within a run agree), so calibrate close
-//! to the runs being predicted.
+//! nominal bandwidth), written as `mpiscope/pack` (seconds per byte). On this VM the rate
+//! changes with the minute: whole runs land in a 5.6-7 GB/s mode for minutes at a time,
+//! then back at 2.0-2.2 (repeats within a run agree, and a C program sending the same
+//! datatype follows the same phases). So [`Strided::from_runs`] pools measurements taken
+//! between the real runs being predicted (`scripts/bench-hpl-real.sh` takes one after each
+//! `hpcc` launch).
 
 use serde::Serialize;
 
@@ -28,6 +31,8 @@ pub struct Strided {
     pub extra_per_byte: f64,
     /// Rows fitted.
     pub samples: usize,
+    /// The contiguous rate the extra cost is counted against, bytes per second.
+    pub contiguous: f64,
 }
 
 /// The slope (seconds per byte, at least 0) of `t = a + c S` fitted by least squares on the
@@ -74,14 +79,42 @@ impl Strided {
         bandwidth: f64,
     ) -> Result<Option<Strided>, CalibrationError> {
         let b = crate::bench_json::BenchResults::parse(text, path)?;
-        let Some((slope, samples)) = large_message_slope(&b, "vector_send") else {
+        Ok(Self::fit(&b, bandwidth))
+    }
+
+    /// Pools the rows of several `mpiscope-bench --json` outputs (`(text, path)`), per size
+    /// the median over all their repeats: VECTOR SEND measured at several moments, between
+    /// the runs being predicted. The contiguous rate is their own COLD SEND when they have
+    /// it (measured at the same moments), else `bandwidth`. `None` as [`Strided::from_bench`].
+    pub fn from_runs(
+        runs: &[(String, String)],
+        bandwidth: f64,
+    ) -> Result<Option<Strided>, CalibrationError> {
+        let mut pooled: Option<crate::bench_json::BenchResults> = None;
+        for (text, path) in runs {
+            let b = crate::bench_json::BenchResults::parse(text, path)?;
+            match &mut pooled {
+                None => pooled = Some(b),
+                Some(p) => p.results.extend(b.results),
+            }
+        }
+        let Some(b) = pooled else {
             return Ok(None);
         };
-        Ok(Some(Strided {
+        let bandwidth = large_message_slope(&b, "cold_send")
+            .filter(|(slope, _)| *slope > 0.0)
+            .map_or(bandwidth, |(slope, _)| 1.0 / slope);
+        Ok(Self::fit(&b, bandwidth))
+    }
+
+    fn fit(b: &crate::bench_json::BenchResults, bandwidth: f64) -> Option<Strided> {
+        let (slope, samples) = large_message_slope(b, "vector_send")?;
+        Some(Strided {
             seconds_per_byte: slope,
             extra_per_byte: (slope - 1.0 / bandwidth).max(0.0),
             samples,
-        }))
+            contiguous: bandwidth,
+        })
     }
 
     /// The strided messages' rate, GB/s.
@@ -90,12 +123,12 @@ impl Strided {
     }
 
     /// The platform `[config]` lines.
-    pub fn config_lines(&self, bandwidth: f64) -> String {
+    pub fn config_lines(&self) -> String {
         format!(
             "# messages sent from a strided layout (HPL's panel): {:.2} GB/s against {:.2} \
              contiguous, over {} sizes\n\"mpiscope/pack\" = {:e}\n",
             self.gigabytes_per_second(),
-            bandwidth / 1e9,
+            self.contiguous / 1e9,
             self.samples,
             self.extra_per_byte
         )
@@ -124,7 +157,7 @@ mod tests {
         assert_eq!(s.samples, 3);
         assert!((s.seconds_per_byte - 0.5e-9).abs() < 1e-15, "{s:?}");
         assert!((s.extra_per_byte - 0.4e-9).abs() < 1e-15, "{s:?}");
-        let lines = s.config_lines(1e10);
+        let lines = s.config_lines();
         let value: f64 = lines
             .split("\"mpiscope/pack\" = ")
             .nth(1)
@@ -140,5 +173,43 @@ mod tests {
             Strided::from_bench(&none.to_string(), "b.json", 1e10).unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn runs_at_several_moments_are_pooled_against_their_own_cold_rate() {
+        // Three runs, one in the fast phase (0.15 ns per byte), two slow (0.5 ns per byte):
+        // per size the median is the slow time. The runs' COLD SEND is 5 GB/s (0.2 ns per
+        // byte), which replaces the 10 GB/s given.
+        let run = |per_byte: f64| {
+            let rows: Vec<_> = [1u64 << 18, 1 << 20]
+                .iter()
+                .flat_map(|&ints| {
+                    let bytes = (4 * ints) as f64;
+                    [
+                        json!({"key": "vector_send", "ints": ints,
+                               "time": {"median": 1e-5 + bytes * per_byte}}),
+                        json!({"key": "cold_send", "ints": ints,
+                               "time": {"median": 1e-5 + bytes * 0.2e-9}}),
+                    ]
+                })
+                .collect();
+            json!({ "results": rows }).to_string()
+        };
+        let runs: Vec<(String, String)> = [0.5e-9, 0.15e-9, 0.5e-9]
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| (run(c), format!("strided-{i}.json")))
+            .collect();
+        let s = Strided::from_runs(&runs, 1e10).unwrap().unwrap();
+        assert!((s.seconds_per_byte - 0.5e-9).abs() < 1e-15, "{s:?}");
+        assert!((s.contiguous - 5e9).abs() < 1.0, "{s:?}");
+        assert!((s.extra_per_byte - 0.3e-9).abs() < 1e-15, "{s:?}");
+        // One run alone in the fast phase: no extra cost.
+        let fast = Strided::from_runs(&runs[1..2], 1e10).unwrap().unwrap();
+        assert_eq!(fast.extra_per_byte, 0.0);
+        // A file that is not bench output is named.
+        let bad = vec![(String::from("{"), String::from("broken.json"))];
+        let e = Strided::from_runs(&bad, 1e10).unwrap_err().to_string();
+        assert!(e.contains("broken.json"), "{e}");
     }
 }

@@ -45,6 +45,12 @@ pub struct CalibrateArgs {
     /// (also read from RESULTS when it has that row).
     #[arg(long, value_name = "RESULTS")]
     wake_up: Option<PathBuf>,
+    /// `mpiscope-bench --json` outputs with VECTOR SEND (and COLD SEND) taken between the
+    /// runs to be predicted (repeatable): the strided pack cost is fitted on all of them
+    /// pooled instead of on RESULTS, as the strided rate of some machines changes with the
+    /// minute (`scripts/bench-hpl-real.sh` writes one after each hpcc run).
+    #[arg(long, value_name = "RESULTS")]
+    strided: Vec<PathBuf>,
     /// Print the fit as JSON.
     #[arg(long)]
     json: bool,
@@ -94,7 +100,27 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         None => mpiscope_calibrate::scheduler::wake_up_from_bench(&text, &path, net.latency)?,
     };
-    let strided = Strided::from_bench(&text, &path, contiguous)?;
+    let strided = if a.strided.is_empty() {
+        Strided::from_bench(&text, &path, contiguous)?
+    } else {
+        let mut runs = Vec::with_capacity(a.strided.len());
+        for file in &a.strided {
+            let p = file.display().to_string();
+            let t = std::fs::read_to_string(file).with_context(|| format!("cannot read {p}"))?;
+            runs.push((t, p));
+        }
+        let s = Strided::from_runs(&runs, contiguous)?;
+        if s.is_none() {
+            anyhow::bail!(
+                "--strided: no VECTOR SEND of two sizes of at least 64 KiB in {}",
+                runs.iter()
+                    .map(|r| r.1.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        s
+    };
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -129,7 +155,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         extra += &mpiscope_calibrate::scheduler::config_lines(d);
     }
     if let Some(s) = &strided {
-        extra += &s.config_lines(contiguous);
+        extra += &s.config_lines();
     }
     let platform = net.platform_toml(
         np.max(1),
@@ -211,9 +237,15 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         if let Some(v) = &strided {
             s += &format!(
                 "messages sent from a strided layout: {:.2} GB/s ({:.3e} s per byte beyond a \
-                 contiguous message)\n",
+                 contiguous message at {:.2} GB/s){}\n",
                 v.gigabytes_per_second(),
-                v.extra_per_byte
+                v.extra_per_byte,
+                v.contiguous / 1e9,
+                if a.strided.is_empty() {
+                    String::new()
+                } else {
+                    format!(", from {} --strided files", a.strided.len())
+                }
             );
         }
         if let Some(d) = wake_up {
