@@ -34,9 +34,10 @@ source scripts/lib/hpl-dat.sh
 
 hpl_dat "${NS[*]}" "$NB" "1 1 2 2" "1 2 1 2" > "$out/HPL.dat"
 echo "round,np,p,q,n,nb,time_s,gflops,tv" > "$out/real.csv"
-# The strided copy rate of this VM changes with the minute (2.0-2.2 GB/s, or 5.6-7 for
-# minutes at a time): measure VECTOR SEND (and COLD SEND beside it) after each hpcc run,
-# for scripts/bench-hpl-validate.sh to calibrate the panels' pack cost on these moments.
+# The strided copy rate of this VM has fast phases (VECTOR SEND at 4.9-7 GB/s for minutes,
+# else 1.9-2.2) that HPL's panels do not show: measure VECTOR SEND (and COLD SEND beside
+# it) after each hpcc run, for scripts/bench-hpl-validate.sh to keep the slowest
+# (`mpiscope calibrate --strided`).
 cargo build --release -q -p mpiscope -p mpiscope-bench
 rm -f "$out"/strided-*.json
 for r in $(seq "$ROUNDS"); do

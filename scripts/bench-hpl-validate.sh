@@ -28,16 +28,14 @@ cargo build --release -q -p mpiscope -p mpiscope-bench
 platform=${1:-}
 if [ -z "$platform" ]; then
   platform=$out/calibrated.toml
-  # Bound as the real runs are. VECTOR SEND changes with the minute on this VM (2.0-2.2
-  # GB/s, or 5.6-7 for minutes at a time): its pack cost comes from the measurements
-  # bench-hpl-real.sh took between the real runs when there are some.
+  # Bound as the real runs are. VECTOR SEND has fast phases on this VM (4.9-7 GB/s for
+  # minutes, else 1.9-2.2) that HPL's panels do not show: the pack cost comes from the
+  # slowest of the runs bench-hpl-real.sh took between the real runs, when there are some.
   target/release/mpiscope bench -np 2 --bind-to core --bytes m8 M4194304 K4 \
     --only send_recv,eager_send,message_rate,vector_send,cold_send T100 R3 --json \
     --output "$out/p2p.json"
   target/release/mpiscope bench -np 4 --bind-to core --only busy_signal T100 --json \
     --output "$out/wake-up.json"
-  # The strided pack cost from the VECTOR SEND runs taken between the real runs, when
-  # scripts/bench-hpl-real.sh left them.
   strided=()
   for f in "$out"/strided-*.json; do
     if [ -s "$f" ]; then strided+=(--strided "$f"); fi

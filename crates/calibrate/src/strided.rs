@@ -9,11 +9,13 @@
 //! median of its repeats; the extra cost per byte is `c - 1 / B` (at least 0) with `B` the
 //! contiguous rate the caller passes (COLD SEND's when measured, else the network fit's
 //! nominal bandwidth), written as `mpiscope/pack` (seconds per byte). On this VM the rate
-//! changes with the minute: whole runs land in a 5.6-7 GB/s mode for minutes at a time,
-//! then back at 2.0-2.2 (repeats within a run agree, and a C program sending the same
-//! datatype follows the same phases). So [`Strided::from_runs`] pools measurements taken
-//! between the real runs being predicted (`scripts/bench-hpl-real.sh` takes one after each
-//! `hpcc` launch).
+//! changes with the minute: whole runs land in a 4.9-7 GB/s phase for minutes at a time,
+//! then back at 1.9-2.2 (repeats within a run agree, and a C program sending the same
+//! datatype follows the same phases). HPL's panels never showed the fast phase: 2.0-2.5 GB/s
+//! in every traced run, and real 1 x 2 runs at N = 2,000 (where the panels are 13% of the
+//! time) took 0.079-0.085 s whether VECTOR SEND measured 2 or 6 GB/s just before and after.
+//! So [`Strided::from_runs`] takes several runs (`scripts/bench-hpl-real.sh` makes one after
+//! each `hpcc` launch) and keeps the slowest.
 
 use serde::Serialize;
 
@@ -23,7 +25,7 @@ use crate::CalibrationError;
 pub const MIN_BYTES: u64 = 64 << 10;
 
 /// What VECTOR SEND says.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Strided {
     /// Seconds per byte of a strided message (the fit's slope).
     pub seconds_per_byte: f64,
@@ -33,6 +35,8 @@ pub struct Strided {
     pub samples: usize,
     /// The contiguous rate the extra cost is counted against, bytes per second.
     pub contiguous: f64,
+    /// With [`Strided::from_runs`]: every run's strided rate, GB/s, in the order given.
+    pub runs_gigabytes_per_second: Vec<f64>,
 }
 
 /// The slope (seconds per byte, at least 0) of `t = a + c S` fitted by least squares on the
@@ -82,29 +86,31 @@ impl Strided {
         Ok(Self::fit(&b, bandwidth))
     }
 
-    /// Pools the rows of several `mpiscope-bench --json` outputs (`(text, path)`), per size
-    /// the median over all their repeats: VECTOR SEND measured at several moments, between
-    /// the runs being predicted. The contiguous rate is their own COLD SEND when they have
-    /// it (measured at the same moments), else `bandwidth`. `None` as [`Strided::from_bench`].
+    /// Fits each of several `mpiscope-bench --json` outputs (`(text, path)`: VECTOR SEND
+    /// measured at several moments, between the runs being predicted) on its own, against
+    /// its own COLD SEND when it has one (measured at the same moment, else `bandwidth`),
+    /// and keeps the slowest: the phase HPL's panels run in on this VM (see the module
+    /// docs). `None` when no run has two sizes of at least [`MIN_BYTES`].
     pub fn from_runs(
         runs: &[(String, String)],
         bandwidth: f64,
     ) -> Result<Option<Strided>, CalibrationError> {
-        let mut pooled: Option<crate::bench_json::BenchResults> = None;
+        let mut fits = Vec::new();
         for (text, path) in runs {
             let b = crate::bench_json::BenchResults::parse(text, path)?;
-            match &mut pooled {
-                None => pooled = Some(b),
-                Some(p) => p.results.extend(b.results),
-            }
+            let contiguous = large_message_slope(&b, "cold_send")
+                .filter(|(slope, _)| *slope > 0.0)
+                .map_or(bandwidth, |(slope, _)| 1.0 / slope);
+            fits.extend(Self::fit(&b, contiguous));
         }
-        let Some(b) = pooled else {
-            return Ok(None);
-        };
-        let bandwidth = large_message_slope(&b, "cold_send")
-            .filter(|(slope, _)| *slope > 0.0)
-            .map_or(bandwidth, |(slope, _)| 1.0 / slope);
-        Ok(Self::fit(&b, bandwidth))
+        let rates = fits.iter().map(Strided::gigabytes_per_second).collect();
+        let slowest = fits
+            .into_iter()
+            .max_by(|a, b| a.seconds_per_byte.total_cmp(&b.seconds_per_byte));
+        Ok(slowest.map(|s| Strided {
+            runs_gigabytes_per_second: rates,
+            ..s
+        }))
     }
 
     fn fit(b: &crate::bench_json::BenchResults, bandwidth: f64) -> Option<Strided> {
@@ -114,6 +120,7 @@ impl Strided {
             extra_per_byte: (slope - 1.0 / bandwidth).max(0.0),
             samples,
             contiguous: bandwidth,
+            runs_gigabytes_per_second: Vec::new(),
         })
     }
 
@@ -176,40 +183,47 @@ mod tests {
     }
 
     #[test]
-    fn runs_at_several_moments_are_pooled_against_their_own_cold_rate() {
-        // Three runs, one in the fast phase (0.15 ns per byte), two slow (0.5 ns per byte):
-        // per size the median is the slow time. The runs' COLD SEND is 5 GB/s (0.2 ns per
-        // byte), which replaces the 10 GB/s given.
-        let run = |per_byte: f64| {
+    fn of_runs_at_several_moments_the_slowest_is_kept_against_its_own_cold_rate() {
+        // Three runs: two in the fast phase (0.15 and 0.16 ns per byte), one slow (0.5 ns per
+        // byte, its COLD SEND at 5 GB/s, 0.2 ns per byte, which replaces the 10 GB/s given).
+        let run = |per_byte: f64, cold: bool| {
             let rows: Vec<_> = [1u64 << 18, 1 << 20]
                 .iter()
                 .flat_map(|&ints| {
                     let bytes = (4 * ints) as f64;
-                    [
-                        json!({"key": "vector_send", "ints": ints,
-                               "time": {"median": 1e-5 + bytes * per_byte}}),
-                        json!({"key": "cold_send", "ints": ints,
-                               "time": {"median": 1e-5 + bytes * 0.2e-9}}),
-                    ]
+                    let mut r = vec![json!({"key": "vector_send", "ints": ints,
+                                            "time": {"median": 1e-5 + bytes * per_byte}})];
+                    if cold {
+                        r.push(json!({"key": "cold_send", "ints": ints,
+                                      "time": {"median": 1e-5 + bytes * 0.2e-9}}));
+                    }
+                    r
                 })
                 .collect();
             json!({ "results": rows }).to_string()
         };
-        let runs: Vec<(String, String)> = [0.5e-9, 0.15e-9, 0.5e-9]
+        let runs: Vec<(String, String)> = [(0.15e-9, false), (0.5e-9, true), (0.16e-9, true)]
             .iter()
             .enumerate()
-            .map(|(i, &c)| (run(c), format!("strided-{i}.json")))
+            .map(|(i, &(c, cold))| (run(c, cold), format!("strided-{i}.json")))
             .collect();
         let s = Strided::from_runs(&runs, 1e10).unwrap().unwrap();
         assert!((s.seconds_per_byte - 0.5e-9).abs() < 1e-15, "{s:?}");
         assert!((s.contiguous - 5e9).abs() < 1.0, "{s:?}");
         assert!((s.extra_per_byte - 0.3e-9).abs() < 1e-15, "{s:?}");
-        // One run alone in the fast phase: no extra cost.
-        let fast = Strided::from_runs(&runs[1..2], 1e10).unwrap().unwrap();
-        assert_eq!(fast.extra_per_byte, 0.0);
-        // A file that is not bench output is named.
+        let rates: Vec<String> = s
+            .runs_gigabytes_per_second
+            .iter()
+            .map(|r| format!("{r:.2}"))
+            .collect();
+        assert_eq!(rates, ["6.67", "2.00", "6.25"]);
+        // A fast run alone: no extra cost over the given rate... nor over its own.
+        let fast = Strided::from_runs(&runs[..1], 1e9).unwrap().unwrap();
+        assert!((fast.extra_per_byte - (0.15e-9 - 1e-9f64).max(0.0)).abs() < 1e-15);
+        // A file that is not bench output is named; no usable run is `None`.
         let bad = vec![(String::from("{"), String::from("broken.json"))];
         let e = Strided::from_runs(&bad, 1e10).unwrap_err().to_string();
         assert!(e.contains("broken.json"), "{e}");
+        assert_eq!(Strided::from_runs(&[], 1e10).unwrap(), None);
     }
 }

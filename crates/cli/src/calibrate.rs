@@ -46,9 +46,9 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "RESULTS")]
     wake_up: Option<PathBuf>,
     /// `mpiscope-bench --json` outputs with VECTOR SEND (and COLD SEND) taken between the
-    /// runs to be predicted (repeatable): the strided pack cost is fitted on all of them
-    /// pooled instead of on RESULTS, as the strided rate of some machines changes with the
-    /// minute (`scripts/bench-hpl-real.sh` writes one after each hpcc run).
+    /// runs to be predicted (repeatable): the strided pack cost comes from the slowest of
+    /// them instead of RESULTS, as the strided rate of some machines has fast phases that
+    /// HPL's panels do not show (`scripts/bench-hpl-real.sh` writes one after each hpcc run).
     #[arg(long, value_name = "RESULTS")]
     strided: Vec<PathBuf>,
     /// Print the fit as JSON.
@@ -241,10 +241,18 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 v.gigabytes_per_second(),
                 v.extra_per_byte,
                 v.contiguous / 1e9,
-                if a.strided.is_empty() {
+                if v.runs_gigabytes_per_second.is_empty() {
                     String::new()
                 } else {
-                    format!(", from {} --strided files", a.strided.len())
+                    let rates: Vec<String> = v
+                        .runs_gigabytes_per_second
+                        .iter()
+                        .map(|r| format!("{r:.2}"))
+                        .collect();
+                    format!(
+                        ", the slowest of the --strided runs ({} GB/s)",
+                        rates.join(", ")
+                    )
                 }
             );
         }
