@@ -2403,16 +2403,7 @@ mod tests {
         let e = two_cores_ends(false, scripts(true));
         assert!(close(e[0], 0.04) && close(e[1], 0.04), "{e:?}");
         // A partner that never packs is a deadlock, and the report says whom rank 0 waits for.
-        let p = p1();
-        let w: Vec<Box<dyn RankWorkload>> = vec![
-            Box::new(Script(vec![pack(Some(1))].into())),
-            Box::new(Script(vec![recv(0, 8)].into())),
-        ];
-        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w)
-            .unwrap()
-            .run()
-            .unwrap_err()
-            .to_string();
+        let e = deadlock_report(vec![vec![pack(Some(1))], vec![recv(0, 8)]]);
         assert!(e.contains("waits for rank 1 to copy its own"), "{e}");
     }
 
@@ -2451,18 +2442,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn deadlock_is_reported() {
-        let p = p1();
-        let w: Vec<Box<dyn RankWorkload>> = vec![
-            Box::new(Script(vec![recv(1, 8)].into())),
-            Box::new(Script(vec![recv(0, 8)].into())),
-        ];
-        let e = Simulation::new(&p, SimConfig::default(), vec![0, 1], w)
+    /// The error of two ranks on `p1()` running these scripts, which must not end.
+    fn deadlock_report(scripts: Vec<Vec<Action>>) -> String {
+        let w: Vec<Box<dyn RankWorkload>> = scripts
+            .into_iter()
+            .map(|s| Box::new(Script(s.into())) as Box<dyn RankWorkload>)
+            .collect();
+        Simulation::new(&p1(), SimConfig::default(), vec![0, 1], w)
             .unwrap()
             .run()
             .unwrap_err()
-            .to_string();
+            .to_string()
+    }
+
+    #[test]
+    fn deadlock_is_reported() {
+        let e = deadlock_report(vec![vec![recv(1, 8)], vec![recv(0, 8)]]);
         assert!(
             e.contains("deadlock") && e.contains("rank 0") && e.contains("receive from 1"),
             "{e}"
