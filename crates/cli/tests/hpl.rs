@@ -94,6 +94,37 @@ fn every_variant_runs_and_prints_hpl_lines() {
 }
 
 #[test]
+fn long_broadcasts_with_look_ahead_do_not_deadlock_on_8_x_8() {
+    // The configuration real HPL (hpcc, 64 ranks) runs to the end in 2.1 s here, on which
+    // the skeleton deadlocked while it probed before the long broadcasts' spread (HPL has
+    // that probe under `#if 0`): N 3000, NB 64, BCAST long and long-modified, depth 1, mix.
+    let tmp = tempdir();
+    let platform = tmp.path().join("c64.toml");
+    std::fs::write(
+        &platform,
+        "[cluster]\nhosts = 64\nprefix = \"n\"\nspeed = 1e10\nbandwidth = 1.25e9\nlatency = 1e-6\n",
+    )
+    .unwrap();
+    let d = dat(tmp.path(), "3000", "8", "8", "4 5", "1", 2);
+    std::fs::write(
+        &d,
+        std::fs::read_to_string(&d)
+            .unwrap()
+            .replace("32           NBs", "64           NBs"),
+    )
+    .unwrap();
+    let (ok, out, err) = run(&[&d, "--platform", platform.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    for tv in ["WR14C2R4", "WR15C2R4"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(tv) && l.contains("3000    64     8     8")),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn json_lists_configurations() {
     let tmp = tempdir();
     let platform = cluster(tmp.path());

@@ -299,8 +299,8 @@ fn long_plan(plan: &mut BcastPlan, q: u32, root: u32, me: u32, len: u64, modifie
                 sync: true,
             });
         } else if sub(me, 1, q) == root {
-            // HPL 2.3 disabled this probe ("causes problems when lookahead is on ...
-            // a hang on some machines"): root + 1 receives at once, blocking.
+            // HPL disabled this probe ("causes problems when lookahead is on ... a hang
+            // on some machines"): root + 1 receives at once, blocking.
             plan.msgs.push(Msg::Recv {
                 peer: root,
                 bytes: len * 8,
@@ -338,9 +338,9 @@ fn long_plan(plan: &mut BcastPlan, q: u32, root: u32, me: u32, len: u64, modifie
             let bytes = lbuf.max(0) as u64 * 8;
             let partner = mydist ^ ip2;
             if mydist & ip2 != 0 {
-                if plan.probe.is_none() && me != root {
-                    plan.probe = Some(col(partner));
-                }
+                // No probe: HPL_bcast_blong and blonM have their Iprobe under `#if 0`
+                // (2.0 to 2.3), so a receiver blocks in the spread at its first
+                // HPL_bcast call and rolls at once.
                 plan.msgs.push(Msg::Recv {
                     peer: col(partner),
                     bytes,
