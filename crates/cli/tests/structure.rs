@@ -331,7 +331,9 @@ fn balance_finds_known_wait_states() {
     let wait = |r: usize| b["per_rank"][r]["collective_wait_s"].as_f64().unwrap();
     assert!((0.025..0.5).contains(&wait(0)), "{b}");
     assert!((0.07..0.6).contains(&wait(2)), "{b}");
-    assert!((0.045..0.5).contains(&wait(3)), "{b}");
+    // Rank 3 waits about 50 ms in the second barrier, less the time it takes to reach it
+    // on a shared core (44.97 ms seen in CI).
+    assert!((0.035..0.5).contains(&wait(3)), "{b}");
     assert!(b["compute_imbalance_pct"].as_f64().unwrap() > 30.0, "{b}");
     assert_eq!(b["placement"]["ranks_per_node"], 2);
 }
