@@ -206,7 +206,8 @@ fn ip2_mask(k: u32) -> (u32, u32) {
 /// starting (`None`: it starts at once, the root) and its messages.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BcastPlan {
-    /// The `Iprobe` source (a process column), `None` for the root or a lone column.
+    /// The `Iprobe` source (a process column), `None` for the root, a lone column, or the
+    /// long variants (whose probe HPL disables: they receive at once).
     pub probe: Option<u32>,
     /// Messages once the probe succeeded.
     pub msgs: Vec<Msg>,
@@ -339,8 +340,8 @@ fn long_plan(plan: &mut BcastPlan, q: u32, root: u32, me: u32, len: u64, modifie
             let partner = mydist ^ ip2;
             if mydist & ip2 != 0 {
                 // No probe: HPL_bcast_blong and blonM have their Iprobe under `#if 0`
-                // (2.0 to 2.3), so a receiver blocks in the spread at its first
-                // HPL_bcast call and rolls at once.
+                // (HPL 2.3), so a receiver blocks in the spread at its first HPL_bcast
+                // call and rolls at once.
                 plan.msgs.push(Msg::Recv {
                     peer: col(partner),
                     bytes,

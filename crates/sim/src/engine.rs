@@ -248,11 +248,12 @@ enum Block {
         tag: i64,
         ctx: u32,
     },
+    /// [`Action::Pack`] `with` a partner: its own fragments are copied, the other end's
+    /// are not yet (the pair of world ranks, lower first, is the key of
+    /// `Simulation::joints`).
+    Partner((u32, u32)),
     /// [`Action::ComputeWhilePolling`]: computation `exec` of `chunks` chunks of `flops`,
     /// cut short after the chunk during which a matching send arrives (`found`).
-    /// [`Action::Pack`] `with` a partner: its own fragments are copied, the other end's
-    /// are not yet (the pair of world ranks, lower first, is the key of `Engine::joints`).
-    Partner((u32, u32)),
     Polling {
         exec: ExecId,
         flops: f64,
@@ -921,18 +922,12 @@ impl<'p> Simulation<'p> {
     /// has copied its side too (and releases it), else it waits for the partner.
     fn meet_partner(&mut self, r: u32, partner: u32) {
         let key = (r.min(partner), r.max(partner));
-        match self.joints.remove(&key) {
-            Some(w) if w == partner => {
-                self.touched.push(w);
-            }
-            Some(w) => {
-                // Not ours: `r` joined this pair with the wrong order of packs.
-                self.joints.insert(key, w);
-            }
-            None => {
-                self.joints.insert(key, r);
-                self.block(r, Block::Partner(key), "pack");
-            }
+        if self.joints.get(&key) == Some(&partner) {
+            self.joints.remove(&key);
+            self.touched.push(partner);
+        } else {
+            self.joints.insert(key, r);
+            self.block(r, Block::Partner(key), "pack");
         }
     }
 
