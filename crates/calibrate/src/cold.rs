@@ -29,12 +29,15 @@ impl Cold {
     /// two sizes of at least [`MIN_BYTES`] were measured.
     pub fn from_bench(text: &str, path: &str) -> Result<Option<Cold>, CalibrationError> {
         let b = crate::bench_json::BenchResults::parse(text, path)?;
-        Ok(
-            large_message_slope(&b, "cold_send").map(|(slope, samples)| Cold {
-                seconds_per_byte: slope,
-                samples,
-            }),
-        )
+        Ok(Self::from_results(&b))
+    }
+
+    /// [`Cold::from_bench`] on results already parsed.
+    pub(crate) fn from_results(b: &crate::bench_json::BenchResults) -> Option<Cold> {
+        large_message_slope(b, "cold_send").map(|(slope, samples)| Cold {
+            seconds_per_byte: slope,
+            samples,
+        })
     }
 
     /// The rate, bytes per second.

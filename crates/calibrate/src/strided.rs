@@ -98,9 +98,9 @@ impl Strided {
         let mut fits = Vec::new();
         for (text, path) in runs {
             let b = crate::bench_json::BenchResults::parse(text, path)?;
-            let contiguous = large_message_slope(&b, "cold_send")
-                .filter(|(slope, _)| *slope > 0.0)
-                .map_or(bandwidth, |(slope, _)| 1.0 / slope);
+            let contiguous = crate::cold::Cold::from_results(&b)
+                .filter(|c| c.seconds_per_byte > 0.0)
+                .map_or(bandwidth, |c| c.bytes_per_second());
             fits.extend(Self::fit(&b, contiguous));
         }
         let rates = fits.iter().map(Strided::gigabytes_per_second).collect();

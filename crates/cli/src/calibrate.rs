@@ -112,7 +112,8 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         let s = Strided::from_runs(&runs, contiguous)?;
         if s.is_none() {
             anyhow::bail!(
-                "--strided: no VECTOR SEND of two sizes of at least 64 KiB in {}",
+                "--strided: no VECTOR SEND of two sizes of at least {} KiB in {}",
+                mpiscope_calibrate::strided::MIN_BYTES >> 10,
                 runs.iter()
                     .map(|r| r.1.as_str())
                     .collect::<Vec<_>>()
