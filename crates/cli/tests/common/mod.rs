@@ -321,3 +321,30 @@ pub fn html_report(run: &Path, page: &Path) -> String {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::read_to_string(page).unwrap()
 }
+
+/// Checks (or, with `MPISCOPE_BLESS=1`, rewrites) the generated section `name` of
+/// `docs/FAULTS.md`: the text between `<!-- name:begin -->` and `<!-- name:end -->`.
+/// `test` names the test target that generates it, for the message.
+pub fn bless_section(name: &str, body: &str, test: &str) {
+    let doc = root().join("docs/FAULTS.md");
+    let text = std::fs::read_to_string(&doc).unwrap_or_default();
+    let (begin, end) = (
+        format!("<!-- {name}:begin -->\n"),
+        format!("<!-- {name}:end -->"),
+    );
+    let (Some(b), Some(e)) = (text.find(&begin), text.find(&end)) else {
+        panic!("docs/FAULTS.md has no `{begin}` ... `{end}` section");
+    };
+    let have = &text[b + begin.len()..e];
+    if have == body {
+        return;
+    }
+    if std::env::var_os("MPISCOPE_BLESS").is_some() {
+        let new = format!("{}{body}{}", &text[..b + begin.len()], &text[e..]);
+        std::fs::write(&doc, new).unwrap();
+    } else {
+        panic!(
+            "docs/FAULTS.md's `{name}` section is not current: run `MPISCOPE_BLESS=1 cargo test --release -p mpiscope {test}`"
+        );
+    }
+}
