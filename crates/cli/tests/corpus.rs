@@ -87,8 +87,8 @@ fn first_line(text: &str) -> String {
 
 fn run_case(class: &str, name: &str, src: &Path, scratch: &Path) -> Outcome {
     let text = std::fs::read_to_string(src.join("case.json")).unwrap();
-    let case: Case = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{}/case.json: {e}", src.display()));
+    let case: Case =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}/case.json: {e}", src.display()));
     let dir = scratch.join(class).join(name);
     copy_dir(src, &dir);
     let bin = common::profile_dir();
@@ -167,7 +167,10 @@ fn run_case(class: &str, name: &str, src: &Path, scratch: &Path) -> Outcome {
             serde_json::Value::String(s) if s == "error" => code != 0,
             serde_json::Value::String(s) if s == "ok" => code == 0,
             serde_json::Value::Number(n) => n.as_i64() == Some(i64::from(code)),
-            other => panic!("{}: exit must be \"error\", \"ok\" or a number, not {other}", src.display()),
+            other => panic!(
+                "{}: exit must be \"error\", \"ok\" or a number, not {other}",
+                src.display()
+            ),
         };
         if !ok {
             problems.push(format!("exit code {code}, expected {}", case.exit));
@@ -228,9 +231,7 @@ fn cases() -> Vec<(String, String, PathBuf)> {
 }
 
 fn table(outcomes: &[Outcome]) -> String {
-    let mut s = String::from(
-        "| class | case | input | what the user sees |\n|---|---|---|---|\n",
-    );
+    let mut s = String::from("| class | case | input | what the user sees |\n|---|---|---|---|\n");
     for o in outcomes {
         let esc = |t: &str| t.replace('|', "\\|");
         s.push_str(&format!(
@@ -251,7 +252,10 @@ fn every_malformed_input_gets_a_clear_error() {
         .iter()
         .map(|(c, n, p)| run_case(c, n, p, scratch.path()))
         .collect();
-    let failures: Vec<&str> = outcomes.iter().filter_map(|o| o.failure.as_deref()).collect();
+    let failures: Vec<&str> = outcomes
+        .iter()
+        .filter_map(|o| o.failure.as_deref())
+        .collect();
     assert!(
         failures.is_empty(),
         "{} of {} corpus cases failed:\n{}",
