@@ -28,7 +28,7 @@ use std::path::PathBuf;
 pub use contain::contained;
 pub use input::{describe_type, open_regular};
 pub use output::{
-    check_output, has_marker, write_atomic, write_output, AtomicFile, Kind, HEAD_BYTES,
+    check_output, has_marker, write_atomic, write_output, AtomicFile, Kind, Staged, HEAD_BYTES,
 };
 pub use tempfile::TempDir;
 
@@ -69,7 +69,7 @@ pub enum FileError {
         found: &'static str,
     },
     /// A path read from an input file that would lead outside its directory.
-    #[error("{key} = \"{value}\": {why}; it must stay inside {}", base.display())]
+    #[error("{key} = \"{value}\": must stay inside {} ({why})", base.display())]
     Escapes {
         /// Where the path was read: the key and its table (`[[figure]] file`).
         key: String,

@@ -15,7 +15,7 @@
 //! * a directory, a symbolic link (wherever it points), a FIFO, a device or a socket:
 //!   refused, even with `force`.
 
-use std::fs::{File, OpenOptions, Permissions};
+use std::fs::{OpenOptions, Permissions};
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -162,6 +162,13 @@ impl AtomicFile {
 
     /// Flushes, syncs and renames the temporary file over the target.
     pub fn commit(self) -> Result<(), FileError> {
+        self.close()?.commit()
+    }
+
+    /// Flushes, syncs and closes the temporary file without renaming it yet: for outputs
+    /// made of several files (one per rank), each written in turn and all put in place
+    /// once every one is complete. Holds no file descriptor.
+    pub fn close(self) -> Result<Staged, FileError> {
         let path = self.path;
         let tmp = self
             .w
@@ -170,9 +177,33 @@ impl AtomicFile {
         tmp.as_file()
             .sync_all()
             .map_err(|e| FileError::io(&path, "cannot write", e))?;
+        Ok(Staged {
+            tmp: tmp.into_temp_path(),
+            path,
+        })
+    }
+}
+
+/// A complete output waiting beside its target ([`AtomicFile::close`]); dropped without a
+/// commit, it is removed.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::TempPath,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// The target path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the complete file over its target.
+    pub fn commit(self) -> Result<(), FileError> {
+        let path = self.path;
         // A directory or another non-file put there since the check makes the rename fail.
-        tmp.persist(&path)
-            .map(|_: File| ())
+        self.tmp
+            .persist(&path)
             .map_err(|e| FileError::io(&path, "cannot replace", e.error))
     }
 }
@@ -392,6 +423,31 @@ mod tests {
         child.wait().unwrap();
         assert!(started.exists(), "the writer did not start");
         assert_eq!(read(&p), "old contents");
+    }
+
+    #[test]
+    fn staged_files_appear_only_when_committed() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, "old a").unwrap();
+        let mut staged = Vec::new();
+        for (p, text) in [(&a, "new a"), (&b, "new b")] {
+            let mut f = AtomicFile::create(p).unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            staged.push(f.close().unwrap());
+        }
+        assert_eq!(read(&a), "old a");
+        assert!(!b.exists());
+        for s in staged {
+            s.commit().unwrap();
+        }
+        assert_eq!((read(&a), read(&b)), ("new a".into(), "new b".into()));
+        // Dropped without a commit: gone, target untouched.
+        let mut f = AtomicFile::create(&a).unwrap();
+        f.write_all(b"newer").unwrap();
+        drop(f.close().unwrap());
+        assert_eq!(read(&a), "new a");
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 2);
     }
 
     #[test]
