@@ -5,11 +5,15 @@
 //!   `--force`; with it, that trace is replaced, and nothing else in DIR is touched.
 //! * DIR holding anything else: refused, `--force` or not (mpiscope did not write it).
 //!
-//! The run writes into a new sibling of DIR (same parent: every move is a rename on one
-//! file system). Only when the run has produced at least one rank file does the old
-//! trace's own files go and the new ones move in; a launch that fails (a missing program,
-//! a launcher that exits before any rank starts recording) leaves DIR as it was and
-//! removes only the sibling.
+//! A new or empty DIR is written directly (nothing there can be lost; a launch that
+//! writes no rank file leaves it as it was, and a DIR this run created is removed again).
+//! To replace an earlier trace, the run writes into a new sibling of DIR (same parent:
+//! every move is a rename on one file system). Only when the run has produced at least
+//! one rank file do the old trace's own files go and the new ones move in; a launch that
+//! fails (a missing program, a launcher that exits before any rank starts recording)
+//! leaves DIR as it was and removes only the sibling. Were `mpiscope trace` itself killed
+//! (SIGKILL) during such a run, the old trace stays in DIR and the new one in the sibling
+//! (`.DIR.mpiscope-*`): neither is lost.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -43,21 +47,27 @@ fn scan(dir: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((trace, other))
 }
 
-/// The output of one `mpiscope trace` run: the directory asked for and the sibling the
-/// run writes into.
+/// How the run reaches DIR.
+enum Mode {
+    /// DIR was new (`created`) or empty: the run writes into it.
+    Direct { created: bool },
+    /// DIR holds an earlier trace: the run writes into this sibling, removed with what is
+    /// in it when dropped.
+    Replace { staging: tempfile::TempDir },
+}
+
+/// The output of one `mpiscope trace` run: the directory asked for and where the run
+/// writes.
 pub struct TraceOutput {
     /// DIR, resolved (a symbolic link to a directory is followed).
     dest: PathBuf,
-    /// Whether DIR existed.
-    existed: bool,
-    /// The sibling the run writes into; removed, with what is in it, when dropped.
-    staging: tempfile::TempDir,
+    mode: Mode,
 }
 
 impl TraceOutput {
     /// Checks DIR (see the module's rules) and creates the sibling.
     pub fn prepare(dir: &Path, force: bool) -> Result<TraceOutput> {
-        let (dest, existed) = match std::fs::metadata(dir) {
+        let dest = match std::fs::metadata(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if std::fs::symlink_metadata(dir).is_ok() {
                     bail!(
@@ -76,7 +86,13 @@ impl TraceOutput {
                     .with_context(|| format!("-o {}: not a directory name", dir.display()))?;
                 let parent = std::fs::canonicalize(&parent)
                     .with_context(|| format!("cannot resolve {}", parent.display()))?;
-                (parent.join(name), false)
+                let dest = parent.join(name);
+                std::fs::create_dir(&dest)
+                    .with_context(|| format!("cannot create {}", dest.display()))?;
+                return Ok(TraceOutput {
+                    dest,
+                    mode: Mode::Direct { created: true },
+                });
             }
             Err(e) => bail!("-o {}: {e}", dir.display()),
             Ok(m) if !m.is_dir() => bail!(
@@ -115,8 +131,13 @@ impl TraceOutput {
                          apply to a directory mpiscope did not write: choose another -o",
                         dir.display()
                     );
+                } else {
+                    return Ok(TraceOutput {
+                        dest: real,
+                        mode: Mode::Direct { created: false },
+                    });
                 }
-                (real, true)
+                real
             }
         };
         let parent = dest.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -131,14 +152,21 @@ impl TraceOutput {
             .with_context(|| format!("cannot create a directory in {}", parent.display()))?;
         Ok(TraceOutput {
             dest,
-            existed,
-            staging,
+            mode: Mode::Replace { staging },
         })
     }
 
     /// The directory the run writes into (`MPISCOPE_DIR`).
     pub fn run_dir(&self) -> &Path {
-        self.staging.path()
+        match &self.mode {
+            Mode::Direct { .. } => &self.dest,
+            Mode::Replace { staging } => staging.path(),
+        }
+    }
+
+    /// Whether DIR existed before this run.
+    pub fn existed(&self) -> bool {
+        !matches!(self.mode, Mode::Direct { created: true })
     }
 
     /// The directory the trace ends in.
@@ -168,24 +196,30 @@ impl TraceOutput {
     /// trace's own files go first; other files stay); otherwise leaves DIR as it was.
     /// Either way the sibling is gone afterwards. Returns whether a trace was put in place.
     pub fn finish(self) -> Result<bool> {
-        if self.rank_files()?.0 == 0 {
-            return Ok(false);
-        }
-        if !self.existed {
-            let staging = self.staging.keep();
-            if let Err(e) = std::fs::rename(&staging, &self.dest) {
-                let _ = std::fs::remove_dir_all(&staging);
-                return Err(e).with_context(|| {
-                    format!("cannot move the trace into {}", self.dest.display())
-                });
+        let wrote = self.rank_files()?.0 > 0;
+        let Mode::Replace { staging } = &self.mode else {
+            if !wrote {
+                // DIR held no trace before: what the run left of one (a manifest) is its own.
+                let (partial, _) = scan(&self.dest)?;
+                for f in partial {
+                    std::fs::remove_file(&f)
+                        .with_context(|| format!("cannot remove {}", f.display()))?;
+                }
+                if matches!(self.mode, Mode::Direct { created: true }) {
+                    // Only if still empty: nothing else is ever removed.
+                    let _ = std::fs::remove_dir(&self.dest);
+                }
             }
-            return Ok(true);
+            return Ok(wrote);
+        };
+        if !wrote {
+            return Ok(false);
         }
         let (old, _) = scan(&self.dest)?;
         for f in old {
             std::fs::remove_file(&f).with_context(|| format!("cannot remove {}", f.display()))?;
         }
-        let (new, stray) = scan(self.run_dir())?;
+        let (new, stray) = scan(staging.path())?;
         for f in new.iter().chain(&stray) {
             let Some(name) = f.file_name() else { continue };
             let to = self.dest.join(name);
