@@ -5,7 +5,7 @@
 //! private temporary directory.
 
 mod common;
-#[allow(dead_code)]
+// The synthetic trace writer of the export tests (it allows its own unused helpers).
 #[path = "../../export/tests/common/mod.rs"]
 mod synthetic;
 
