@@ -305,11 +305,6 @@ fn check_options(a: &TraceArgs) -> Result<()> {
     for s in &a.sample {
         crate::recorder::sample(s)?;
     }
-    if let Some(p) = &a.plugin {
-        if !p.is_file() {
-            bail!("--plugin {}: no such file", p.display());
-        }
-    }
     Ok(())
 }
 
@@ -362,7 +357,14 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         opt("MPISCOPE_SIGNALS", Some("off".into()));
     }
 
-    let code = spawn(cmd, &target, &env)?;
+    let code = match spawn(cmd, &target, &env) {
+        Ok(code) => code,
+        Err(e) => {
+            // Nothing ran: what was made for the run goes (an earlier trace stays).
+            let _ = output.finish();
+            return Err(e);
+        }
+    };
 
     // Complete the manifest (it names the directory the trace ends in) and summarize.
     let dest = output.dest().to_path_buf();

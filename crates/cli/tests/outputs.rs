@@ -324,6 +324,18 @@ fn trace_refuses_foreign_directories_and_bad_recorder_options() {
         assert!(e.contains(&format!("mpiscope: error: {named}")), "{e}");
         assert!(!fresh.exists(), "{opts:?} created {}", fresh.display());
     }
+    // A program that cannot be started: the directory made for it goes again.
+    let o = Command::new(mpiscope())
+        .arg("trace")
+        .arg("-o")
+        .arg(&fresh)
+        .args(["--flavour", "openmpi", "--"])
+        .arg(tmp.path().join("no-such-program"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no-such-program"), "{}", stderr(&o));
+    assert!(!fresh.exists(), "a failed launch left {}", fresh.display());
 }
 
 fn hashes(dir: &Path) -> Vec<(String, Vec<u8>)> {
