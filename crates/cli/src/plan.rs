@@ -41,6 +41,10 @@ pub struct PlanArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Use an --out that holds another study's results (they are removed first: the
+    /// studies are never mixed), and replace output files that mpiscope did not write.
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `mpiscope plan`.
@@ -75,6 +79,10 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             a.study.display()
         );
     }
+    // Figure paths stay inside --out, and --out belongs to this study: checked before
+    // anything runs.
+    mpiscope_plan::outdir::figure_paths(&study, &out)?;
+    mpiscope_plan::outdir::claim(&study, &out, a.force)?;
     let share = Share::from_launcher(|k| std::env::var(k).ok());
     if !a.report {
         let runner: Box<dyn WorkloadRunner> = match &study.workload {
@@ -155,7 +163,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             return Ok(0);
         }
     }
-    let written = mpiscope_plan::write_results(&study, &out)?;
+    let written = mpiscope_plan::write_results(&study, &out, a.force)?;
     if !written.missing.is_empty() {
         eprintln!(
             "mpiscope plan: {} of {} points not finished yet (other processes, or rerun); \

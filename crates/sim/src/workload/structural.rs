@@ -145,7 +145,7 @@ pub fn write_file(form: &StructuralRun, path: &std::path::Path) -> Result<u64, W
     } else {
         json
     };
-    std::fs::write(path, &bytes).map_err(|e| io(&e))?;
+    mpiscope_files::write_atomic(path, &bytes).map_err(|e| io(&e))?;
     Ok(bytes.len() as u64)
 }
 
