@@ -347,6 +347,11 @@ impl BlockEncoder {
         &self.buf[..self.pos]
     }
 
+    /// Sets the thread index written in the headers of later blocks.
+    pub fn set_thread(&mut self, thread: u16) {
+        self.thread = thread;
+    }
+
     /// Starts a new, empty block.
     pub fn clear(&mut self) {
         self.pos = BLOCK_HEADER_LEN;
