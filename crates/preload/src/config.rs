@@ -17,6 +17,7 @@
 //! | `MPISCOPE_CLOCK` | `auto`, `tsc`, `monotonic` | `auto` |
 //! | `MPISCOPE_PLUGIN` | shared object with PRE/POST callbacks | none |
 //! | `MPISCOPE_SIGNALS` | `on`: write the record when a signal ends the process | `on` |
+//! | `MPISCOPE_FLUSH_EVERY` | seconds: a buffer older than this is written, and a thread inside one MPI call for this long has its record written (0: only full buffers) | `1` |
 //! | `MPISCOPE_HANG_AFTER` | seconds inside one MPI call after which the rank's record is written and the hang reported | off |
 //! | `MPISCOPE_HANG_ACTION` | `report` (the program goes on) or `kill` (the rank ends after its record) | `report` |
 //! | `MPISCOPE_DISABLE` | `1`: load but record nothing | unset |
@@ -64,6 +65,8 @@ pub struct Config {
     pub plugin: Option<String>,
     /// Flush on fatal signals.
     pub signals: bool,
+    /// Buffers older than this are written (ns; 0: only full buffers).
+    pub flush_every_ns: u64,
     /// Report a call that lasts longer than this (ns).
     pub hang_after_ns: Option<u64>,
     /// End the rank after reporting a hang.
@@ -90,6 +93,7 @@ impl Default for Config {
             clock: "auto".into(),
             plugin: None,
             signals: true,
+            flush_every_ns: 1_000_000_000,
             hang_after_ns: None,
             hang_kill: false,
             disabled: false,
@@ -244,6 +248,9 @@ impl Config {
         if let Some(v) = get("MPISCOPE_SIGNALS") {
             c.signals = on_off("MPISCOPE_SIGNALS", &v)?;
         }
+        if let Some(v) = get("MPISCOPE_FLUSH_EVERY") {
+            c.flush_every_ns = seconds("MPISCOPE_FLUSH_EVERY", &v)?;
+        }
         if let Some(v) = get("MPISCOPE_HANG_AFTER") {
             let ns = seconds("MPISCOPE_HANG_AFTER", &v)?;
             if ns < 1_000_000 {
@@ -309,6 +316,7 @@ impl Config {
             "clock": self.clock,
             "plugin": self.plugin,
             "signals": self.signals,
+            "flush_every_s": self.flush_every_ns as f64 / 1e9,
             "hang_after_s": self.hang_after_ns.map(|d| d as f64 / 1e9),
             "hang_action": if self.hang_kill { "kill" } else { "report" },
         })

@@ -10,7 +10,7 @@
 //! * [`session`]: start (after `MPI_Init`), the rank file's definitions, and the endings
 //!   (`MPI_Finalize`, exit, `MPI_Abort`); `sink` writes blocks and the trailer and stops
 //!   cleanly when the file system refuses; `signals` and [`interpose`] make every signal
-//!   ending leave a complete record, `hang` reports calls that never return;
+//!   ending leave a complete record, `keeper` writes the record of threads blocked in MPI and reports hangs;
 //! * [`threads`]: the registry of per-thread states and their phases;
 //! * [`comms`], [`requests`], [`handles`]: communicator, request, datatype and operation
 //!   tracking, so events carry world ranks, request ids and byte counts;
@@ -49,8 +49,8 @@ pub mod clock;
 pub mod comms;
 pub mod config;
 pub mod handles;
-mod hang;
 pub mod interpose;
+mod keeper;
 pub mod plugin;
 pub mod requests;
 pub mod rt;

@@ -45,6 +45,8 @@ pub static CONFIGURED: [AtomicU8; NCALLS] = [const { AtomicU8::new(MODE_OFF) }; 
 pub static SAMPLE_EVERY: [AtomicU64; NCALLS] = [const { AtomicU64::new(1) }; NCALLS];
 /// How often the core is read.
 pub static CORE_MODE: AtomicU8 = AtomicU8::new(1);
+/// A block whose first event is older than this many ticks is written at the next event.
+pub static FLUSH_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Recording window in ticks: events entering outside [start, end) are counted, not written.
 pub static WINDOW_START: AtomicU64 = AtomicU64::new(0);
 /// End of the recording window.
@@ -234,6 +236,8 @@ pub struct ThreadState {
     pub(crate) watch: Watch,
     /// The call in progress whose hang was reported (its `seq`).
     pub(crate) hang_reported: AtomicU64,
+    /// The call in progress during which the keeper had the record written (its `seq`).
+    pub(crate) kept: AtomicU64,
     /// Encoder of the current block.
     pub enc: BlockEncoder,
     /// Encoder of the open block written when a record sees a call in progress.
@@ -274,6 +278,7 @@ impl ThreadState {
             open: OpenCall::NONE,
             watch: Watch::default(),
             hang_reported: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
             enc: BlockEncoder::new(block, index),
             open_enc: BlockEncoder::new(OPEN_BLOCK, index),
             args: Args::EMPTY,
@@ -627,6 +632,11 @@ impl CallGuard {
         };
         if !t.enc.push(&ev) {
             push_slow(&mut t.enc, t.index, &ev);
+        }
+        // A block older than the flush interval is written now: a rank killed later loses
+        // at most that much of its record.
+        if t_exit.wrapping_sub(t.enc.base_ticks()) > FLUSH_TICKS.load(Ordering::Relaxed) {
+            flush_encoder(&mut t.enc);
         }
         t.leave();
     }

@@ -478,9 +478,17 @@ pub fn start() {
     if cfg.signals {
         crate::signals::install();
     }
-    if let Some(after) = cfg.hang_after_ns {
-        crate::hang::start(after, cfg.hang_kill, tps / 1e9);
+    let per_ns = tps / 1e9;
+    let ticks = |ns: u64| (ns as f64 * per_ns) as u64;
+    if cfg.flush_every_ns > 0 {
+        rt::FLUSH_TICKS.store(ticks(cfg.flush_every_ns), Ordering::Relaxed);
     }
+    crate::keeper::start(crate::keeper::Keeper {
+        flush_ticks: ticks(cfg.flush_every_ns),
+        hang_ticks: cfg.hang_after_ns.map(ticks),
+        kill: cfg.hang_kill,
+        ticks_per_ns: per_ns,
+    });
     // SAFETY: registering a plain function.
     unsafe { libc::atexit(on_exit) };
 }

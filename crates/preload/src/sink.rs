@@ -186,10 +186,16 @@ fn stop_on_error(errno: c_int) {
         len: 0,
     };
     let what = error_text(errno);
-    let _ = write!(w, "stopped: cannot write the trace: {what}");
+    let _ = write!(w, "tracing stopped: cannot write the trace: {what}");
     let (t, ns) = clock::pair();
     let secs = ns.saturating_sub(crate::session::epoch_ns()) as f64 / 1e9;
-    note_raw("stopped", 0, None, w.as_str(), t);
+    note_raw(
+        "stopped",
+        0,
+        None,
+        &w.as_str()["tracing stopped: ".len()..],
+        t,
+    );
     write_trailer(w.as_str());
     warn_args(format_args!(
         "cannot write the trace: {what}; tracing stopped at {secs:.3} s with {} events in the file ({len} bytes); the program continues",
@@ -406,7 +412,7 @@ pub(crate) fn ended() -> bool {
 }
 
 /// Reason text for a signal ending: `signal SIGTERM (sent by process 1234)`.
-pub(crate) fn signal_reason<'a>(buf: &'a mut [u8], sig: c_int, from: Option<i32>) -> &'a str {
+pub(crate) fn signal_reason(buf: &mut [u8], sig: c_int, from: Option<i32>) -> &str {
     let mut w = FixedBuf { buf, len: 0 };
     let _ = write!(w, "signal {}", crate::signals::name(sig));
     if let Some(pid) = from {

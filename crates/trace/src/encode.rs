@@ -347,6 +347,12 @@ impl BlockEncoder {
         &self.buf[..self.pos]
     }
 
+    /// Entry ticks of the block's first event (meaningful while the block is not empty).
+    #[inline(always)]
+    pub fn base_ticks(&self) -> u64 {
+        self.base_ticks
+    }
+
     /// Sets the thread index written in the headers of later blocks.
     pub fn set_thread(&mut self, thread: u16) {
         self.thread = thread;

@@ -58,7 +58,15 @@ impl Ending {
             Some(n) => format!(", {n} events lost"),
         };
         match (&self.reason, &self.cut) {
-            (Some(r), None) if self.complete => format!("complete ({r}{lost})"),
+            (Some(r), None) if self.complete && (r == "finalize" || r == "exit") => {
+                format!("complete ({r}{lost})")
+            }
+            (Some(r), None) if self.complete && r.starts_with("tracing stopped") => {
+                format!("{r} at {t:.6} s{lost}; the record is whole up to then")
+            }
+            (Some(r), None) if self.complete => {
+                format!("ended by {r} at {t:.6} s{lost}; the record is whole up to then")
+            }
             (Some(r), _) => format!(
                 "ended by {r}{lost}; {}",
                 self.cut.as_deref().unwrap_or("the file is damaged after the trailer")
