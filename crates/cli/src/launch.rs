@@ -59,6 +59,20 @@ pub struct TraceArgs {
     /// Do not flush the trace on fatal signals.
     #[arg(long)]
     no_signals: bool,
+    /// Write each thread's buffered events at least this often, and the record of a thread
+    /// blocked in one MPI call for this long (seconds; 0: only when a buffer is full). A rank
+    /// killed with SIGKILL loses at most this much, or one buffer.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    flush_every: Option<f64>,
+    /// Report a rank that stays inside one MPI call this long (`60`, `90s`, `5m`): its
+    /// record and that of every thread inside MPI are written, so `mpiscope report` shows
+    /// where each rank waits and the wait-for cycle, while the job still runs.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    hang_after: Option<f64>,
+    /// What to do once a hang is reported: `report` (the program goes on) or `kill` (the
+    /// rank ends its record and kills itself, and the launcher ends the job).
+    #[arg(long, value_name = "ACTION", value_parser = ["report", "kill"], requires = "hang_after")]
+    hang_action: Option<String>,
     /// MPI flavour of the program: auto, openmpi, mpich.
     #[arg(long, default_value = "auto")]
     flavour: String,
@@ -68,6 +82,34 @@ pub struct TraceArgs {
     /// The command: a launcher and its arguments (`mpirun -np 4 ./app`), or a program.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// Parses a duration: seconds (`60`, `2.5`), or with a unit (`90s`, `5m`, `1h`).
+fn parse_duration(v: &str) -> Result<f64, String> {
+    let t = v.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1.0),
+        Some('m') => (&t[..t.len() - 1], 60.0),
+        Some('h') => (&t[..t.len() - 1], 3600.0),
+        _ => (t, 1.0),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}`: expected seconds, or a number with s, m or h"))?;
+    let s = n * mult;
+    if !(0.001..=1e9).contains(&s) {
+        return Err(format!("`{v}`: expected between 1 ms and 1e9 s"));
+    }
+    Ok(s)
+}
+
+/// Parses a number of seconds that may be 0.
+fn parse_interval(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(s),
+        _ => Err(format!("`{v}`: expected seconds between 0 and 1e9")),
+    }
 }
 
 /// How a launcher takes environment variables.
@@ -356,6 +398,9 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if a.no_signals {
         opt("MPISCOPE_SIGNALS", Some("off".into()));
     }
+    opt("MPISCOPE_FLUSH_EVERY", a.flush_every.map(|s| s.to_string()));
+    opt("MPISCOPE_HANG_AFTER", a.hang_after.map(|s| s.to_string()));
+    opt("MPISCOPE_HANG_ACTION", a.hang_action.clone());
 
     let code = match spawn(cmd, &target, &env) {
         Ok(code) => code,

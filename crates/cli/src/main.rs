@@ -408,6 +408,7 @@ fn run(cli: Cli) -> Result<i32> {
             let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
             p.matrix = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &window)?;
             if window.is_all() {
+                p.endings = Some(mpiscope_analyze::ending::endings(&run)?);
                 p.balance = Some(mpiscope_analyze::balance::balance(
                     &run,
                     &p.per_rank,

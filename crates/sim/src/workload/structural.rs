@@ -403,6 +403,7 @@ fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
                 })
             })
             .collect(),
+        unfinished: false,
     }
 }
 
