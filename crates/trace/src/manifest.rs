@@ -9,29 +9,33 @@ use crate::reader::{RankReader, ReadError};
 /// Opens `path` for reading if it is a regular file (a FIFO would block, a device never
 /// ends): the one way the trace crate opens its inputs.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let kind = |what: &str| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("not a regular file ({what})"),
-        )
-    };
     let m = std::fs::metadata(path)?;
     if !m.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let t = m.file_type();
-        return Err(kind(if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a named pipe"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else if t.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        }));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            kind_of(&m),
+        ));
     }
     std::fs::File::open(path)
+}
+
+/// What a file that is not regular is: `not a regular file (a named pipe)`.
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "not a regular file (a directory)"
+    } else if t.is_fifo() {
+        "not a regular file (a named pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "not a regular file (a device)"
+    } else if t.is_socket() {
+        "not a regular file (a socket)"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Name of the manifest file in a run directory.
@@ -117,12 +121,12 @@ pub struct Manifest {
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
     /// The manifest could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The system error.
-        source: std::io::Error,
+        /// The system error (in the message only, so that it is printed once).
+        error: std::io::Error,
     },
     /// The manifest is not valid JSON of the expected shape, or its values are impossible
     /// (line and column 0: the whole file).
@@ -154,6 +158,9 @@ pub struct RunDir {
     pub manifest: Option<Manifest>,
     /// Rank files found, sorted by rank.
     pub rank_files: Vec<(u32, PathBuf)>,
+    /// Entries named like rank files that are not regular files (never opened), with what
+    /// they are.
+    pub not_files: Vec<(u32, String)>,
 }
 
 impl RunDir {
@@ -180,15 +187,16 @@ impl RunDir {
             Err(source) => {
                 return Err(RunDirError::Io {
                     path: mpath,
-                    source,
+                    error: source,
                 })
             }
         };
         let entries = std::fs::read_dir(&path).map_err(|source| RunDirError::Io {
             path: path.clone(),
-            source,
+            error: source,
         })?;
         let mut rank_files = Vec::new();
+        let mut not_files = Vec::new();
         for e in entries.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -197,7 +205,12 @@ impl RunDir {
                 .and_then(|s| s.strip_suffix(".mpst"))
             {
                 if let Ok(r) = num.parse::<u32>() {
-                    rank_files.push((r, e.path()));
+                    // Never open a named pipe or a device where a rank file is expected.
+                    match std::fs::metadata(e.path()) {
+                        Ok(m) if m.is_file() => rank_files.push((r, e.path())),
+                        Ok(m) => not_files.push((r, kind_of(&m).to_owned())),
+                        Err(err) => not_files.push((r, err.to_string())),
+                    }
                 }
             }
         }
@@ -244,10 +257,12 @@ impl RunDir {
                 )));
             }
         }
+        not_files.sort();
         Ok(RunDir {
             path,
             manifest,
             rank_files,
+            not_files,
         })
     }
 

@@ -212,7 +212,8 @@ pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
         let mut prev_exit: Option<u64> = None;
         let mut events = 0u64;
         while let Some(mut ev) = reader.next_event() {
-            if ev.thread != 0 {
+            // Calls still in progress when the record ended never returned: left out.
+            if ev.thread != 0 || ev.unfinished {
                 continue;
             }
             events += 1;
