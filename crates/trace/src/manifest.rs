@@ -117,6 +117,44 @@ pub struct Manifest {
     pub exit_status: Option<i32>,
 }
 
+impl Manifest {
+    /// Checks what JSON cannot: a known major version, and a rank count that is at least 1
+    /// and backed by data present (the placement entries, or rank files up to
+    /// `last_rank_file`), so that nobody sizes a table by a number nothing supports.
+    pub fn validate(&self, last_rank_file: Option<u32>) -> Result<(), String> {
+        let major = self.format_version.split('.').next().unwrap_or("");
+        if major != crate::block::VERSION_MAJOR.to_string() {
+            return Err(format!(
+                "format_version {:?} is not supported (this reader reads {}.x)",
+                self.format_version,
+                crate::block::VERSION_MAJOR
+            ));
+        }
+        if self.ranks == 0 {
+            return Err("ranks is 0: a run has at least one rank".into());
+        }
+        let backed = self
+            .placement
+            .len()
+            .max(last_rank_file.map_or(0, |r| r as usize + 1));
+        if self.ranks as usize > backed {
+            return Err(format!(
+                "ranks is {} but the manifest places {} and the directory holds rank files up to rank {}",
+                self.ranks,
+                self.placement.len(),
+                last_rank_file.map_or(-1, i64::from)
+            ));
+        }
+        if let Some(p) = self.placement.iter().find(|p| p.rank >= self.ranks) {
+            return Err(format!(
+                "placement names rank {} of a {}-rank run",
+                p.rank, self.ranks
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A problem with a run directory.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
@@ -219,43 +257,13 @@ impl RunDir {
             return Err(RunDirError::Empty(path));
         }
         if let Some(m) = &manifest {
-            let bad = |message: String| RunDirError::BadManifest {
-                path: mpath.clone(),
-                line: 0,
-                column: 0,
-                message,
-            };
-            let major = m.format_version.split('.').next().unwrap_or("");
-            if major != crate::block::VERSION_MAJOR.to_string() {
-                return Err(bad(format!(
-                    "format_version {:?} is not supported (this reader reads {}.x)",
-                    m.format_version,
-                    crate::block::VERSION_MAJOR
-                )));
-            }
-            if m.ranks == 0 {
-                return Err(bad("ranks is 0: a run has at least one rank".into()));
-            }
-            // Every count is checked against data present in the directory before anyone
-            // sizes a table by it: the recorder lists every rank in `placement`.
-            let backed = m
-                .placement
-                .len()
-                .max(rank_files.last().map_or(0, |(r, _)| *r as usize + 1));
-            if m.ranks as usize > backed {
-                return Err(bad(format!(
-                    "ranks is {} but the manifest places {} and the directory holds rank files up to rank {}",
-                    m.ranks,
-                    m.placement.len(),
-                    rank_files.last().map_or(-1, |(r, _)| i64::from(*r))
-                )));
-            }
-            if let Some(p) = m.placement.iter().find(|p| p.rank >= m.ranks) {
-                return Err(bad(format!(
-                    "placement names rank {} of a {}-rank run",
-                    p.rank, m.ranks
-                )));
-            }
+            m.validate(rank_files.last().map(|(r, _)| *r))
+                .map_err(|message| RunDirError::BadManifest {
+                    path: mpath.clone(),
+                    line: 0,
+                    column: 0,
+                    message,
+                })?;
         }
         not_files.sort();
         Ok(RunDir {
