@@ -2,6 +2,7 @@
 
 mod bench;
 mod calibrate;
+mod child;
 mod hpl;
 mod launch;
 mod outputs;
