@@ -209,6 +209,15 @@ pub enum WorkloadError {
         /// What went wrong.
         message: String,
     },
+    /// A well-formed input that the replay cannot simulate faithfully (calls from several
+    /// threads of a rank).
+    #[error("{path}: {message}")]
+    Unsupported {
+        /// The file.
+        path: String,
+        /// What cannot be replayed, and why.
+        message: String,
+    },
 }
 
 /// The action stream of one rank.
