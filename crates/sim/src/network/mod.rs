@@ -22,7 +22,7 @@ pub type TransferId = u64;
 /// What a network model does.
 pub trait NetworkModel {
     /// Starts moving `bytes` from `src` to `dst` at `now`; the engine learns of its end
-    /// from [`NetworkModel::next_completion`].
+    /// from [`NetworkModel::next_transfer`].
     fn start(
         &mut self,
         platform: &Platform,

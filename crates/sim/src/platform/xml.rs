@@ -133,7 +133,7 @@ pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, Platform
 }
 
 /// Elements may nest this deep: SimGrid's platforms nest a few levels, and both the XML
-/// parser and the zone reader are recursive (see [`super::nesting`]).
+/// parser and the zone reader are recursive: a deeper text is refused before it is parsed.
 pub const MAX_DEPTH: usize = 256;
 
 /// Pending content of a `Cluster` zone, applied at its end (as SimGrid does).

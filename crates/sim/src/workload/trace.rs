@@ -12,7 +12,7 @@
 //! One thread per rank is replayed, the one that initialized MPI. Calls of other threads
 //! that only work locally (timers, datatypes) change nothing in the replay; a
 //! communication call from another thread (`MPI_THREAD_MULTIPLE` or `SERIALIZED` programs)
-//! stops the replay with an error that says so ([`several_threads`]): its messages would
+//! stops the replay with a [`WorkloadError::Unsupported`] that says so: its messages would
 //! otherwise be missing.
 
 use std::collections::{HashMap, VecDeque};
