@@ -30,6 +30,19 @@ pub fn warn_about_platform(p: &Platform) {
     }
 }
 
+/// As [`warn_about_platform`], for a platform written inline in the study `study`: the
+/// options are keys of its `[platform.config]` (the lines of the platform a point builds
+/// are not the study's).
+pub fn warn_about_inline_platform(p: &Platform, study: &std::path::Path) {
+    for w in &p.warnings {
+        eprintln!(
+            "mpiscope: warning: {}: [platform.config] {}",
+            study.display(),
+            w.message
+        );
+    }
+}
+
 /// Prints what a `--lenient` reading skipped: how many lines, and the first few with their
 /// file and line.
 pub fn report_skipped(log: &SkippedLines) {

@@ -77,7 +77,14 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
         if let Ok(setup) =
             mpiscope_plan::point::PointConfig::of(&study, p).and_then(|c| c.build(&study, p.index))
         {
-            crate::inputs::warn_about_platform(&setup.platform);
+            match &study.platform {
+                mpiscope_plan::study::PlatformSpec::Inline(_) => {
+                    crate::inputs::warn_about_inline_platform(&setup.platform, &a.study)
+                }
+                mpiscope_plan::study::PlatformSpec::File(_) => {
+                    crate::inputs::warn_about_platform(&setup.platform)
+                }
+            }
         }
     }
     let out = a.out.clone().unwrap_or_else(|| a.study.with_extension(""));

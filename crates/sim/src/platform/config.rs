@@ -3,8 +3,27 @@
 //! the warning a reader gives for every other one, so that a misspelt option is not
 //! ignored in silence.
 //!
-//! Readers call [`check_key`] once per key and keep its message in
-//! [`super::Platform::warnings`]; front ends print them.
+//! Readers call [`check_key`] once per key and keep its message, with the file and line,
+//! as an [`OptionWarning`] in [`super::Platform::warnings`]; front ends print them.
+
+/// An option of a platform file that the simulator does not use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionWarning {
+    /// The platform file.
+    pub path: String,
+    /// 1-based line of the option.
+    pub line: usize,
+    /// The option's name.
+    pub key: String,
+    /// Why it is not used ([`check_key`]'s message).
+    pub message: String,
+}
+
+impl std::fmt::Display for OptionWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.path, self.line, self.message)
+    }
+}
 
 /// Which platform format a key was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

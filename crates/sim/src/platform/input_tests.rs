@@ -113,8 +113,8 @@ fn toml_speeds_and_bandwidths_must_be_positive() {
     );
 }
 
-fn warnings(p: &Platform) -> Vec<&str> {
-    p.warnings.iter().map(String::as_str).collect()
+fn warnings(p: &Platform) -> Vec<String> {
+    p.warnings.iter().map(ToString::to_string).collect()
 }
 
 #[test]

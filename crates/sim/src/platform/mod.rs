@@ -243,10 +243,10 @@ pub struct Platform {
     /// (`smpi/bw-factor`, `network/weight-S`, ...): XML `<config><prop id value>`, TOML
     /// `[config]`. Applied by the replay unless its own options say otherwise.
     pub config: std::collections::BTreeMap<String, String>,
-    /// What the platform file says that the simulator does not use, one message per
-    /// option (`p.xml:3: unknown option ...`, see [`config::check_key`]): front ends print
-    /// them as warnings.
-    pub warnings: Vec<String>,
+    /// The options of the platform file that the simulator does not use, one per option
+    /// (`p.xml:3: unknown option ...`, see [`config::check_key`]): front ends print them as
+    /// warnings.
+    pub warnings: Vec<config::OptionWarning>,
 }
 
 impl Platform {

@@ -345,8 +345,13 @@ pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> 
         .map(|(key, v)| {
             let span = key.span();
             let k = key.into_inner();
-            if let Some(w) = super::config::check_key(&k, super::config::Format::Toml) {
-                warnings.push(format!("{name}:{}: {w}", ctx.line(span.start)));
+            if let Some(message) = super::config::check_key(&k, super::config::Format::Toml) {
+                warnings.push(super::config::OptionWarning {
+                    path: name.to_string(),
+                    line: ctx.line(span.start),
+                    key: k.clone(),
+                    message,
+                });
             }
             match v {
                 ::toml::Value::String(s) => Ok((k, s)),

@@ -157,8 +157,8 @@ struct Reader<'a, 'i> {
     config: std::collections::BTreeMap<String, String>,
     loopback_lat: f64,
     loopback: Option<LinkId>,
-    /// Options not used, one message each (see [`super::config::check_key`]).
-    warnings: Vec<String>,
+    /// Options not used, one each (see [`super::config::check_key`]).
+    warnings: Vec<super::config::OptionWarning>,
 }
 
 type R<T> = Result<T, PlatformError>;
@@ -276,9 +276,13 @@ impl<'a, 'i> Reader<'a, 'i> {
             }
             let seen = self.config.insert(id.to_string(), value.to_string());
             if seen.is_none() {
-                if let Some(w) = super::config::check_key(id, super::config::Format::Xml) {
-                    let line = self.doc.text_pos_at(p.range().start).row;
-                    self.warnings.push(format!("{}:{line}: {w}", self.path));
+                if let Some(message) = super::config::check_key(id, super::config::Format::Xml) {
+                    self.warnings.push(super::config::OptionWarning {
+                        path: self.path.to_string(),
+                        line: self.doc.text_pos_at(p.range().start).row as usize,
+                        key: id.to_string(),
+                        message,
+                    });
                 }
             }
         }
