@@ -24,7 +24,7 @@ for r in $(seq "$ROUNDS"); do
   u=$(run $launch "$out/iprobe_loop" "$CALLS" 5)
   m=$(run $launch -x LD_PRELOAD="$PWD/$out/libminimal.so" "$out/iprobe_loop" "$CALLS" 5)
   rm -rf "$out/trace"
-  t=$(run target/release/mpiscope trace -o "$out/trace" -- $launch "$out/iprobe_loop" "$CALLS" 5)
+  t=$(run target/release/mpiscope trace --force -o "$out/trace" -- $launch "$out/iprobe_loop" "$CALLS" 5)
   bytes=$(cat "$out"/trace/rank-*.mpst | wc -c)
   echo "$u $m $t $bytes" >> "$out/samples.txt"
   echo "round $r: untraced $u ns, minimal wrapper $m ns, mpiscope $t ns per call; trace $bytes bytes"

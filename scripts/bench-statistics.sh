@@ -24,10 +24,10 @@ s = open("crates/cli/tests/record_misc.rs").read()
 start = s.index('const HPCC_INPUT: &str = "\\\n') + len('const HPCC_INPUT: &str = "\\\n')
 open(sys.argv[1], "w").write(s[start:s.index('";', start)])
 PY
-(cd "$out/hpcc" && "../../../$M" trace -o ../hpcc-trace --sample MPI_Iprobe=1000 -- \
+(cd "$out/hpcc" && "../../../$M" trace --force -o ../hpcc-trace --sample MPI_Iprobe=1000 -- \
   mpirun --allow-run-as-root --oversubscribe -np 4 --mca mpi_yield_when_idle 1 /usr/bin/hpcc) 2>&1 | tail -1
 mpicc -O2 -o "$out/halo" tests/programs/npb/halo.c
-$M trace -o "$out/halo-trace" -- mpirun --allow-run-as-root --oversubscribe -np 4 \
+$M trace --force -o "$out/halo-trace" -- mpirun --allow-run-as-root --oversubscribe -np 4 \
   --mca mpi_yield_when_idle 1 "$out/halo" 200000 10 2>&1 | tail -1
 for t in hpcc-trace halo-trace; do
   echo "== $t: statistics pass alone, $REPS repeats"

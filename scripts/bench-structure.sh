@@ -13,7 +13,7 @@ cargo build --release -q -p mpiscope -p mpiscope-preload-openmpi
 out=target/bench-structure
 rm -rf "$out" && mkdir -p "$out"
 mpicc -g -O1 -o "$out/halo" tests/programs/npb/halo.c
-target/release/mpiscope trace -o "$out/run" -- mpirun --allow-run-as-root --oversubscribe -np 4 \
+target/release/mpiscope trace --force -o "$out/run" -- mpirun --allow-run-as-root --oversubscribe -np 4 \
   --mca mpi_yield_when_idle 1 "$out/halo" "$ITERS" 10
 events=$(target/release/mpiscope report "$out/run" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
 raw=$(du -sb "$out/run" | cut -f1)

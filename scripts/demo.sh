@@ -12,7 +12,7 @@ mkdir -p target/demo
 mpicc -g -O2 -o target/demo/halo examples/halo.c -lm
 
 echo "== mpiscope trace -o target/demo/trace -- mpirun -np 4 target/demo/halo"
-target/release/mpiscope trace -o target/demo/trace -- \
+target/release/mpiscope trace --force -o target/demo/trace -- \
   mpirun --allow-run-as-root --oversubscribe -np 4 target/demo/halo 200
 echo
 echo "== mpiscope report target/demo/trace --html target/demo/report.html"

@@ -57,10 +57,12 @@ pub fn format_event(
     let fortran = call.is_some_and(|c| c.lang == mpiscope_trace::Lang::Fortran);
     let _ = write!(
         s,
-        "{rank}.{} {}.{:09} {:.3}us {name}{}",
+        "{rank}.{} {}.{:09} {}{:.3}us {name}{}",
         ev.thread,
         ev.t_enter / 1_000_000_000,
         ev.t_enter % 1_000_000_000,
+        // A call still in progress when the record ended: at least this long.
+        if ev.unfinished { ">=" } else { "" },
         ev.duration() as f64 / 1e3,
         if fortran { "(F)" } else { "" }
     );
@@ -191,19 +193,44 @@ fn dump_rank<R: std::io::Read>(
             writeln!(out, "# callsite {id}: {} {d}", frames.join(" < "))?;
         }
     }
-    if let Some(t) = reader.trailer() {
+    if n > 0 && opts.limit.is_some_and(|l| n >= l) {
+        // Cut short by --limit: the end of the record is not known here.
+        return Ok(());
+    }
+    reader.drain();
+    for note in reader.notes() {
         writeln!(
             out,
-            "# end: {} ({} events written, {} lost)",
-            t.reason, t.events, t.lost
+            "# note at {}.{:09}: {}{}{}",
+            note.time_ns / 1_000_000_000,
+            note.time_ns % 1_000_000_000,
+            note.kind,
+            note.signal
+                .as_deref()
+                .map(|x| format!(" {x}"))
+                .unwrap_or_default(),
+            if note.message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", note.message)
+            }
         )?;
-    } else if let Some(e) = reader.stopped() {
-        writeln!(out, "# end: file cut: {e}")?;
-    } else if opts.limit.is_none() {
-        writeln!(
+    }
+    let end = reader.ending();
+    match reader.trailer() {
+        Some(t) => writeln!(
             out,
-            "# end: no trailer (the rank did not end tracing normally)"
-        )?;
+            "# end: {} ({} events written, {} lost{})",
+            t.reason,
+            t.events,
+            t.lost,
+            if end.unfinished > 0 {
+                format!(", {} calls unfinished", end.unfinished)
+            } else {
+                String::new()
+            }
+        )?,
+        None => writeln!(out, "# end: {}", end.describe())?,
     }
     Ok(())
 }

@@ -399,7 +399,7 @@ pub const TOTAL_RGB: (u8, u8, u8) = (84, 39, 143);
 /// The page's head (title, style) and its heading.
 fn page_start(title: &str) -> String {
     format!(
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>\
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"generator\" content=\"mpiscope\"><title>{t}</title><style>\
          body{{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}}\
          table{{border-collapse:collapse;font-size:13px}}td,th{{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}}\
          td:first-child,th:first-child{{text-align:left}}figure{{margin:16px 0}}figcaption{{font-weight:bold;margin-bottom:4px}}\

@@ -3,6 +3,7 @@
 //! * [`profile`]: per-function counts, times and bytes, and per-rank compute versus MPI
 //!   time, streamed over every rank in constant memory per rank;
 //! * [`dump`]: events as text, one line each;
+//! * [`ending`]: how each rank's record ends, where ranks were waiting, wait-for cycles;
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
 //! * [`matrix`]: messages and bytes rank x rank, point-to-point and collective;
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
@@ -11,6 +12,7 @@
 pub mod balance;
 pub mod compare;
 pub mod dump;
+pub mod ending;
 pub mod histogram;
 pub mod html;
 pub mod matrix;

@@ -105,6 +105,10 @@ pub struct Profile {
     /// Rank x rank communication matrices ([`crate::matrix`]), when computed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matrix: Option<crate::matrix::Matrix>,
+    /// How each rank's record ends and where ranks were waiting ([`crate::ending`]), for
+    /// whole runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endings: Option<crate::ending::Endings>,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
 }
@@ -967,6 +971,9 @@ impl Profile {
                     p.node_of_rank
                 );
             }
+        }
+        if let Some(e) = &self.endings {
+            s.push_str(&e.to_text());
         }
         for w in &self.warnings {
             let _ = writeln!(s, "warning: {w}");

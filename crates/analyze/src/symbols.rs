@@ -79,6 +79,11 @@ impl Symbolizer {
             .modules
             .entry(path.to_owned())
             .or_insert_with(|| {
+                // A module path comes from the trace: open only regular files (a named pipe
+                // would block forever, a device never end).
+                if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                    return None;
+                }
                 let loader = addr2line::Loader::new(path).ok()?;
                 Some(Module {
                     loader,

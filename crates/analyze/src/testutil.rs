@@ -26,5 +26,6 @@ pub fn event(args: &[(Slot, i64)], lists: &[(ListKind, &[i64])]) -> Event {
                 values: v.to_vec(),
             })
             .collect(),
+        unfinished: false,
     }
 }

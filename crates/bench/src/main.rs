@@ -97,6 +97,12 @@ fn selected(params: &Params) -> anyhow::Result<Vec<Op>> {
 fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
     let np = world.size() as u64;
     let me = world.rank();
+    if me == 0 {
+        // Judged before the measurements, so a refused output costs no run.
+        if let Some(path) = &params.output {
+            mpiscope_files::check_output(path, &report::RESULTS, params.force)?;
+        }
+    }
     let ops = selected(params)?;
     let lengths = params.lengths();
     // Half of the transfer buffer sends, half receives.
@@ -248,8 +254,9 @@ fn run(world: &SimpleCommunicator, params: &Params) -> anyhow::Result<i32> {
             results.to_text()
         };
         match &params.output {
-            Some(path) => std::fs::write(path, text)
-                .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?,
+            Some(path) => {
+                mpiscope_files::write_output(path, &report::RESULTS, params.force, text.as_bytes())?
+            }
             None => std::io::stdout().write_all(text.as_bytes())?,
         }
     }

@@ -67,6 +67,10 @@ pub struct Params {
     /// CSV output.
     #[arg(long)]
     pub csv: bool,
+    /// Replace an existing output file that is not mpiscope-bench results (never a
+    /// directory, a symbolic link or a special file).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The largest count an MPI call takes (a C `int`).
@@ -111,7 +115,7 @@ pub fn rewrite_seed_syntax(args: impl IntoIterator<Item = String>) -> Vec<String
 fn takes_value(option: &str) -> bool {
     !matches!(
         option,
-        "--bytes" | "--validate" | "--json" | "--csv" | "--help" | "--version"
+        "--bytes" | "--validate" | "--json" | "--csv" | "--force" | "--help" | "--version"
     )
 }
 

@@ -7,6 +7,16 @@ use crate::method::Overheads;
 use crate::params::Params;
 use crate::stats::Summary;
 
+/// Results this benchmark wrote, in any of its formats (text, CSV, JSON): an output file
+/// holding them is replaced without `--force`.
+pub const RESULTS: mpiscope_files::Kind =
+    mpiscope_files::Kind::new("mpiscope-bench results", |h| {
+        use mpiscope_files::has_marker;
+        h.starts_with(b"# MPITEST (mpiscope-bench)")
+            || h.starts_with(b"repeat,operation,ints,bytes,iterations,")
+            || (has_marker(h, b"\"mpi_library\"") && has_marker(h, b"\"overheads\""))
+    });
+
 /// One measured (or skipped) operation at one length.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {

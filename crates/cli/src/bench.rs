@@ -21,8 +21,9 @@ pub struct BenchArgs {
     /// core i modulo the cores, as `busy_signal` needs; default: the launcher's choice),
     /// `--predict PLATFORM` (trace the run,
     /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
-    /// of `--predict` in DIR), then the arguments of `mpiscope-bench`, in the seed's syntax
-    /// or as long options.
+    /// of `--predict` in DIR), `--force` (replace an output file of another kind; with
+    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in the seed's syntax or as
+    /// long options.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
@@ -39,6 +40,7 @@ struct Parsed {
     bind_to_core: bool,
     predict: Option<PathBuf>,
     keep: Option<PathBuf>,
+    force: bool,
     rest: Vec<String>,
 }
 
@@ -51,6 +53,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
         bind_to_core: false,
         predict: None,
         keep: None,
+        force: false,
         rest: Vec::new(),
     };
     let mut i = 0;
@@ -60,6 +63,11 @@ fn parse(args: &[String]) -> Result<Parsed> {
                 .cloned()
                 .with_context(|| format!("{} needs a value", args[i]))
         };
+        if args[i] == "--force" {
+            p.force = true;
+            i += 1;
+            continue;
+        }
         match args[i].as_str() {
             "-np" | "--np" | "-n" => {
                 let v = value(i)?;
@@ -95,7 +103,11 @@ pub fn bench(args: BenchArgs) -> Result<i32> {
     if a.predict.is_some() {
         return predict(a);
     }
-    let mut cmd = mpirun_command(&a, &a.rest)?;
+    let mut bench_args = a.rest.clone();
+    if a.force {
+        bench_args.push("--force".into());
+    }
+    let mut cmd = mpirun_command(&a, &bench_args)?;
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {} (install openmpi-bin)", a.mpirun))?;
@@ -172,20 +184,28 @@ fn predict(a: Parsed) -> Result<i32> {
             bench_args.push(x.clone());
         }
     }
-    let (dir, temporary) = match &a.keep {
-        Some(d) => (d.clone(), false),
-        None => (
-            std::env::temp_dir().join(format!("mpiscope-predict-{}", std::process::id())),
-            true,
-        ),
+    // A private directory of an unpredictable name (nothing planted under a guessed name
+    // can redirect the run), removed with everything in it at the end; or the user's.
+    let (dir, _private) = match &a.keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).with_context(|| format!("cannot create {}", d.display()))?;
+            (d.clone(), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("mpiscope-predict-")
+                .tempdir()
+                .context("cannot create a temporary directory")?;
+            (t.path().to_path_buf(), Some(t))
+        }
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let outcome = predict_in(&a, &platform, &bench_args, &dir, json);
-    if temporary {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    outcome
+    predict_in(&a, &platform, &bench_args, &dir, json)
 }
+
+/// `mpiscope replay --json`'s report, as `--keep DIR/replay.json` holds it.
+const REPLAY_REPORT: mpiscope_files::Kind = mpiscope_files::Kind::new("a replay report", |h| {
+    mpiscope_files::has_marker(h, b"\"makespan_s\"")
+});
 
 fn predict_in(
     a: &Parsed,
@@ -201,7 +221,10 @@ fn predict_in(
         dir.join("traced-results.json"),
         dir.join("replay.json"),
     );
-    let _ = std::fs::remove_dir_all(&run);
+    // Outputs already in a --keep DIR: replaced if they are an earlier prediction's (the
+    // trace only with --force, as `mpiscope trace` has it), refused otherwise, before
+    // anything runs.
+    mpiscope_files::check_output(&replay, &REPLAY_REPORT, a.force)?;
     let with_output = |file: &std::path::Path| {
         let mut args = bench_args.to_vec();
         args.extend([
@@ -209,6 +232,9 @@ fn predict_in(
             "--output".into(),
             file.display().to_string(),
         ]);
+        if a.force {
+            args.push("--force".into());
+        }
         args
     };
     // The measurement runs untraced (the recorder adds its own cost to every call); a
@@ -220,10 +246,11 @@ fn predict_in(
     )?;
     let launch = mpirun_command(a, &with_output(&traced))?;
     let mut trace = Command::new(&me);
+    trace.arg("trace").arg("-o").arg(&run);
+    if a.force {
+        trace.arg("--force");
+    }
     trace
-        .arg("trace")
-        .arg("-o")
-        .arg(&run)
         .arg("--")
         .arg(launch.get_program())
         .args(launch.get_args());
@@ -241,8 +268,7 @@ fn predict_in(
             .args(["--callsites-by-size", "--json", "--quiet"]),
         "mpiscope replay",
     )?;
-    std::fs::write(&replay, &replayed)
-        .with_context(|| format!("cannot write {}", replay.display()))?;
+    crate::outputs::write(&replay, &REPLAY_REPORT, a.force, &replayed)?;
     let bench_text = std::fs::read_to_string(&results)
         .with_context(|| format!("cannot read {}", results.display()))?;
     let rows = mpiscope_calibrate::prediction::compare(

@@ -20,6 +20,10 @@ pub struct CalibrateArgs {
     /// Platform file to write (TOML).
     #[arg(short, long)]
     output: PathBuf,
+    /// Replace an existing file at `-o` that is not a calibrated platform (never a
+    /// directory, a symbolic link or a special file).
+    #[arg(long)]
+    force: bool,
     /// At most this many linear pieces (1 to 6: the fit tries every way to cut the sizes,
     /// which grows as their number to this power).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=6))]
@@ -79,6 +83,8 @@ fn time_kernels(samples: u32, passes: u32) -> Vec<KernelSample> {
 
 /// Runs `mpiscope calibrate`.
 pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
+    // Judged before the fit (and the kernel timings), so a refused output costs nothing.
+    mpiscope_files::check_output(&a.output, &crate::outputs::CALIBRATED_PLATFORM, a.force)?;
     let path = a.results.display().to_string();
     let text =
         std::fs::read_to_string(&a.results).with_context(|| format!("cannot read {path}"))?;
@@ -166,8 +172,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         protocol.as_ref(),
         &extra,
     );
-    std::fs::write(&a.output, platform)
-        .with_context(|| format!("cannot write {}", a.output.display()))?;
+    crate::outputs::write(
+        &a.output,
+        &crate::outputs::CALIBRATED_PLATFORM,
+        a.force,
+        platform.as_bytes(),
+    )?;
     if a.json {
         let j = serde_json::json!({
             "points": points,

@@ -55,10 +55,18 @@ pub struct HplArgs {
     /// configuration.
     #[arg(long)]
     timeline: Option<PathBuf>,
+    /// Replace an existing output file that mpiscope did not write (never a directory, a
+    /// symbolic link or a special file).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs `mpiscope hpl`.
 pub fn hpl(a: HplArgs) -> Result<i32> {
+    if let Some(path) = &a.timeline {
+        // Judged before the simulation, so a refused output costs nothing.
+        mpiscope_files::check_output(path, &crate::outputs::TIMELINE, a.force)?;
+    }
     let text = std::fs::read_to_string(&a.dat)
         .map_err(|e| anyhow!("cannot read {}: {e}", a.dat.display()))?;
     let dat = HplDat::parse(&text, &a.dat.display().to_string())?;
@@ -113,16 +121,18 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
         })
         .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
         if let Some(path) = &a.timeline {
-            let f = std::fs::File::create(path)
-                .with_context(|| format!("cannot create {}", path.display()))?;
-            let mut w = std::io::BufWriter::new(f);
+            let mut w = mpiscope_files::AtomicFile::create_output(
+                path,
+                &crate::outputs::TIMELINE,
+                a.force,
+            )?;
             mpiscope_sim::report::write_chrome_trace(
                 &r.timeline,
                 &mpiscope_hpl::phase_name,
                 &mut w,
             )
-            .and_then(|()| std::io::Write::flush(&mut w))
             .with_context(|| format!("cannot write {}", path.display()))?;
+            w.commit()?;
         }
         if a.json {
             json.push(serde_json::json!({

@@ -14,9 +14,14 @@ use clap::Args;
 /// Options of `mpiscope trace`.
 #[derive(Args, Debug)]
 pub struct TraceArgs {
-    /// Output run directory.
+    /// Output run directory: new, empty, or an earlier mpiscope trace (with --force).
     #[arg(short, long, default_value = "mpiscope-trace")]
     output: PathBuf,
+    /// Replace the mpiscope trace in -o DIR (its manifest.json and rank files, once the
+    /// new run has written a trace; other files in DIR are kept). Never applies to a
+    /// directory that holds no mpiscope trace.
+    #[arg(long)]
+    force: bool,
     /// Record one call in N of a function or group: `--sample MPI_Iprobe=10000` (repeatable).
     #[arg(long, value_name = "FUNC=N")]
     sample: Vec<String>,
@@ -54,6 +59,20 @@ pub struct TraceArgs {
     /// Do not flush the trace on fatal signals.
     #[arg(long)]
     no_signals: bool,
+    /// Write each thread's buffered events at least this often, and the record of a thread
+    /// blocked in one MPI call for this long (seconds; 0: only when a buffer is full). A rank
+    /// killed with SIGKILL loses at most this much, or one buffer.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+    flush_every: Option<f64>,
+    /// Report a rank that stays inside one MPI call this long (`60`, `90s`, `5m`): its
+    /// record and that of every thread inside MPI are written, so `mpiscope report` shows
+    /// where each rank waits and the wait-for cycle, while the job still runs.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    hang_after: Option<f64>,
+    /// What to do once a hang is reported: `report` (the program goes on) or `kill` (the
+    /// rank ends its record and kills itself, and the launcher ends the job).
+    #[arg(long, value_name = "ACTION", value_parser = ["report", "kill"], requires = "hang_after")]
+    hang_action: Option<String>,
     /// MPI flavour of the program: auto, openmpi, mpich.
     #[arg(long, default_value = "auto")]
     flavour: String,
@@ -63,6 +82,34 @@ pub struct TraceArgs {
     /// The command: a launcher and its arguments (`mpirun -np 4 ./app`), or a program.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// Parses a duration: seconds (`60`, `2.5`), or with a unit (`90s`, `5m`, `1h`).
+fn parse_duration(v: &str) -> Result<f64, String> {
+    let t = v.trim();
+    let (num, mult) = match t.chars().last() {
+        Some('s') => (&t[..t.len() - 1], 1.0),
+        Some('m') => (&t[..t.len() - 1], 60.0),
+        Some('h') => (&t[..t.len() - 1], 3600.0),
+        _ => (t, 1.0),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{v}`: expected seconds, or a number with s, m or h"))?;
+    let s = n * mult;
+    if !(0.001..=1e9).contains(&s) {
+        return Err(format!("`{v}`: expected between 1 ms and 1e9 s"));
+    }
+    Ok(s)
+}
+
+/// Parses a number of seconds that may be 0.
+fn parse_interval(v: &str) -> Result<f64, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.0..=1e9).contains(&s) => Ok(s),
+        _ => Err(format!("`{v}`: expected seconds between 0 and 1e9")),
+    }
 }
 
 /// How a launcher takes environment variables.
@@ -220,6 +267,32 @@ pub fn resolve(cmd: &[String], flavour: &str) -> Result<Target> {
     Ok(Target { flavour, launcher })
 }
 
+extern "C" fn let_the_command_handle_it(_: libc::c_int) {}
+
+/// While a launched command runs, the terminal's Ctrl-C (SIGINT, sent to the whole
+/// foreground process group) is the command's to act on: mpiscope waits for the command
+/// to end and then completes the run (moves the trace in place) instead of dying with it.
+/// A handler, not SIG_IGN: handlers are reset at exec, so the command still gets the
+/// signal's default action.
+struct DeferInterrupt(libc::sighandler_t);
+
+impl DeferInterrupt {
+    fn new() -> DeferInterrupt {
+        let handler = let_the_command_handle_it as extern "C" fn(libc::c_int);
+        // SAFETY: installs an async-signal-safe (empty) handler.
+        DeferInterrupt(unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) })
+    }
+}
+
+impl Drop for DeferInterrupt {
+    fn drop(&mut self) {
+        // SAFETY: restores the disposition found at `new`.
+        unsafe {
+            libc::signal(libc::SIGINT, self.0);
+        }
+    }
+}
+
 /// Runs `cmd` with `env` passed through its launcher (`-x` for Open MPI, `-genv` for Hydra,
 /// the environment otherwise); returns its exit code.
 pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Result<i32> {
@@ -242,6 +315,7 @@ pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Resul
         _ => child_env = env.to_vec(),
     }
     argv.extend(cmd[1..].iter().cloned());
+    let _deferred = DeferInterrupt::new();
     let status = Command::new(&argv[0])
         .args(&argv[1..])
         .envs(child_env)
@@ -250,23 +324,43 @@ pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Resul
     Ok(status.code().unwrap_or(128))
 }
 
+/// Checks the recorder's options before anything is launched (see `recorder`).
+fn check_options(a: &TraceArgs) -> Result<()> {
+    if let Some(b) = &a.buffer {
+        crate::recorder::buffer(b)?;
+    }
+    if let Some(s) = a.start_after {
+        crate::recorder::seconds("--start-after", s)?;
+    }
+    if let Some(s) = a.duration {
+        crate::recorder::seconds("--duration", s)?;
+    }
+    if let Some(n) = a.stack {
+        crate::recorder::stack(n)?;
+    }
+    if let Some(c) = &a.core {
+        crate::recorder::core(c)?;
+    }
+    if let Some(c) = &a.clock {
+        crate::recorder::clock(c)?;
+    }
+    for s in &a.sample {
+        crate::recorder::sample(s)?;
+    }
+    Ok(())
+}
+
 /// Runs the command under the recorder.
 pub fn trace(a: TraceArgs) -> Result<i32> {
+    check_options(&a)?;
     let cmd = &a.command;
     let target = resolve(cmd, &a.flavour)?;
     let flavour = target.flavour;
     let preload = find_library("mpiscope_preload", flavour, a.preload.as_ref())?;
 
-    // The output directory: created, and emptied of an earlier run's files.
-    std::fs::create_dir_all(&a.output)
-        .with_context(|| format!("cannot create {}", a.output.display()))?;
-    let out = std::fs::canonicalize(&a.output)?;
-    for e in std::fs::read_dir(&out)?.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        if (n.starts_with("rank-") && n.ends_with(".mpst")) || n == mpiscope_trace::MANIFEST_FILE {
-            std::fs::remove_file(e.path())?;
-        }
-    }
+    // The run writes into a sibling of -o DIR; DIR changes only once a trace exists.
+    let output = crate::trace_dir::TraceOutput::prepare(&a.output, a.force)?;
+    let out = output.run_dir().to_path_buf();
 
     let mut env: Vec<(String, String)> = vec![
         ("LD_PRELOAD".into(), preload.display().to_string()),
@@ -304,38 +398,48 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if a.no_signals {
         opt("MPISCOPE_SIGNALS", Some("off".into()));
     }
+    opt("MPISCOPE_FLUSH_EVERY", a.flush_every.map(|s| s.to_string()));
+    opt("MPISCOPE_HANG_AFTER", a.hang_after.map(|s| s.to_string()));
+    opt("MPISCOPE_HANG_ACTION", a.hang_action.clone());
 
-    let code = spawn(cmd, &target, &env)?;
+    let code = match spawn(cmd, &target, &env) {
+        Ok(code) => code,
+        Err(e) => {
+            // Nothing ran: what was made for the run goes (an earlier trace stays).
+            let _ = output.finish();
+            return Err(e);
+        }
+    };
 
-    // Complete the manifest and summarize.
+    // Complete the manifest (it names the directory the trace ends in) and summarize.
+    let dest = output.dest().to_path_buf();
     let mpath = out.join(mpiscope_trace::MANIFEST_FILE);
     if let Ok(text) = std::fs::read_to_string(&mpath) {
         if let Ok(mut m) = serde_json::from_str::<mpiscope_trace::Manifest>(&text) {
             m.exit_status = Some(code);
             m.command = cmd.clone();
-            std::fs::write(&mpath, serde_json::to_string_pretty(&m)? + "\n")?;
+            if let Some(o) = m.options.as_object_mut() {
+                if o.contains_key("dir") {
+                    o.insert("dir".into(), dest.display().to_string().into());
+                }
+            }
+            let text = serde_json::to_string_pretty(&m)? + "\n";
+            mpiscope_files::write_atomic(&mpath, text.as_bytes())?;
         }
     }
-    let files: Vec<_> = std::fs::read_dir(&out)?
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".mpst"))
-        .collect();
-    if files.is_empty() {
+    let (ranks, bytes) = output.rank_files()?;
+    let existed = output.existed();
+    if !output.finish()? {
         eprintln!(
-            "mpiscope: no trace was written to {} (did the program call MPI_Init? is it linked against {flavour}?)",
-            out.display()
+            "mpiscope: no trace was written (did the program call MPI_Init? is it linked against {flavour}?); {} {}",
+            a.output.display(),
+            if existed { "left as it was" } else { "not created" }
         );
     } else {
-        let bytes: u64 = files
-            .iter()
-            .filter_map(|e| e.metadata().ok())
-            .map(|m| m.len())
-            .sum();
         eprintln!(
-            "mpiscope: traced {} rank(s) of `{}` into {} ({:.1} MiB, {flavour})",
-            files.len(),
+            "mpiscope: traced {ranks} rank(s) of `{}` into {} ({:.1} MiB, {flavour})",
             cmd.join(" "),
-            out.display(),
+            dest.display(),
             bytes as f64 / (1 << 20) as f64
         );
     }

@@ -5,9 +5,12 @@ mod calibrate;
 mod hpl;
 mod inputs;
 mod launch;
+mod outputs;
 mod overlap;
 mod plan;
+mod recorder;
 mod replay;
+mod trace_dir;
 
 use std::path::PathBuf;
 
@@ -64,6 +67,10 @@ enum Command {
         /// Drop compute bursts shorter than this many ns.
         #[arg(long, default_value_t = 0)]
         min_compute_ns: u64,
+        /// Replace an existing output file that mpiscope did not write (never a
+        /// directory, a symbolic link or a special file).
+        #[arg(long)]
+        force: bool,
     },
     /// Simulate a trace on a modeled platform: `mpiscope replay RUN_DIR|INDEX --platform
     /// P.xml`.
@@ -112,6 +119,10 @@ enum Command {
         /// point-to-point bytes between nodes.
         #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
         ranks_per_node: Option<u32>,
+        /// Replace an existing output file that mpiscope did not write (never a
+        /// directory, a symbolic link or a special file).
+        #[arg(long)]
+        force: bool,
     },
     /// Runs of one program side by side (scaling): wall time, MPI share, compute bursts
     /// (mean, harmonic mean), calls per rank and bytes per call of each function.
@@ -126,6 +137,10 @@ enum Command {
         /// mean, calls per rank, bytes per call, MPI fraction against the rank count).
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
+        /// Replace an existing output file that mpiscope did not write (never a
+        /// directory, a symbolic link or a special file).
+        #[arg(long)]
+        force: bool,
     },
     /// The program's loop structure, recovered by lossless compression of each rank's
     /// calls and compute bursts: nested loops with iteration counts, mean times and
@@ -151,6 +166,10 @@ enum Command {
         /// JSON, gzip-compressed when FILE ends in `.gz`.
         #[arg(long, value_name = "FILE", conflicts_with_all = ["rank", "json"])]
         save: Option<PathBuf>,
+        /// Replace an existing output file that mpiscope did not write (never a
+        /// directory, a symbolic link or a special file).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -222,6 +241,7 @@ fn run(cli: Cli) -> Result<i32> {
             output,
             flops,
             min_compute_ns,
+            force,
         } => {
             let run = open_run(&dir)?;
             match format.as_str() {
@@ -229,6 +249,7 @@ fn run(cli: Cli) -> Result<i32> {
                     let opts = mpiscope_export::TiOptions {
                         host_speed_flops: flops,
                         min_compute_ns,
+                        force,
                     };
                     let s = mpiscope_export::export_simgrid_ti(&run, &output, &opts)?;
                     eprintln!(
@@ -244,7 +265,7 @@ fn run(cli: Cli) -> Result<i32> {
                     Ok(0)
                 }
                 "chrome" => {
-                    let s = mpiscope_export::export_chrome(&run, &output)?;
+                    let s = mpiscope_export::export_chrome(&run, &output, force)?;
                     eprintln!(
                         "mpiscope: wrote {} calls and {} messages ({} received) of {} ranks to {} (open in https://ui.perfetto.dev)",
                         s.calls,
@@ -256,7 +277,7 @@ fn run(cli: Cli) -> Result<i32> {
                     Ok(0)
                 }
                 "otf2" => {
-                    let s = mpiscope_export::export_otf2(&run, &output)?;
+                    let s = mpiscope_export::export_otf2(&run, &output, force)?;
                     eprintln!(
                         "mpiscope: wrote {} events ({} sends, {} receives) of {} ranks, {} locations to {}/traces.otf2",
                         s.events,
@@ -269,7 +290,7 @@ fn run(cli: Cli) -> Result<i32> {
                     Ok(0)
                 }
                 "paraver" => {
-                    let s = mpiscope_export::export_paraver(&run, &output)?;
+                    let s = mpiscope_export::export_paraver(&run, &output, force)?;
                     eprintln!(
                         "mpiscope: wrote {} records ({} communications) of {} ranks to {}.prv/.pcf/.row",
                         s.records,
@@ -286,7 +307,16 @@ fn run(cli: Cli) -> Result<i32> {
                 }
             }
         }
-        Command::Compare { dirs, json, html } => {
+        Command::Compare {
+            dirs,
+            json,
+            html,
+            force,
+        } => {
+            if let Some(out) = &html {
+                // Judged before the work, so a refused output costs nothing.
+                mpiscope_files::check_output(out, &outputs::HTML_REPORT, force)?;
+            }
             let mut runs = Vec::new();
             for d in &dirs {
                 let run = open_run(d)?;
@@ -298,8 +328,7 @@ fn run(cli: Cli) -> Result<i32> {
             let c = mpiscope_analyze::compare::compare(&runs);
             if let Some(out) = &html {
                 let page = mpiscope_analyze::html::scaling("mpiscope compare: scaling", &c);
-                std::fs::write(out, page)
-                    .with_context(|| format!("cannot write {}", out.display()))?;
+                outputs::write(out, &outputs::HTML_REPORT, force, page.as_bytes())?;
             }
             let text = if json {
                 serde_json::to_string_pretty(&c)? + "\n"
@@ -316,8 +345,12 @@ fn run(cli: Cli) -> Result<i32> {
             algorithm,
             json,
             save,
+            force,
         } => {
             use mpiscope_analyze::structure::{structure, Algorithm, Detail};
+            if let Some(out) = &save {
+                mpiscope_files::check_output(out, &outputs::STRUCTURAL_FORM, force)?;
+            }
             let run = open_run(&dir)?;
             if let Some(out) = save {
                 let form = mpiscope_sim::workload::structural::save(&run)?;
@@ -362,7 +395,11 @@ fn run(cli: Cli) -> Result<i32> {
             window,
             html,
             ranks_per_node,
+            force,
         } => {
+            if let Some(out) = &html {
+                mpiscope_files::check_output(out, &outputs::HTML_REPORT, force)?;
+            }
             let run = open_run(&dir)?;
             let window = match window {
                 Some(w) => mpiscope_analyze::profile::Window::parse(&w)
@@ -372,6 +409,7 @@ fn run(cli: Cli) -> Result<i32> {
             let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
             p.matrix = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &window)?;
             if window.is_all() {
+                p.endings = Some(mpiscope_analyze::ending::endings(&run)?);
                 p.balance = Some(mpiscope_analyze::balance::balance(
                     &run,
                     &p.per_rank,
@@ -385,8 +423,7 @@ fn run(cli: Cli) -> Result<i32> {
                 let timeline = mpiscope_analyze::html::timeline_of_main_part(&run)?;
                 let title = format!("mpiscope report: {}", dir.display());
                 let page = mpiscope_analyze::html::report(&title, &p, Some(&s), timeline.as_ref());
-                std::fs::write(out, page)
-                    .with_context(|| format!("cannot write {}", out.display()))?;
+                outputs::write(out, &outputs::HTML_REPORT, force, page.as_bytes())?;
             }
             let text = if json {
                 serde_json::to_string_pretty(&p)? + "\n"

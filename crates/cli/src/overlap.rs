@@ -51,6 +51,10 @@ struct RunArgs {
     /// Directory of the access trace.
     #[arg(short, long, default_value = "mpiscope-access")]
     output: PathBuf,
+    /// Replace an `order.json` in `-o DIR` that mpiscope did not write (never a directory,
+    /// a symbolic link or a special file).
+    #[arg(long)]
+    force: bool,
     /// Access orders to give priorities by (`order.json` of a `--trace-access` run).
     #[arg(long, value_name = "FILE")]
     order: Option<PathBuf>,
@@ -175,10 +179,20 @@ fn run(a: RunArgs) -> Result<i32> {
         std::fs::create_dir_all(&a.output)
             .with_context(|| format!("cannot create {}", a.output.display()))?;
         let out = std::fs::canonicalize(&a.output)?;
+        mpiscope_files::check_output(
+            &out.join("order.json"),
+            &crate::outputs::ACCESS_ORDERS,
+            a.force,
+        )?;
+        // An earlier run's records would mix with this one's: they go, and only they (a
+        // file of that name that is not an access trace is kept, unless --force).
         for e in std::fs::read_dir(&out)?.flatten() {
             let n = e.file_name().to_string_lossy().into_owned();
             if n.starts_with("access-") && n.ends_with(".jsonl") {
-                std::fs::remove_file(e.path())?;
+                let p = e.path();
+                mpiscope_files::check_output(&p, &crate::outputs::ACCESS_RECORDS, a.force)?;
+                std::fs::remove_file(&p)
+                    .with_context(|| format!("cannot remove {}", p.display()))?;
             }
         }
         env.push(("MPISCOPE_OVERLAP_ACCESS".into(), out.display().to_string()));
@@ -197,7 +211,13 @@ fn run(a: RunArgs) -> Result<i32> {
         } else {
             let orders = access::orders(&records);
             let path = out.join("order.json");
-            std::fs::write(&path, serde_json::to_string_pretty(&orders)? + "\n")?;
+            let text = serde_json::to_string_pretty(&orders)? + "\n";
+            crate::outputs::write(
+                &path,
+                &crate::outputs::ACCESS_ORDERS,
+                a.force,
+                text.as_bytes(),
+            )?;
             print!("{}", orders_text(&orders));
             eprintln!("mpiscope: access orders written to {}", path.display());
         }

@@ -41,6 +41,10 @@ pub struct PlanArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Use an --out that holds another study's results (they are removed first: the
+    /// studies are never mixed), and replace output files that mpiscope did not write.
+    #[arg(long)]
+    force: bool,
     /// Read a TI trace workload leniently: skip the lines that are not valid actions and
     /// say how many and which (without it such a line fails the points).
     #[arg(long)]
@@ -94,6 +98,10 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             a.study.display()
         );
     }
+    // Figure paths stay inside --out, and --out belongs to this study: checked before
+    // anything runs.
+    mpiscope_plan::outdir::figure_paths(&study, &out)?;
+    mpiscope_plan::outdir::claim(&study, &out, a.force)?;
     let share = Share::from_launcher(|k| std::env::var(k).ok());
     let skipped = mpiscope_sim::workload::ti::SkippedLines::default();
     if !a.report {
@@ -182,7 +190,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             return Ok(0);
         }
     }
-    let written = mpiscope_plan::write_results(&study, &out)?;
+    let written = mpiscope_plan::write_results(&study, &out, a.force)?;
     if !written.missing.is_empty() {
         eprintln!(
             "mpiscope plan: {} of {} points not finished yet (other processes, or rerun); \

@@ -87,6 +87,10 @@ pub struct ReplayArgs {
     /// Write the timeline as Chrome trace JSON (Perfetto).
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
+    /// Replace an existing output file that mpiscope did not write (never a directory, a
+    /// symbolic link or a special file).
+    #[arg(long)]
+    force: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -118,6 +122,10 @@ fn collective_named(s: &str) -> Option<Collective> {
 
 /// Runs `mpiscope replay`.
 pub fn replay(a: ReplayArgs) -> Result<i32> {
+    if let Some(path) = &a.timeline {
+        // Judged before the simulation, so a refused output costs nothing.
+        mpiscope_files::check_output(path, &crate::outputs::TIMELINE, a.force)?;
+    }
     let platform = platform::load(&a.platform)
         .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
     crate::inputs::warn_about_platform(&platform);
@@ -304,11 +312,11 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         }
     }
     if let Some(path) = &a.timeline {
-        let f = std::fs::File::create(path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let mut w = std::io::BufWriter::new(f);
+        let mut w =
+            mpiscope_files::AtomicFile::create_output(path, &crate::outputs::TIMELINE, a.force)?;
         write_chrome_trace(&result.timeline, &|_| None, &mut w)
             .with_context(|| format!("cannot write {}", path.display()))?;
+        w.commit()?;
     }
     if a.json {
         crate::write_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;

@@ -44,8 +44,9 @@ fn json_str(s: &str) -> String {
     o
 }
 
-/// Writes `run` as Chrome trace JSON to the file `out`.
-pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportError> {
+/// Writes `run` as Chrome trace JSON to the file `out` (atomically; an existing file that
+/// is not an mpiscope Chrome trace is replaced only with `force`).
+pub fn export_chrome(run: &RunDir, out: &Path, force: bool) -> Result<ChromeSummary, ExportError> {
     if run.rank_files.is_empty() {
         return Err(ExportError::NoRanks {
             path: run.path.clone(),
@@ -55,12 +56,16 @@ pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportEr
         path: out.to_path_buf(),
         source: e,
     };
-    let file = std::fs::File::create(out).map_err(werr)?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut w =
+        mpiscope_files::AtomicFile::create_output(out, &crate::outputs::CHROME_TRACE, force)?;
     let mut sum = ChromeSummary::default();
-    write!(w, "{{\"displayTimeUnit\":\"ns\",\"traceEvents\":[").map_err(werr)?;
+    write!(
+        w,
+        "{{\"otherData\":{{\"generator\":\"mpiscope\"}},\"displayTimeUnit\":\"ns\",\"traceEvents\":["
+    )
+    .map_err(werr)?;
     let mut first = true;
-    let mut sep = |w: &mut std::io::BufWriter<std::fs::File>| -> std::io::Result<()> {
+    let mut sep = |w: &mut mpiscope_files::AtomicFile| -> std::io::Result<()> {
         if first {
             first = false;
             Ok(())
@@ -154,7 +159,7 @@ pub fn export_chrome(run: &RunDir, out: &Path) -> Result<ChromeSummary, ExportEr
         sum.ranks += 1;
     }
     w.write_all(b"]}\n").map_err(werr)?;
-    w.flush().map_err(werr)?;
+    w.commit()?;
     Ok(sum)
 }
 

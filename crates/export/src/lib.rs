@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 pub mod chrome;
 pub mod otf2;
+pub mod outputs;
 pub mod paraver;
 pub mod simgrid_ti;
 
@@ -70,6 +71,10 @@ pub enum ExportError {
         /// The system error.
         source: std::io::Error,
     },
+    /// An output may not be written where it was asked for (something else is there), or
+    /// could not be put in place.
+    #[error(transparent)]
+    Output(#[from] mpiscope_files::FileError),
     /// An option is out of range.
     #[error("{path}: cannot export: {message}")]
     InvalidOption {

@@ -69,6 +69,10 @@ mod ffi {
             data: *mut c_void,
         ) -> OTF2_ErrorCode;
         pub fn OTF2_Archive_SetSerialCollectiveCallbacks(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+        pub fn OTF2_Archive_SetCreator(
+            a: *mut OTF2_Archive,
+            creator: *const c_char,
+        ) -> OTF2_ErrorCode;
         pub fn OTF2_Archive_OpenEvtFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
         pub fn OTF2_Archive_GetEvtWriter(a: *mut OTF2_Archive, loc: u64) -> *mut OTF2_EvtWriter;
         pub fn OTF2_Archive_CloseEvtWriter(
@@ -262,20 +266,26 @@ fn cstring(s: &str) -> CString {
     CString::new(s.replace('\0', " ")).unwrap_or_default()
 }
 
-/// Writes `run` as the OTF2 archive `out/traces.otf2` (with `out/traces/`).
-pub fn export_otf2(run: &RunDir, out: &Path) -> Result<Otf2Summary, ExportError> {
+/// Writes `run` as the OTF2 archive `out/traces.otf2` (with `out/traces.def` and
+/// `out/traces/`). The archive is written in a private directory inside `out` and moved
+/// into place when complete; an earlier archive is replaced only when mpiscope wrote it
+/// (its creator), or with `force` (see [`crate::outputs`]).
+pub fn export_otf2(run: &RunDir, out: &Path, force: bool) -> Result<Otf2Summary, ExportError> {
     if run.rank_files.is_empty() {
         return Err(ExportError::NoRanks {
             path: run.path.clone(),
         });
     }
-    std::fs::create_dir_all(out).map_err(|e| ExportError::Write {
-        path: out.to_path_buf(),
-        source: e,
-    })?;
-    let _ = std::fs::remove_dir_all(out.join("traces"));
-    let _ = std::fs::remove_file(out.join("traces.otf2"));
-    let path = cstring(&out.display().to_string());
+    crate::outputs::check(out, force)?;
+    let staging = crate::outputs::staging(out)?;
+    let sum = write_archive(run, staging.path(), out)?;
+    crate::outputs::put_in_place(staging, out)?;
+    Ok(sum)
+}
+
+/// Writes the archive `traces` into `dir`; errors name `out`.
+fn write_archive(run: &RunDir, dir: &Path, out: &Path) -> Result<Otf2Summary, ExportError> {
+    let path = cstring(&dir.display().to_string());
     let name = cstring("traces");
     // SAFETY: valid C strings; the returned archive is owned by `Archive`.
     let ptr = unsafe {
@@ -303,8 +313,14 @@ pub fn export_otf2(run: &RunDir, out: &Path) -> Result<Otf2Summary, ExportError>
         pre: pre_flush,
         post: post_flush,
     };
-    // SAFETY: the callbacks are static; the archive is open for writing.
+    let creator = cstring(crate::outputs::CREATOR);
+    // SAFETY: the callbacks are static; the archive is open for writing; OTF2 copies the
+    // creator string.
     unsafe {
+        a.check(
+            ffi::OTF2_Archive_SetCreator(a.ptr, creator.as_ptr()),
+            "creator",
+        )?;
         a.check(
             ffi::OTF2_Archive_SetFlushCallbacks(a.ptr, &CALLBACKS, std::ptr::null_mut()),
             "flush callbacks",

@@ -21,6 +21,8 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::outputs::{PCF, PRV, ROW};
+use mpiscope_files::AtomicFile;
 use mpiscope_trace::RunDir;
 
 use crate::ExportError;
@@ -130,8 +132,14 @@ fn with_ext(base: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Writes `run` as `base.prv`, `base.pcf` and `base.row`.
-pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, ExportError> {
+/// Writes `run` as `base.prv`, `base.pcf` and `base.row` (atomically, the three put in
+/// place once all are complete; existing files of other kinds are replaced only with
+/// `force`).
+pub fn export_paraver(
+    run: &RunDir,
+    base: &Path,
+    force: bool,
+) -> Result<ParaverSummary, ExportError> {
     if run.rank_files.is_empty() {
         return Err(ExportError::NoRanks {
             path: run.path.clone(),
@@ -240,10 +248,16 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
             source: e,
         }
     };
+    let (prv, pcf, row) = (
+        with_ext(base, ".prv"),
+        with_ext(base, ".pcf"),
+        with_ext(base, ".row"),
+    );
+    for (path, kind) in [(&prv, &PRV), (&pcf, &PCF), (&row, &ROW)] {
+        mpiscope_files::check_output(path, kind, force)?;
+    }
     // .prv
-    let prv = with_ext(base, ".prv");
-    let f = std::fs::File::create(&prv).map_err(werr(&prv))?;
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+    let mut w = AtomicFile::create_output(&prv, &PRV, force)?;
     let tasks: Vec<String> = (0..n).map(|_| "1:1".to_string()).collect();
     writeln!(
         w,
@@ -293,9 +307,8 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
         }
         .map_err(werr(&prv))?;
     }
-    w.flush().map_err(werr(&prv))?;
+    let staged_prv = w.close()?;
     // .pcf
-    let pcf = with_ext(base, ".pcf");
     let mut t = String::from(
         "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\nNUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\nDEFAULT_SEMANTIC\n\nTHREAD_FUNC          State As Is\n\nSTATES\n",
     );
@@ -306,9 +319,10 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
     for (i, f) in functions.iter().enumerate() {
         t += &format!("{:<6} {f}\n", i + 1);
     }
-    std::fs::write(&pcf, t).map_err(werr(&pcf))?;
+    let mut w = AtomicFile::create_output(&pcf, &PCF, force)?;
+    w.write_all(t.as_bytes()).map_err(werr(&pcf))?;
+    let staged_pcf = w.close()?;
     // .row
-    let row = with_ext(base, ".row");
     let mut t = format!("LEVEL CPU SIZE {n}\n");
     for (i, h) in hosts.iter().enumerate() {
         t += &format!("{}.{h}\n", i + 1);
@@ -321,7 +335,12 @@ pub fn export_paraver(run: &RunDir, base: &Path) -> Result<ParaverSummary, Expor
     for (rank, _) in &run.rank_files {
         t += &format!("THREAD 1.{}.1 (rank {rank})\n", rank + 1);
     }
-    std::fs::write(&row, t).map_err(werr(&row))?;
+    let mut w = AtomicFile::create_output(&row, &ROW, force)?;
+    w.write_all(t.as_bytes()).map_err(werr(&row))?;
+    let staged_row = w.close()?;
+    for f in [staged_prv, staged_pcf, staged_row] {
+        f.commit()?;
+    }
     Ok(ParaverSummary {
         ranks: n as u32,
         records: recs.len() as u64,

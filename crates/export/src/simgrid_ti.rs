@@ -115,9 +115,12 @@
 //! messages of two communicators between the same processes cannot match each other.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use mpiscope_files::{AtomicFile, Staged};
+
+use crate::outputs::{TI_INDEX, TI_RANK};
 use std::rc::Rc;
 
 use mpiscope_trace::{
@@ -136,6 +139,9 @@ pub struct TiOptions {
     /// Compute bursts shorter than this (in nanoseconds, after merging consecutive bursts)
     /// are dropped. Default 0 (keep all).
     pub min_compute_ns: u64,
+    /// Replace existing files of other kinds at the output paths (`--force`); files that
+    /// look like TI traces and indexes are replaced anyway.
+    pub force: bool,
 }
 
 impl Default for TiOptions {
@@ -143,6 +149,7 @@ impl Default for TiOptions {
         TiOptions {
             host_speed_flops: 1e9,
             min_compute_ns: 0,
+            force: false,
         }
     }
 }
@@ -184,6 +191,13 @@ pub fn export_simgrid_ti(
             path: run.path.clone(),
         });
     }
+    // Everything that would be replaced is judged before anything is written.
+    let index_path = out_dir.join("index.txt");
+    mpiscope_files::check_output(&index_path, &TI_INDEX, opts.force)?;
+    for rank in 0..ranks {
+        let p = out_dir.join(format!("rank-{rank}.txt"));
+        mpiscope_files::check_output(&p, &TI_RANK, opts.force)?;
+    }
     std::fs::create_dir_all(out_dir).map_err(|source| ExportError::Write {
         path: out_dir.to_path_buf(),
         source,
@@ -198,6 +212,7 @@ pub fn export_simgrid_ti(
     let mut dropped_bursts = (0u64, 0u64);
     let mut actions = 0u64;
     let mut files = Vec::with_capacity(ranks as usize);
+    let mut staged: Vec<Staged> = Vec::with_capacity(ranks as usize);
     for rank in 0..ranks {
         let Some((_, in_path)) = run.rank_files.iter().find(|(r, _)| *r == rank) else {
             return Err(ExportError::MissingRank {
@@ -219,11 +234,8 @@ pub fn export_simgrid_ti(
             }
         }
         let out_path = out_abs.join(format!("rank-{rank}.txt"));
-        let file = File::create(&out_path).map_err(|source| ExportError::Write {
-            path: out_path.clone(),
-            source,
-        })?;
-        let out = Output::new(BufWriter::new(file), out_path.clone(), rank);
+        let file = AtomicFile::create_output(&out_path, &TI_RANK, opts.force)?;
+        let out = Output::new(file, out_path.clone(), rank);
         let mut conv = Converter::new(rank, ranks, opts, out)?;
         while let Some(ev) = reader.next_event() {
             conv.event(&ev, reader.tables())?;
@@ -250,6 +262,11 @@ pub fn export_simgrid_ti(
         }
         rank_notes.extend(done.rank_notes);
         files.push(out_path);
+        staged.push(done.file);
+    }
+    // Every rank converted: the files take their places, then the index.
+    for f in staged {
+        f.commit()?;
     }
 
     let index_path = out_abs.join("index.txt");
@@ -267,10 +284,7 @@ pub fn export_simgrid_ti(
         index.push_str(s);
         index.push('\n');
     }
-    std::fs::write(&index_path, index).map_err(|source| ExportError::Write {
-        path: index_path.clone(),
-        source,
-    })?;
+    mpiscope_files::write_output(&index_path, &TI_INDEX, opts.force, index.as_bytes())?;
 
     let mut skipped: Vec<String> = notes
         .into_iter()
@@ -486,7 +500,7 @@ enum Entry {
 
 /// A rank's output file, with room for lines written later than the lines after them.
 struct Output {
-    w: BufWriter<File>,
+    w: AtomicFile,
     path: PathBuf,
     /// The rank and a blank, which start every line.
     prefix: String,
@@ -499,7 +513,7 @@ struct Output {
 }
 
 impl Output {
-    fn new(w: BufWriter<File>, path: PathBuf, rank: u32) -> Output {
+    fn new(w: AtomicFile, path: PathBuf, rank: u32) -> Output {
         Output {
             w,
             path,
@@ -574,18 +588,15 @@ impl Output {
         }
     }
 
-    fn finish(mut self) -> Result<u64, ExportError> {
+    /// Writes what is held and closes the file (complete, not yet in place).
+    fn finish(mut self) -> Result<(u64, Staged), ExportError> {
         for e in self.queue.iter_mut() {
             if matches!(e, Entry::Hole { .. }) {
                 *e = Entry::Gone;
             }
         }
         self.drain()?;
-        self.w.flush().map_err(|source| ExportError::Write {
-            path: self.path.clone(),
-            source,
-        })?;
-        Ok(self.written)
+        Ok((self.written, self.w.close()?))
     }
 }
 
@@ -654,6 +665,8 @@ enum Outcome {
 /// What one rank's conversion produced, besides its file.
 struct RankDone {
     actions: u64,
+    /// The rank's file, complete.
+    file: Staged,
     notes: Notes,
     rank_notes: Vec<String>,
     dropped_bursts: (u64, u64),
@@ -1531,9 +1544,10 @@ impl Converter {
             ));
             self.action("finalize".into())?;
         }
-        let actions = self.out.finish()?;
+        let (actions, file) = self.out.finish()?;
         Ok(RankDone {
             actions,
+            file,
             notes: self.notes,
             rank_notes,
             dropped_bursts: self.dropped_bursts,
@@ -1610,7 +1624,7 @@ mod tests {
     fn held_lines_are_bounded() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.txt");
-        let w = BufWriter::new(File::create(&path).unwrap());
+        let w = AtomicFile::create(&path).unwrap();
         let mut out = Output::new(w, path.clone(), 3);
         out.max_held = 2;
         let known = out.hole(Some("irecv 1 2 3 0".into()));
@@ -1620,7 +1634,9 @@ mod tests {
         out.line("b".into()).unwrap();
         assert!(!out.fill(known, None).unwrap(), "already written");
         assert!(out.fill(wildcard, Some("irecv 2 2 3 0".into())).unwrap());
-        assert_eq!(out.finish().unwrap(), 4);
+        let (written, file) = out.finish().unwrap();
+        assert_eq!(written, 4);
+        file.commit().unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, "3 irecv 1 2 3 0\n3 irecv 2 2 3 0\n3 a\n3 b\n");
     }

@@ -560,6 +560,7 @@ fn requests_options_and_communicators() {
     let opts = TiOptions {
         host_speed_flops: 2e9,
         min_compute_ns: 100,
+        ..TiOptions::default()
     };
     let (out, summary) = export(tmp.path(), &opts);
     expect(

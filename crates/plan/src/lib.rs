@@ -6,13 +6,16 @@
 //!   simulate a workload on it (trace replay), and [`hpl`] the HPL skeleton's runner;
 //! * [`run`]: this process's share of the points, in parallel, resumable (one file per
 //!   finished point, keyed by what determines its result);
-//! * [`table`], [`figure`]: the results as a table, CSV, JSON, and line charts.
+//! * [`table`], [`figure`]: the results as a table, CSV, JSON, and line charts;
+//! * [`outdir`]: the output directory's study record, and the paths that may be written
+//!   there.
 //!
 //! No MPI, no command line: `mpiscope plan` is a thin shell over [`run::run`] and
 //! [`write_results`].
 
 pub mod figure;
 pub mod hpl;
+pub mod outdir;
 pub mod point;
 pub mod run;
 pub mod study;
@@ -53,6 +56,9 @@ pub enum PlanError {
         /// What is wrong.
         message: String,
     },
+    /// An output may not be written where it was asked for, or could not be written.
+    #[error(transparent)]
+    Output(#[from] mpiscope_files::FileError),
     /// The workload cannot be loaded.
     #[error("{0}")]
     Workload(String),
@@ -73,13 +79,16 @@ pub struct Written {
 }
 
 /// Writes `results.csv`, `results.json` and the study's figures into `out` from the finished
-/// points found there (all of them, whichever process simulated them).
-pub fn write_results(study: &Study, out: &Path) -> Result<Written, PlanError> {
+/// points found there (all of them, whichever process simulated them). Each is written
+/// atomically; an existing file of another kind is replaced only with `force`.
+pub fn write_results(study: &Study, out: &Path, force: bool) -> Result<Written, PlanError> {
+    use outdir::{FIGURE, RESULTS_CSV, RESULTS_JSON};
+    let figure_paths = outdir::figure_paths(study, out)?;
     let (records, missing) = run::collect(study, out)?;
     let table = Table::new(study, &records);
     let mut files = Vec::new();
     let csv = out.join("results.csv");
-    run::write_atomically(&csv, table.to_csv().as_bytes())?;
+    mpiscope_files::write_output(&csv, &RESULTS_CSV, force, table.to_csv().as_bytes())?;
     files.push(csv);
     let json = out.join("results.json");
     let doc = serde_json::json!({
@@ -91,17 +100,25 @@ pub fn write_results(study: &Study, out: &Path) -> Result<Written, PlanError> {
     });
     let text =
         serde_json::to_string_pretty(&doc).map_err(|e| PlanError::Workload(e.to_string()))?;
-    run::write_atomically(&json, (text + "\n").as_bytes())?;
+    mpiscope_files::write_output(&json, &RESULTS_JSON, force, (text + "\n").as_bytes())?;
     files.push(json);
-    for f in &study.figures {
+    let mut figures = Vec::new();
+    for (f, path) in study.figures.iter().zip(figure_paths) {
         let svg = figure::render(f, &table, &study.name).map_err(|message| PlanError::Study {
             path: study.path.display().to_string(),
             message,
         })?;
-        let path = out.join(&f.file);
-        run::write_atomically(&path, svg.as_bytes())?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| PlanError::Io {
+                path: dir.display().to_string(),
+                message: e.to_string(),
+            })?;
+        }
+        mpiscope_files::write_output(&path, &FIGURE, force, svg.as_bytes())?;
+        figures.push(path.clone());
         files.push(path);
     }
+    outdir::record_figures(study, out, &figures, force)?;
     Ok(Written {
         table,
         files,

@@ -163,24 +163,23 @@ fn workload_fingerprint(study: &Study) -> String {
 
 /// Reads the record of a finished point if it matches `key`.
 pub fn finished(out: &Path, index: usize, key: &str) -> Option<PointRecord> {
-    let text = std::fs::read_to_string(point_path(out, index)).ok()?;
+    let mut f = mpiscope_files::open_regular(&point_path(out, index)).ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut f, &mut text).ok()?;
     let r: PointRecord = serde_json::from_str(&text).ok()?;
     (r.key == key && r.point == index).then_some(r)
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so readers (other
-/// processes of the same study) never see half a file.
+/// Writes `bytes` to `path` (creating its directory) through a temporary file and a
+/// rename, so readers (other processes of the same study) never see half a file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), PlanError> {
-    let io = |e: std::io::Error| PlanError::Io {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
+        std::fs::create_dir_all(dir).map_err(|e| PlanError::Io {
+            path: dir.display().to_string(),
+            message: e.to_string(),
+        })?;
     }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    Ok(mpiscope_files::write_atomic(path, bytes)?)
 }
 
 /// Runs this process's share of `study`'s points with `runner`, skipping finished ones.

@@ -195,7 +195,71 @@ pub fn emit(
     }
 }
 
+/// The parameters the peek function reads, with their types, in parameter order.
+fn peek_params(f: &Function, plan: &Plan) -> Vec<(String, String)> {
+    let used = plan.peek_uses(f);
+    f.params
+        .iter()
+        .filter(|p| used.contains(&p.name))
+        .map(|p| (p.name.clone(), ty(p)))
+        .collect()
+}
+
+/// `peek_<name>`: the input arguments of a call in progress, from a copy of them kept on the
+/// wrapper's stack (a tuple of the snapshot and the parameters the statements read).
+fn emit_peek_fn(out: &mut String, f: &Function, plan: &Plan) {
+    if plan.peek.is_empty() {
+        return;
+    }
+    let params = peek_params(f, plan);
+    let names: Vec<String> = std::iter::once("__s".to_owned())
+        .chain(params.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let tys: Vec<String> = std::iter::once("rt::Snap".to_owned())
+        .chain(params.iter().map(|(_, t)| t.clone()))
+        .collect();
+    let tuple = format!("({},)", tys.join(", "));
+    let _ = writeln!(
+        out,
+        "#[allow(unused_variables, non_snake_case, clippy::all)]
+#[inline(never)]
+unsafe fn peek_{}(__g: &mut CallGuard, __p: *const c_void) {{
+    let &({},) = &*(__p as *const {tuple});
+    __g.set_ret(rt::PEEK_RET);
+    {}
+}}",
+        f.name,
+        names.join(", "),
+        plan.peek
+            .iter()
+            .map(|s| if s.ends_with(';') || s.ends_with('}') {
+                s.clone()
+            } else {
+                format!("{s};")
+            })
+            .collect::<Vec<_>>()
+            .join("\n    ")
+    );
+}
+
+/// The statement that reads the entry time, with the call's inputs kept for a peek.
+/// `args` gives the expression of each peek parameter (C name to expression).
+fn start_stmt(f: &Function, plan: &Plan, arg: impl Fn(&str) -> String) -> String {
+    if plan.peek.is_empty() {
+        return "__g.start();".into();
+    }
+    let vals: Vec<String> = std::iter::once("__s".to_owned())
+        .chain(peek_params(f, plan).iter().map(|(n, _)| arg(n)))
+        .collect();
+    format!(
+        "let __pk = ({},); __g.start_open(peek_{}, &__pk as *const _ as *const c_void);",
+        vals.join(", "),
+        f.name
+    )
+}
+
 fn emit_record_fns(out: &mut String, f: &Function, plan: &Plan) {
+    emit_peek_fn(out, f, plan);
     let params = param_list(f);
     let sep = if params.is_empty() { "" } else { ", " };
     let _ = writeln!(
@@ -226,11 +290,17 @@ fn emit_c_wrapper(out: &mut String, f: &Function, plan: &Plan, id: u32) {
         .map(|h| format!("{h}; "))
         .unwrap_or_default();
     let end = plan.end_hook.map(|h| format!("{h}; ")).unwrap_or_default();
+    let before_unrecorded = format!(
+        "{before}{}",
+        plan.abort_hook
+            .map(|h| format!("{h}; "))
+            .unwrap_or_default()
+    );
     let _ = writeln!(out, "#[no_mangle]\n#[allow(non_snake_case, clippy::all)]\npub unsafe extern \"C\" fn {name}({params}) -> {} {{", ret_ty(f));
     let _ = writeln!(out, "    let __ra = rt::caller_address!();");
     let _ = writeln!(
         out,
-        "    let Some(mut __g) = rt::enter({id}, __ra) else {{ {before}let __r = P{name}({args}); {after}{end}return __r; }};"
+        "    let Some(mut __g) = rt::enter({id}, __ra) else {{ {before_unrecorded}let __r = P{name}({args}); {after}{end}return __r; }};"
     );
     if let Some(st) = &plan.status_param {
         let _ = writeln!(
@@ -250,7 +320,15 @@ fn emit_c_wrapper(out: &mut String, f: &Function, plan: &Plan, id: u32) {
         );
     }
     let _ = writeln!(out, "    let __s = pre_{name}(&mut __g{sep}{args});");
-    let _ = writeln!(out, "    {before}__g.start();");
+    let abort = plan
+        .abort_hook
+        .map(|h| format!(" {h};"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "    {before}{}{abort}",
+        start_stmt(f, plan, |n| n.to_owned())
+    );
     let _ = writeln!(out, "    let __r = P{name}({args});");
     let _ = writeln!(out, "    __g.stop();");
     let rc = ret_code(f, "__r");
@@ -469,6 +547,33 @@ fn emit_fortran(
         .map(|h| format!("{}; ", h.replace("(level)", "(rt::fortran_int(f_level))")))
         .unwrap_or_default();
     let end_hook = plan.end_hook.map(|h| format!("{h}; ")).unwrap_or_default();
+    // `MPI_ABORT(COMM, ERRORCODE, IERROR)`: the error code is read through its pointer.
+    let abort_hook = plan
+        .abort_hook
+        .map(|h| h.replace("(errorcode)", "(rt::fortran_int(f_errorcode))"));
+    let abort_unrecorded = abort_hook
+        .as_ref()
+        .map(|h| format!("{h}; "))
+        .unwrap_or_default();
+    let abort_recorded = abort_hook
+        .as_ref()
+        .map(|h| format!(" {h};"))
+        .unwrap_or_default();
+    // The C values a peek reads exist before the call when their conversion does.
+    let ready: Vec<String> = f
+        .params
+        .iter()
+        .filter(|p| fparams.iter().any(|q| q.name == p.name))
+        .filter(|p| pre_uses.contains(&p.name) || post_uses.contains(&p.name))
+        .map(|p| p.name.clone())
+        .collect();
+    let start = start_stmt(f, plan, |n| {
+        if ready.iter().any(|r| r == n) && !plan.one_based.iter().any(|(i, _, _)| i == n) {
+            n.to_owned()
+        } else {
+            "core::mem::zeroed()".to_owned()
+        }
+    });
 
     let _ = writeln!(
         out,
@@ -494,7 +599,7 @@ fn emit_fortran(
     );
     let _ = writeln!(
         out,
-        "    let Some(mut __g) = rt::enter({id}, __ra) else {{ {before_hook}let __r = __real({fwd}); {after_hook}{end_hook}return __r; }};"
+        "    let Some(mut __g) = rt::enter({id}, __ra) else {{ {before_hook}{abort_unrecorded}let __r = __real({fwd}); {after_hook}{end_hook}return __r; }};"
     );
     // Request handles live in the program's Fortran variables: their addresses identify them.
     for n in ["request", "array_of_requests"] {
@@ -526,7 +631,7 @@ fn emit_fortran(
         let _ = writeln!(out, "    {b}");
     }
     let _ = writeln!(out, "    let __s = pre_{name}(&mut __g{sep}{pre_args});");
-    let _ = writeln!(out, "    {before_hook}__g.start();");
+    let _ = writeln!(out, "    {before_hook}{start}{abort_recorded}");
     let _ = writeln!(out, "    let __r = __real({fwd});");
     let _ = writeln!(out, "    __g.stop();");
     if with_ierr {

@@ -52,6 +52,14 @@ pub struct Plan {
     pub pre: Vec<String>,
     /// Statements run after the real call; `__s` is the snapshot, `__ret` the return code.
     pub post: Vec<String>,
+    /// The input-only part of `post` (communicator, peers, tags, root, counts): run, when
+    /// asked, while the thread is still inside the real call (a signal, a hang), to record the
+    /// call in progress. They never query the MPI library (the return code is
+    /// `rt::PEEK_RET`, which the helpers treat as "do not ask MPI").
+    pub peek: Vec<String>,
+    /// Hook run while the call is recorded as in progress (after the entry time is read)
+    /// or, when the call is not recorded, before it: `MPI_Abort`, which never returns.
+    pub abort_hook: Option<&'static str>,
     /// Substitute a local status when the caller passes `MPI_STATUS_IGNORE` (param name).
     pub status_param: Option<String>,
     /// Substitute scratch statuses when the caller passes `MPI_STATUSES_IGNORE`:
@@ -77,6 +85,11 @@ impl Plan {
     /// Parameters the post statements read.
     pub fn post_uses(&self, f: &Function) -> Vec<String> {
         uses(&self.post, f)
+    }
+
+    /// Parameters the peek statements read.
+    pub fn peek_uses(&self, f: &Function) -> Vec<String> {
+        uses(&self.peek, f)
     }
 }
 
@@ -212,6 +225,7 @@ pub fn plan(f: &Function) -> Plan {
             p.end_hook = Some("rt::after_finalize()");
         }
         "Query_thread" => p.post.push("__g.level_out(provided)".into()),
+        "Abort" => p.abort_hook = Some("rt::on_abort(errorcode)"),
         // Also when the call itself is not recorded (filters, sampling).
         "Pcontrol" => p.after_hook = Some("rt::pcontrol(level)"),
         _ => {}
@@ -233,27 +247,39 @@ pub fn plan(f: &Function) -> Plan {
     let completion = mpiscope_mpispec::group(&f.name) == mpiscope_mpispec::Group::Completion;
     let mut pre = Vec::new();
     let mut post = Vec::new();
+    // Input statements go to both the post and the peek lists.
+    let mut peek: Vec<String> = Vec::new();
+    let both = |post: &mut Vec<String>, peek: &mut Vec<String>, s: String| {
+        peek.push(s.clone());
+        post.push(s);
+    };
 
     // The communicator that ranks refer to.
     let comm_param = ["comm", "comm_old", "old_comm", "local_comm", "intercomm"]
         .into_iter()
         .find(|n| has(f, n, "MPI_Comm"));
+    let no_comm = "let __ci: Option<&'static crate::comms::CommInfo> = None;";
     if let Some(c) = comm_param {
-        post.push(format!("let __ci = __g.comm({c});"));
+        both(&mut post, &mut peek, format!("let __ci = __g.comm({c});"));
     } else if has(f, "win", "MPI_Win") {
         post.push("let __ci = __g.win(win);".into());
+        peek.push(no_comm.into());
     } else if has_ptr(f, "message", "MPI_Message") && f.param("source").is_none() {
         // Mrecv / Imrecv: the matched message knows its communicator.
         pre.push("__g.message_snap(message)".into());
-        post.push("let __ci = __s.comm_info();".into());
+        both(&mut post, &mut peek, "let __ci = __s.comm_info();".into());
     } else {
-        post.push("let __ci: Option<&'static crate::comms::CommInfo> = None;".into());
+        both(&mut post, &mut peek, no_comm.into());
     }
 
     // Peers.
     let has_dest = has(f, "dest", "c_int");
     if has_dest {
-        post.push("__g.peer(Slot::Peer, dest, __ci);".into());
+        both(
+            &mut post,
+            &mut peek,
+            "__g.peer(Slot::Peer, dest, __ci);".into(),
+        );
     }
     if has(f, "source", "c_int") {
         let slot = if has_dest {
@@ -261,10 +287,18 @@ pub fn plan(f: &Function) -> Plan {
         } else {
             "Slot::Peer"
         };
-        post.push(format!("__g.peer({slot}, source, __ci);"));
+        both(
+            &mut post,
+            &mut peek,
+            format!("__g.peer({slot}, source, __ci);"),
+        );
     }
     if has(f, "target_rank", "c_int") {
-        post.push("__g.peer(Slot::Peer, target_rank, __ci);".into());
+        both(
+            &mut post,
+            &mut peek,
+            "__g.peer(Slot::Peer, target_rank, __ci);".into(),
+        );
     }
     for (n, slot) in [
         ("tag", "Slot::Tag"),
@@ -272,12 +306,20 @@ pub fn plan(f: &Function) -> Plan {
         ("recvtag", "Slot::RecvTag"),
     ] {
         if has(f, n, "c_int") {
-            post.push(format!("__g.set({slot}, {n} as i64);"));
+            both(
+                &mut post,
+                &mut peek,
+                format!("__g.set({slot}, {n} as i64);"),
+            );
         }
     }
     let root = has(f, "root", "c_int");
     if root {
-        post.push("let __is_root = __g.root(root, __ci);".into());
+        both(
+            &mut post,
+            &mut peek,
+            "let __is_root = __g.root(root, __ci);".into(),
+        );
     }
 
     // Buffers described by count and datatype.
@@ -307,29 +349,37 @@ pub fn plan(f: &Function) -> Plan {
         .into_iter()
         .find(|n| has(f, n, "MPI_Datatype"));
     if let (true, Some(d)) = (f.param("count").is_some_and(|p| !p.is_pointer()), dtype) {
-        post.push(format!(
-            "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, {d});",
-            num("count")
-        ));
+        both(
+            &mut post,
+            &mut peek,
+            format!(
+                "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, {d});",
+                num("count")
+            ),
+        );
     }
     if f.param("origin_count").is_some_and(|p| !p.is_pointer())
         && has(f, "origin_datatype", "MPI_Datatype")
     {
-        post.push(format!(
-            "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, origin_datatype);",
-            num("origin_count")
-        ));
+        both(
+            &mut post,
+            &mut peek,
+            format!(
+                "__g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, origin_datatype);",
+                num("origin_count")
+            ),
+        );
     }
     if f.param("target_count").is_some_and(|p| !p.is_pointer())
         && has(f, "target_datatype", "MPI_Datatype")
     {
-        post.push(format!(
+        both(&mut post, &mut peek, format!(
             "__g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, target_datatype);",
             num("target_count")
         ));
     }
     if f.param("sendcount").is_some_and(|p| !p.is_pointer()) && has(f, "sendtype", "MPI_Datatype") {
-        post.push(format!(
+        both(&mut post, &mut peek, format!(
             "if {send_guard}{} {{ __g.count(Slot::Count, Slot::DtypeSize, Slot::Bytes, {}, sendtype); }}",
             in_place("sendbuf"),
             num("sendcount")
@@ -341,7 +391,7 @@ pub fn plan(f: &Function) -> Plan {
         } else {
             "true".into()
         };
-        post.push(format!(
+        both(&mut post, &mut peek, format!(
             "if {recv_guard}{guard} {{ __g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, recvtype); }}",
             num("recvcount")
         ));
@@ -351,10 +401,14 @@ pub fn plan(f: &Function) -> Plan {
         && has(f, "datatype", "MPI_Datatype")
     {
         // Reduce_scatter_block: one count per process, one datatype.
-        post.push(format!(
-            "__g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, datatype);",
-            num("recvcount")
-        ));
+        both(
+            &mut post,
+            &mut peek,
+            format!(
+                "__g.count(Slot::RecvCount, Slot::RecvDtypeSize, Slot::RecvBytes, {}, datatype);",
+                num("recvcount")
+            ),
+        );
     }
     if !neighbor {
         if f.param("sendcounts").is_some_and(|p| p.is_pointer()) {
@@ -434,5 +488,6 @@ pub fn plan(f: &Function) -> Plan {
     }
     p.pre = pre;
     p.post.extend(post);
+    p.peek = peek;
     p
 }

@@ -213,6 +213,25 @@ pub unsafe fn lookup(
     Some(info)
 }
 
+/// As [`lookup`] without registering and without waiting for the table (a peek of a call in
+/// progress, possibly in a signal handler): `None` when the communicator is not known yet
+/// or the table is busy.
+pub fn peek(cache: &mut ThreadCache, comm: MPI_Comm) -> Option<&'static CommInfo> {
+    if comm == consts().comm_world {
+        return world();
+    }
+    let h = comm as usize;
+    let gen = GENERATION.load(Ordering::Acquire);
+    for &(eh, p, eg) in &cache.entries {
+        if eh == h && eg == gen && p != 0 {
+            // SAFETY: entries hold leaked infos.
+            return Some(unsafe { &*(p as *const CommInfo) });
+        }
+    }
+    let guard = TABLE.try_lock().ok()?;
+    guard.as_ref()?.by_handle.get(&h).copied()
+}
+
 /// World ranks of the members of `group`.
 fn group_members(group: MPI_Group) -> Vec<u32> {
     let k = consts();

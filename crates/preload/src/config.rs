@@ -16,7 +16,10 @@
 //! | `MPISCOPE_CORE` | `sampled` (every 16th event reads the core), `every`, `off` | `sampled` |
 //! | `MPISCOPE_CLOCK` | `auto`, `tsc`, `monotonic` | `auto` |
 //! | `MPISCOPE_PLUGIN` | shared object with PRE/POST callbacks | none |
-//! | `MPISCOPE_SIGNALS` | `on`: flush on fatal signals | `on` |
+//! | `MPISCOPE_SIGNALS` | `on`: write the record when a signal ends the process | `on` |
+//! | `MPISCOPE_FLUSH_EVERY` | seconds: a buffer older than this is written, and a thread inside one MPI call for this long has its record written (0: only full buffers) | `1` |
+//! | `MPISCOPE_HANG_AFTER` | seconds inside one MPI call after which the rank's record is written and the hang reported | off |
+//! | `MPISCOPE_HANG_ACTION` | `report` (the program goes on) or `kill` (the rank ends after its record) | `report` |
 //! | `MPISCOPE_DISABLE` | `1`: load but record nothing | unset |
 //! | `MPISCOPE_COMMAND` | the launch command, as a JSON array (set by the CLI) | unset |
 
@@ -62,6 +65,12 @@ pub struct Config {
     pub plugin: Option<String>,
     /// Flush on fatal signals.
     pub signals: bool,
+    /// Buffers older than this are written (ns; 0: only full buffers).
+    pub flush_every_ns: u64,
+    /// Report a call that lasts longer than this (ns).
+    pub hang_after_ns: Option<u64>,
+    /// End the rank after reporting a hang.
+    pub hang_kill: bool,
     /// Record nothing.
     pub disabled: bool,
     /// Launch command from the CLI.
@@ -84,6 +93,9 @@ impl Default for Config {
             clock: "auto".into(),
             plugin: None,
             signals: true,
+            flush_every_ns: 1_000_000_000,
+            hang_after_ns: None,
+            hang_kill: false,
             disabled: false,
             command: None,
         }
@@ -236,6 +248,25 @@ impl Config {
         if let Some(v) = get("MPISCOPE_SIGNALS") {
             c.signals = on_off("MPISCOPE_SIGNALS", &v)?;
         }
+        if let Some(v) = get("MPISCOPE_FLUSH_EVERY") {
+            c.flush_every_ns = seconds("MPISCOPE_FLUSH_EVERY", &v)?;
+        }
+        if let Some(v) = get("MPISCOPE_HANG_AFTER") {
+            let ns = seconds("MPISCOPE_HANG_AFTER", &v)?;
+            if ns < 1_000_000 {
+                return Err(format!(
+                    "MPISCOPE_HANG_AFTER={v}: expected at least 0.001 seconds"
+                ));
+            }
+            c.hang_after_ns = Some(ns);
+        }
+        if let Some(v) = get("MPISCOPE_HANG_ACTION") {
+            c.hang_kill = match v.trim() {
+                "report" => false,
+                "kill" => true,
+                _ => return Err(format!("MPISCOPE_HANG_ACTION={v}: expected report or kill")),
+            };
+        }
         if let Some(v) = get("MPISCOPE_COMMAND") {
             c.command = Some(
                 serde_json::from_str::<Vec<String>>(&v)
@@ -285,6 +316,9 @@ impl Config {
             "clock": self.clock,
             "plugin": self.plugin,
             "signals": self.signals,
+            "flush_every_s": self.flush_every_ns as f64 / 1e9,
+            "hang_after_s": self.hang_after_ns.map(|d| d as f64 / 1e9),
+            "hang_action": if self.hang_kill { "kill" } else { "report" },
         })
     }
 }
@@ -338,5 +372,17 @@ mod tests {
         assert!(e.contains("MPI_Bogus"), "{e}");
         let e = cfg(&[("MPISCOPE_START_AFTER", "soon")]).unwrap_err();
         assert!(e.contains("MPISCOPE_START_AFTER"), "{e}");
+        let e = cfg(&[("MPISCOPE_HANG_AFTER", "nan")]).unwrap_err();
+        assert!(e.contains("MPISCOPE_HANG_AFTER"), "{e}");
+        let e = cfg(&[("MPISCOPE_HANG_AFTER", "0")]).unwrap_err();
+        assert!(e.contains("at least"), "{e}");
+        let e = cfg(&[("MPISCOPE_HANG_ACTION", "panic")]).unwrap_err();
+        assert!(e.contains("report or kill"), "{e}");
+        let c = cfg(&[
+            ("MPISCOPE_HANG_AFTER", "60"),
+            ("MPISCOPE_HANG_ACTION", "kill"),
+        ])
+        .unwrap();
+        assert_eq!((c.hang_after_ns, c.hang_kill), (Some(60_000_000_000), true));
     }
 }

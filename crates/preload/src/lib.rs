@@ -7,8 +7,11 @@
 //! * [`rt`]: the per-call path: [`rt::enter`] decides whether a call is recorded, the
 //!   returned [`rt::CallGuard`] reads the clock around the real call, collects normalized
 //!   arguments and [`rt::CallGuard::commit`]s the event to the thread's block encoder;
-//! * [`session`]: start (after `MPI_Init`), stop (`MPI_Finalize`, exit, fatal signals) and
-//!   the rank file;
+//! * [`session`]: start (after `MPI_Init`), the rank file's definitions, and the endings
+//!   (`MPI_Finalize`, exit, `MPI_Abort`); `sink` writes blocks and the trailer and stops
+//!   cleanly when the file system refuses; `signals` and [`interpose`] make every signal
+//!   ending leave a complete record, `keeper` writes the record of threads blocked in MPI and reports hangs;
+//! * [`threads`]: the registry of per-thread states and their phases;
 //! * [`comms`], [`requests`], [`handles`]: communicator, request, datatype and operation
 //!   tracking, so events carry world ranks, request ids and byte counts;
 //! * [`callsites`], [`clock`], [`config`], [`plugin`].
@@ -46,11 +49,15 @@ pub mod clock;
 pub mod comms;
 pub mod config;
 pub mod handles;
+pub mod interpose;
+mod keeper;
 pub mod plugin;
 pub mod requests;
 pub mod rt;
 pub mod session;
 mod signals;
+mod sink;
+pub mod threads;
 
 /// The generated wrappers.
 #[allow(

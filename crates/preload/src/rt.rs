@@ -9,10 +9,8 @@
 //! buffers. The thread that first calls MPI finds its state through one compare with a
 //! global, other threads through a thread-local.
 
-use std::cell::Cell;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 use mpiscope_trace::{
     Args, BlockEncoder, ListKind, RawEvent, RawList, Slot, NO_CORE, NO_VALUE, PEER_ANY, PEER_NULL,
@@ -26,6 +24,7 @@ use crate::handles;
 use crate::mpi::*;
 use crate::requests::{self, ReqEntry};
 use crate::session;
+use crate::threads::{current, Phase, PhaseCell};
 use crate::wrappers::{CALL_NAMES, FORTRAN_BASE};
 
 /// Number of call ids: C functions, then their Fortran bindings.
@@ -46,6 +45,8 @@ pub static CONFIGURED: [AtomicU8; NCALLS] = [const { AtomicU8::new(MODE_OFF) }; 
 pub static SAMPLE_EVERY: [AtomicU64; NCALLS] = [const { AtomicU64::new(1) }; NCALLS];
 /// How often the core is read.
 pub static CORE_MODE: AtomicU8 = AtomicU8::new(1);
+/// A block whose first event is older than this many ticks is written at the next event.
+pub static FLUSH_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
 /// Recording window in ticks: events entering outside [start, end) are counted, not written.
 pub static WINDOW_START: AtomicU64 = AtomicU64::new(0);
 /// End of the recording window.
@@ -134,13 +135,18 @@ impl ListBuf {
         self.values.clear();
     }
 
-    /// Appends a list.
-    pub fn push(&mut self, kind: ListKind, vals: impl IntoIterator<Item = i64>) {
+    /// Appends a list; with `bounded`, only what fits the buffer's capacity (no allocation).
+    pub fn push(&mut self, kind: ListKind, vals: impl IntoIterator<Item = i64>, bounded: bool) {
         if self.n == self.kinds.len() {
             return;
         }
         let start = self.values.len() as u32;
-        self.values.extend(vals);
+        if bounded {
+            let room = self.values.capacity() - self.values.len();
+            self.values.extend(vals.into_iter().take(room));
+        } else {
+            self.values.extend(vals);
+        }
         self.kinds[self.n] = kind;
         self.ranges[self.n] = (start, self.values.len() as u32);
         self.n += 1;
@@ -166,15 +172,80 @@ impl ListBuf {
     }
 }
 
+/// A peek function: records the input arguments of a call in progress from the copy of
+/// them the wrapper keeps on its stack (generated per function, `peek_<name>`).
+pub type PeekFn = unsafe fn(&mut CallGuard, *const core::ffi::c_void);
+
+/// Return code seen by argument helpers during a peek: not 0, so that they never ask the MPI
+/// library anything (a peek runs in a signal handler, inside the real call).
+pub const PEEK_RET: c_int = c_int::MIN;
+
+/// The call a thread is inside (valid while its phase is [`Phase::InCall`]).
+#[derive(Clone, Copy)]
+pub(crate) struct OpenCall {
+    pub call: u32,
+    pub t_enter: u64,
+    pub callsite: u32,
+    pub core: u32,
+    /// The wrapper's guard (its stack frame outlives the call).
+    pub guard: *mut CallGuard,
+    pub peek: Option<PeekFn>,
+    pub pack: *const core::ffi::c_void,
+    /// Calls entered so far on this thread: tells one call in progress from the next.
+    pub seq: u64,
+}
+
+impl OpenCall {
+    const NONE: OpenCall = OpenCall {
+        call: 0,
+        t_enter: 0,
+        callsite: 0,
+        core: NO_CORE,
+        guard: core::ptr::null_mut(),
+        peek: None,
+        pack: core::ptr::null(),
+        seq: 0,
+    };
+}
+
+/// The call a thread is inside, published for other threads (relaxed: a watchdog reads it
+/// only while the phase says the thread is inside a call).
+#[derive(Default)]
+pub(crate) struct Watch {
+    pub call: std::sync::atomic::AtomicU32,
+    pub t_enter: AtomicU64,
+    pub seq: AtomicU64,
+}
+
 /// Everything a thread needs to record.
 pub struct ThreadState {
     /// Thread index in the rank (0: the first thread that called MPI).
     pub index: u16,
-    busy: bool,
+    /// The kernel's thread id (where flush requests are sent).
+    pub(crate) tid: i32,
+    /// Where the thread is (written by the thread only).
+    pub(crate) phase: PhaseCell,
+    /// A signal that arrived while the thread was [`Phase::Busy`], handled at the next
+    /// transition (0: none).
+    pub(crate) deferred: AtomicI32,
+    /// The last flush request this thread answered.
+    pub(crate) answered: AtomicU64,
+    /// The call in progress.
+    pub(crate) open: OpenCall,
+    /// The call in progress as another thread may read it (the hang watchdog).
+    pub(crate) watch: Watch,
+    /// The call in progress whose hang was reported (its `seq`).
+    pub(crate) hang_reported: AtomicU64,
+    /// The call in progress during which the keeper had the record written (its `seq`).
+    pub(crate) kept: AtomicU64,
     /// Encoder of the current block.
     pub enc: BlockEncoder,
+    /// Encoder of the open block written when a record sees a call in progress.
+    pub(crate) open_enc: BlockEncoder,
     args: Args,
     lists: ListBuf,
+    /// A peek is running: helpers must neither allocate nor ask MPI.
+    peeking: bool,
     /// Per-call counters.
     pub counters: Box<[Counter]>,
     last_defined: u32,
@@ -193,14 +264,26 @@ pub struct ThreadState {
     tmp: Vec<i64>,
 }
 
+/// Room for the open event of one call (its lists are cut to fit).
+const OPEN_BLOCK: usize = 16 << 10;
+
 impl ThreadState {
-    fn new(index: u16, block: usize) -> Box<ThreadState> {
+    pub(crate) fn new(index: u16, tid: i32, block: usize) -> Box<ThreadState> {
         Box::new(ThreadState {
             index,
-            busy: false,
+            tid,
+            phase: PhaseCell::default(),
+            deferred: AtomicI32::new(0),
+            answered: AtomicU64::new(0),
+            open: OpenCall::NONE,
+            watch: Watch::default(),
+            hang_reported: AtomicU64::new(0),
+            kept: AtomicU64::new(0),
             enc: BlockEncoder::new(block, index),
+            open_enc: BlockEncoder::new(OPEN_BLOCK, index),
             args: Args::EMPTY,
             lists: ListBuf::new(),
+            peeking: false,
             counters: vec![Counter::default(); NCALLS].into_boxed_slice(),
             last_defined: u32::MAX,
             core_countdown: 0,
@@ -218,140 +301,95 @@ impl ThreadState {
         })
     }
 
+    /// Takes over a retired state for a new thread.
+    pub(crate) fn adopt(&mut self, index: u16, tid: i32) {
+        self.index = index;
+        self.tid = tid;
+        self.enc.set_thread(index);
+        self.open_enc.set_thread(index);
+        self.open = OpenCall::NONE;
+        self.deferred.store(0, Ordering::Relaxed);
+        self.last_defined = u32::MAX;
+        self.phase.set(Phase::Idle);
+    }
+
+    /// Forgets what an exiting thread counted (its counters were absorbed).
+    pub(crate) fn retire(&mut self) {
+        for c in self.counters.iter_mut() {
+            *c = Counter::default();
+        }
+        self.enc.clear();
+    }
+
     /// True while a wrapper of this thread is between `enter` and `commit`.
     pub fn is_busy(&self) -> bool {
-        self.busy
+        self.phase.get() != Phase::Idle
     }
 
     /// Writes the current block (if any) to the rank file.
     pub fn flush(&mut self) {
         flush_encoder(&mut self.enc);
     }
-}
 
-// ---------------------------------------------------------------- thread states
-
-static MAIN_THREAD: AtomicUsize = AtomicUsize::new(0);
-static MAIN_STATE: AtomicPtr<ThreadState> = AtomicPtr::new(core::ptr::null_mut());
-static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
-/// Every thread state, for flushing at the end.
-pub(crate) static THREADS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
-/// Block size for new thread states.
-pub static BLOCK_SIZE: AtomicUsize = AtomicUsize::new(256 << 10);
-
-struct TlsOwner(Cell<*mut ThreadState>);
-
-impl Drop for TlsOwner {
-    fn drop(&mut self) {
-        let p = self.0.get();
-        if p.is_null() {
+    /// Writes the call in progress as an open block: entry, inputs, and now as the moment of
+    /// the record. Runs on this thread, in a signal handler or at a deferred point, while the
+    /// phase is [`Phase::InCall`]: no allocation, no MPI call. The arguments of the call are
+    /// restored afterwards (the call may go on and be committed).
+    pub(crate) fn write_open(&mut self) {
+        if self.phase.get() != Phase::InCall {
             return;
         }
-        // Thread exit: write what this thread recorded and forget it.
-        if let Ok(mut list) = THREADS.lock() {
-            // SAFETY: the state belongs to this exiting thread; no wrapper is running on it.
-            unsafe { (*p).flush() };
-            session::absorb_counters(unsafe { &(*p).counters });
-            list.retain(|&q| q != p as usize);
-            // SAFETY: allocated by Box::into_raw in `new_state`, removed from the registry.
-            drop(unsafe { Box::from_raw(p) });
+        let o = self.open;
+        let saved_args = self.args;
+        let saved_lists = (self.lists.n, self.lists.values.len());
+        let saved_ret = self.ret;
+        if let (Some(peek), false) = (o.peek, o.guard.is_null()) {
+            self.peeking = true;
+            // SAFETY: the guard and the pack live in the wrapper's frame, which is below us on
+            // this thread's stack while the phase is InCall.
+            unsafe { peek(&mut *o.guard, o.pack) };
+            self.peeking = false;
         }
-        self.0.set(core::ptr::null_mut());
-    }
-}
-
-thread_local! {
-    static TLS: TlsOwner = const { TlsOwner(Cell::new(core::ptr::null_mut())) };
-}
-
-fn new_state() -> *mut ThreadState {
-    let index = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
-    let st = Box::into_raw(ThreadState::new(
-        index.min(u16::MAX as usize) as u16,
-        BLOCK_SIZE.load(Ordering::Relaxed),
-    ));
-    if let Ok(mut l) = THREADS.lock() {
-        l.push(st as usize);
-    }
-    st
-}
-
-/// An identifier of the calling thread: `pthread_self()`, read directly from the thread
-/// pointer on x86-64 glibc (the TCB's `self` field) to save a call per MPI call.
-#[inline(always)]
-fn thread_id() -> usize {
-    #[cfg(all(target_arch = "x86_64", target_env = "gnu"))]
-    {
-        let id: usize;
-        // SAFETY: on x86-64 glibc, %fs:0x10 holds the thread's own descriptor address,
-        // which is what pthread_self returns.
-        unsafe {
-            core::arch::asm!("mov {}, qword ptr fs:[0x10]", out(reg) id, options(nostack, readonly, preserves_flags))
+        let (t, ns) = crate::clock::pair();
+        let list_store;
+        let lists: &[RawList] = if self.lists.n == 0 {
+            &[]
+        } else {
+            list_store = self.lists.raw();
+            &list_store.0[..list_store.1]
         };
-        id
-    }
-    #[cfg(not(all(target_arch = "x86_64", target_env = "gnu")))]
-    {
-        // SAFETY: pthread_self has no preconditions.
-        unsafe { libc::pthread_self() as usize }
+        let ev = RawEvent {
+            call: o.call,
+            t_enter: o.t_enter,
+            t_exit: t.max(o.t_enter),
+            callsite: o.callsite,
+            core: o.core,
+            ret: 0,
+            skipped: 0,
+            args: &self.args,
+            lists,
+        };
+        self.open_enc.clear();
+        let fits = self.open_enc.push(&ev) || self.open_enc.push(&RawEvent { lists: &[], ..ev });
+        if fits {
+            crate::sink::write_block(
+                self.open_enc
+                    .seal_as(mpiscope_trace::block::BlockKind::Open, t, ns),
+                0,
+            );
+        }
+        self.open_enc.clear();
+        self.args = saved_args;
+        self.lists.n = saved_lists.0;
+        self.lists.values.truncate(saved_lists.1);
+        self.ret = saved_ret;
     }
 }
-
-/// This thread's state, created on first use (`None` while the thread is exiting).
-#[inline(always)]
-fn current() -> Option<*mut ThreadState> {
-    let me = thread_id();
-    if me == MAIN_THREAD.load(Ordering::Relaxed) {
-        return Some(MAIN_STATE.load(Ordering::Relaxed));
-    }
-    current_slow(me)
-}
-
-static CLAIM_MAIN: Mutex<()> = Mutex::new(());
 
 /// True when this thread is between `enter` and `commit` of a recorded call.
 pub fn inside_recorded_call() -> bool {
     // SAFETY: the state belongs to this thread.
-    current().is_some_and(|p| unsafe { (*p).busy })
-}
-
-#[cold]
-fn current_slow(me: usize) -> Option<*mut ThreadState> {
-    debug_assert_eq!(me, unsafe { libc::pthread_self() } as usize);
-    if MAIN_THREAD.load(Ordering::Acquire) == 0 {
-        let _claim = CLAIM_MAIN.lock();
-        if MAIN_THREAD.load(Ordering::Acquire) == 0 {
-            let st = new_state();
-            // Publish the state before the thread id: only this thread can match the id.
-            MAIN_STATE.store(st, Ordering::Release);
-            MAIN_THREAD.store(me, Ordering::Release);
-            return Some(st);
-        }
-    }
-    TLS.try_with(|o| {
-        let p = o.0.get();
-        if !p.is_null() {
-            return p;
-        }
-        let st = new_state();
-        o.0.set(st);
-        st
-    })
-    .ok()
-}
-
-/// Runs `f` on every thread state (under the registry lock; skipped if it cannot be taken).
-pub(crate) fn for_each_state(f: impl FnMut(&mut ThreadState)) {
-    let mut f = f;
-    let guard = match THREADS.try_lock() {
-        Ok(g) => g,
-        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => return,
-    };
-    for &p in guard.iter() {
-        // SAFETY: registered states stay allocated while registered.
-        f(unsafe { &mut *(p as *mut ThreadState) });
-    }
+    current().is_some_and(|p| unsafe { (*p).is_busy() })
 }
 
 // ---------------------------------------------------------------- the call path
@@ -381,6 +419,7 @@ pub struct CallGuard {
     ts: *mut ThreadState,
     call: u32,
     ra: usize,
+    callsite: u32,
     t_enter: u64,
     t_exit: u64,
     core: u32,
@@ -397,9 +436,9 @@ pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
         return None;
     }
     let ts = current()?;
-    // SAFETY: the state belongs to this thread; `busy` excludes re-entry.
+    // SAFETY: the state belongs to this thread; the phase excludes re-entry.
     let t = unsafe { &mut *ts };
-    if t.busy {
+    if t.phase.get() != Phase::Idle {
         return None;
     }
     // SAFETY: call < NCALLS.
@@ -414,7 +453,7 @@ pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
         }
         c.phase = 0;
     }
-    t.busy = true;
+    t.phase.set(Phase::Busy);
     t.args.reset();
     t.lists.clear();
     t.ret = 0;
@@ -422,6 +461,7 @@ pub fn enter(call: u32, ra: usize) -> Option<CallGuard> {
         ts,
         call,
         ra,
+        callsite: 0,
         t_enter: 0,
         t_exit: 0,
         core: NO_CORE,
@@ -464,26 +504,67 @@ impl CallGuard {
         (self.t_enter, self.t_exit)
     }
 
-    /// Reads the entry time.
+    /// Reads the entry time; the call is now in progress (a record taken before it returns
+    /// shows it with the arguments known before the call).
     #[inline(always)]
     pub fn start(&mut self) {
+        self.start_with(None, core::ptr::null());
+    }
+
+    /// As [`CallGuard::start`], with the function that records the call's inputs from
+    /// `pack`, a copy of them on the wrapper's stack, if a record sees the call in progress.
+    #[inline(always)]
+    pub fn start_open(&mut self, peek: PeekFn, pack: *const core::ffi::c_void) {
+        self.start_with(Some(peek), pack);
+    }
+
+    #[inline(always)]
+    fn start_with(&mut self, peek: Option<PeekFn>, pack: *const core::ffi::c_void) {
+        let (call, ra) = (self.call, self.ra);
+        let guard: *mut CallGuard = self;
         let every = CORE_MODE.load(Ordering::Relaxed);
         let t = self.ts();
-        if every != 0 && t.core_countdown == 0 {
+        // The call's definition and callsite are made now, not in a signal handler.
+        if call != t.last_defined {
+            session::define_call(call);
+            t.last_defined = call;
+        }
+        let callsite = t.callsite(ra);
+        let (t_enter, core) = if every != 0 && t.core_countdown == 0 {
             t.core_countdown = if every == 2 { 0 } else { 15 };
-            let (ticks, core) = crate::clock::ticks_and_core();
-            self.core = core;
-            self.t_enter = ticks;
+            crate::clock::ticks_and_core()
         } else {
             t.core_countdown = t.core_countdown.saturating_sub(1);
-            self.t_enter = crate::clock::ticks();
+            (crate::clock::ticks(), NO_CORE)
+        };
+        let seq = t.open.seq.wrapping_add(1);
+        t.open = OpenCall {
+            call,
+            t_enter,
+            callsite,
+            core,
+            guard,
+            peek,
+            pack,
+            seq,
+        };
+        t.watch.call.store(call, Ordering::Relaxed);
+        t.watch.t_enter.store(t_enter, Ordering::Relaxed);
+        t.watch.seq.store(seq, Ordering::Relaxed);
+        t.phase.set(Phase::InCall);
+        if t.deferred.load(Ordering::Relaxed) != 0 {
+            crate::signals::run_deferred();
         }
+        self.callsite = callsite;
+        self.core = core;
+        self.t_enter = t_enter;
     }
 
     /// Reads the exit time.
     #[inline(always)]
     pub fn stop(&mut self) {
         self.t_exit = crate::clock::ticks();
+        self.ts().phase.set(Phase::Busy);
     }
 
     /// Sets a fixed argument.
@@ -494,7 +575,9 @@ impl CallGuard {
 
     /// Appends a list argument.
     pub fn list(&mut self, kind: ListKind, vals: impl IntoIterator<Item = i64>) {
-        self.ts().lists.push(kind, vals);
+        let t = self.ts();
+        let bounded = t.peeking;
+        t.lists.push(kind, vals, bounded);
     }
 
     /// Stores the return code of the real call (first statement of every post function).
@@ -517,23 +600,18 @@ impl CallGuard {
         let in_window = t_enter >= WINDOW_START.load(Ordering::Relaxed)
             && t_enter < WINDOW_END.load(Ordering::Relaxed);
         crate::plugin::post(&mut self);
-        let (ra, core) = (self.ra, self.core);
+        let (callsite, core) = (self.callsite, self.core);
         let t = self.ts();
         // SAFETY: call < NCALLS.
         let c = unsafe { t.counters.get_unchecked_mut(call as usize) };
         if !in_window {
             c.skipped += 1;
-            t.busy = false;
+            t.leave();
             return;
         }
         c.recorded += 1;
         c.ticks += t_exit.wrapping_sub(t_enter);
         let skipped = core::mem::take(&mut c.skipped);
-        if call != t.last_defined {
-            session::define_call(call);
-            t.last_defined = call;
-        }
-        let callsite = t.callsite(ra);
         let list_store;
         let lists: &[RawList] = if t.lists.n == 0 {
             &[]
@@ -555,7 +633,12 @@ impl CallGuard {
         if !t.enc.push(&ev) {
             push_slow(&mut t.enc, t.index, &ev);
         }
-        t.busy = false;
+        // A block older than the flush interval is written now: a rank killed later loses
+        // at most that much of its record.
+        if t_exit.wrapping_sub(t.enc.base_ticks()) > FLUSH_TICKS.load(Ordering::Relaxed) {
+            flush_encoder(&mut t.enc);
+        }
+        t.leave();
     }
 
     // ------------------------------------------------------------ argument helpers
@@ -573,8 +656,13 @@ impl CallGuard {
         }
         let ok = self.ret() == 0;
         let t = self.ts();
-        // An unknown communicator is registered only after a successful call.
-        let ci = comms::lookup(&mut t.comm_cache, comm, ok)?;
+        // An unknown communicator is registered only after a successful call; a peek only
+        // looks (it may run in a signal handler).
+        let ci = if t.peeking {
+            comms::peek(&mut t.comm_cache, comm)?
+        } else {
+            comms::lookup(&mut t.comm_cache, comm, ok)?
+        };
         t.args.set(Slot::Comm, i64::from(ci.id));
         Some(ci)
     }
@@ -713,8 +801,8 @@ impl CallGuard {
                 .map(|&d| handles::dtype_size(&mut t.dtype_cache, d, true).unwrap_or(0)),
         );
         let total: i64 = vals.iter().zip(&sizes).map(|(&c, &s)| c.into() * s).sum();
-        t.lists.push(kind, vals.iter().map(|&v| v.into()));
-        t.lists.push(sizes_kind, sizes.iter().copied());
+        t.lists.push(kind, vals.iter().map(|&v| v.into()), false);
+        t.lists.push(sizes_kind, sizes.iter().copied(), false);
         t.tmp = sizes;
         self.set(bytes_slot, total);
     }
@@ -972,6 +1060,7 @@ impl CallGuard {
         t.lists.push(
             ListKind::Requests,
             snaps.iter().map(|e| e.map(|e| e.id as i64).unwrap_or(0)),
+            false,
         );
         t.req_snaps = snaps;
         Snap {
@@ -1067,7 +1156,8 @@ impl CallGuard {
         }
         let t = self.ts();
         t.req_snaps = snaps;
-        t.lists.push(ListKind::Completions, vals.iter().copied());
+        t.lists
+            .push(ListKind::Completions, vals.iter().copied(), false);
         t.tmp = vals;
     }
 
@@ -1098,6 +1188,7 @@ impl CallGuard {
         t.lists.push(
             ListKind::Indices,
             (0..k as usize).map(|j| i64::from(unsafe { read_output(indices.add(j)) })),
+            false,
         );
         for j in 0..k as usize {
             // SAFETY: as above.
@@ -1118,7 +1209,8 @@ impl CallGuard {
         }
         let t = self.ts();
         t.req_snaps = snaps;
-        t.lists.push(ListKind::Completions, vals.iter().copied());
+        t.lists
+            .push(ListKind::Completions, vals.iter().copied(), false);
         t.tmp = vals;
     }
 
@@ -1225,7 +1317,7 @@ fn flush_encoder(enc: &mut BlockEncoder) {
     }
     let (t, ns) = crate::clock::pair();
     let records = enc.records() as u64;
-    session::write_block(enc.seal(t, ns), records);
+    crate::sink::write_block(enc.seal(t, ns), records);
     enc.clear();
 }
 
@@ -1242,11 +1334,21 @@ fn push_slow(enc: &mut BlockEncoder, thread: u16, ev: &RawEvent) {
     );
     if big.push(ev) {
         let (tk, ns) = crate::clock::pair();
-        session::write_block(big.seal(tk, ns), 1);
+        crate::sink::write_block(big.seal(tk, ns), 1);
     }
 }
 
 impl ThreadState {
+    /// The end of a wrapper: the state is at rest again; a signal that waited for it is
+    /// handled now.
+    #[inline(always)]
+    fn leave(&mut self) {
+        self.phase.set(Phase::Idle);
+        if self.deferred.load(Ordering::Relaxed) != 0 {
+            crate::signals::run_deferred();
+        }
+    }
+
     #[inline]
     fn callsite(&mut self, ra: usize) -> u32 {
         let depth = crate::callsites::DEPTH.load(Ordering::Relaxed);
@@ -1420,6 +1522,11 @@ pub fn ops_changed() {
 /// Called after `MPI_Pcontrol(level)`.
 pub fn pcontrol(level: c_int) {
     session::pcontrol(level);
+}
+
+/// Called by `MPI_Abort` before the real call (which does not return).
+pub fn on_abort(errorcode: c_int) {
+    session::on_abort(errorcode);
 }
 
 /// Called after `MPI_Init` / `MPI_Init_thread`.

@@ -15,6 +15,7 @@ use crate::rt::{
     self, consts, Counter, CONFIGURED, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED, NCALLS,
     SAMPLE_EVERY,
 };
+use crate::sink;
 use crate::wrappers::{CALL_NAMES, FLAVOUR, FORTRAN_BASE};
 
 /// Loaded, not configured.
@@ -28,18 +29,14 @@ const STOPPED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(LOADED);
 static CONFIG: OnceLock<Config> = OnceLock::new();
-static FD: AtomicI32 = AtomicI32::new(-1);
-static WRITE_LOCK: Mutex<()> = Mutex::new(());
 static RANK: AtomicI32 = AtomicI32::new(-1);
-static EVENTS: AtomicU64 = AtomicU64::new(0);
-static LOST: AtomicU64 = AtomicU64::new(0);
+/// The run's epoch on this rank's monotonic clock (ns).
+static EPOCH_NS: AtomicU64 = AtomicU64::new(0);
 static CALLS_DEFINED: [AtomicU64; NCALLS.div_ceil(64)] =
     [const { AtomicU64::new(0) }; NCALLS.div_ceil(64)];
 static PENDING: Mutex<Vec<Definition>> = Mutex::new(Vec::new());
-static EXITED: Mutex<Vec<Counter>> = Mutex::new(Vec::new());
 static LOAD_PAIR: Mutex<(u64, u64)> = Mutex::new((0, 0));
 static STARTED: AtomicBool = AtomicBool::new(false);
-static ENDED: AtomicBool = AtomicBool::new(false);
 static WARNED: AtomicBool = AtomicBool::new(false);
 
 /// World rank (-1 before `MPI_Init`).
@@ -47,17 +44,9 @@ pub fn world_rank() -> c_int {
     RANK.load(Ordering::Relaxed)
 }
 
-/// Prints one line on stderr, prefixed with the rank.
+/// Prints one line on stderr, prefixed with the rank (no allocation).
 pub fn warn(msg: &str) {
-    let r = world_rank();
-    let line = if r >= 0 {
-        format!("mpiscope: rank {r}: {msg}\n")
-    } else {
-        format!("mpiscope: {msg}\n")
-    };
-    // One write: lines of ranks sharing the launcher's stderr must not interleave.
-    // SAFETY: valid buffer; a failed write to stderr is not worth reporting.
-    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+    sink::warn_args(format_args!("{msg}"));
 }
 
 /// Prints a warning once per process.
@@ -69,18 +58,33 @@ pub fn warn_once(msg: &str) {
 
 /// Stops recording after a failure of the recorder itself; the program goes on.
 pub fn fail(msg: &str) {
-    for m in MODES.iter() {
-        m.store(MODE_OFF, Ordering::Relaxed);
-    }
+    stop_recording();
     let was = STATE.swap(STOPPED, Ordering::AcqRel);
     if was != STOPPED {
         warn(&format!("{msg}; tracing disabled, the program continues"));
     }
-    let fd = FD.swap(-1, Ordering::AcqRel);
-    if fd >= 0 {
-        // SAFETY: our own descriptor.
-        unsafe { libc::close(fd) };
+}
+
+/// No call is recorded from now on (counters stop too).
+pub(crate) fn stop_recording() {
+    for m in MODES.iter() {
+        m.store(MODE_OFF, Ordering::Relaxed);
     }
+}
+
+/// Is the rank file being written?
+pub fn is_tracing() -> bool {
+    STATE.load(Ordering::Acquire) == TRACING
+}
+
+/// The record has ended.
+pub(crate) fn mark_stopped() {
+    STATE.store(STOPPED, Ordering::Release);
+}
+
+/// The run's epoch on this rank's monotonic clock, in ns.
+pub(crate) fn epoch_ns() -> u64 {
+    EPOCH_NS.load(Ordering::Relaxed)
 }
 
 // ---------------------------------------------------------------- load time
@@ -106,7 +110,7 @@ extern "C" fn on_load() {
     }
     clock::choose(&cfg.clock);
     *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner()) = clock::pair();
-    rt::BLOCK_SIZE.store(cfg.buffer, Ordering::Relaxed);
+    crate::threads::BLOCK_SIZE.store(cfg.buffer, Ordering::Relaxed);
     rt::set_core_mode(cfg.core);
     crate::callsites::DEPTH.store(cfg.stack, Ordering::Relaxed);
     for (i, name) in CALL_NAMES.iter().enumerate() {
@@ -399,17 +403,34 @@ pub fn start() {
     let json = serde_json::to_vec(&info).unwrap_or_default();
     let mut head = block::file_header().to_vec();
     head.extend(block::frame(block::BlockKind::Info, 0, 1, sync, &json));
-    if !write_all(fd, &head) {
+    // SAFETY: our descriptor; a file size limit below the header is a plain error here.
+    let written = unsafe {
+        let mut set: libc::sigset_t = core::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGXFSZ);
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let n = libc::write(fd, head.as_ptr().cast(), head.len());
+        let err = std::io::Error::last_os_error();
+        if n != head.len() as isize {
+            let zero = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let mut si: libc::siginfo_t = core::mem::zeroed();
+            libc::sigtimedwait(&set, &mut si, &zero);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
+        (n == head.len() as isize).then_some(()).ok_or(err)
+    };
+    if let Err(e) = written {
         // SAFETY: our descriptor.
         unsafe { libc::close(fd) };
-        fail(&format!(
-            "cannot write {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
+        fail(&format!("cannot write {}: {e}", path.display()));
         return;
     }
-    FD.store(fd, Ordering::Release);
+    EPOCH_NS.store(g.epoch_ns, Ordering::Relaxed);
+    sink::open(fd, head.len() as u64);
     // Window.
     let to_ticks = |ns: u64| (ns as f64 * tps / 1e9) as u64;
     let now = clock::ticks();
@@ -457,6 +478,17 @@ pub fn start() {
     if cfg.signals {
         crate::signals::install();
     }
+    let per_ns = tps / 1e9;
+    let ticks = |ns: u64| (ns as f64 * per_ns) as u64;
+    if cfg.flush_every_ns > 0 {
+        rt::FLUSH_TICKS.store(ticks(cfg.flush_every_ns), Ordering::Relaxed);
+    }
+    crate::keeper::start(crate::keeper::Keeper {
+        flush_ticks: ticks(cfg.flush_every_ns),
+        hang_ticks: cfg.hang_after_ns.map(ticks),
+        kill: cfg.hang_kill,
+        ticks_per_ns: per_ns,
+    });
     // SAFETY: registering a plain function.
     unsafe { libc::atexit(on_exit) };
 }
@@ -540,44 +572,7 @@ fn rfc3339(ns: u64) -> String {
     )
 }
 
-// ---------------------------------------------------------------- writing
-
-fn write_all(fd: c_int, mut buf: &[u8]) -> bool {
-    while !buf.is_empty() {
-        // SAFETY: valid buffer.
-        let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-        if n < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return false;
-        }
-        buf = &buf[n as usize..];
-    }
-    true
-}
-
-/// Appends a sealed block to the rank file.
-pub fn write_block(bytes: &[u8], events: u64) {
-    let fd = FD.load(Ordering::Acquire);
-    if fd < 0 {
-        LOST.fetch_add(events, Ordering::Relaxed);
-        return;
-    }
-    let ok = {
-        let _g = WRITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-        write_all(fd, bytes)
-    };
-    if ok {
-        EVENTS.fetch_add(events, Ordering::Relaxed);
-    } else {
-        LOST.fetch_add(events, Ordering::Relaxed);
-        fail(&format!(
-            "cannot write the trace: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-}
+// ---------------------------------------------------------------- definitions
 
 fn call_def(call: u32) -> Definition {
     let c = rt::c_id(call) as usize;
@@ -597,7 +592,7 @@ pub fn define(defs: &[Definition]) {
     if defs.is_empty() {
         return;
     }
-    if FD.load(Ordering::Acquire) < 0 {
+    if !sink::is_open() {
         if STATE.load(Ordering::Relaxed) != STOPPED {
             PENDING
                 .lock()
@@ -617,7 +612,7 @@ pub fn define(defs: &[Definition]) {
         clock::pair(),
         &payload,
     );
-    write_block(&framed, 0);
+    sink::write_block(&framed, 0);
 }
 
 static DEFINE_CALL: Mutex<()> = Mutex::new(());
@@ -637,7 +632,7 @@ pub fn define_call(call: u32) {
     if word.load(Ordering::Acquire) & (1 << b) != 0 {
         return;
     }
-    if FD.load(Ordering::Acquire) >= 0 {
+    if sink::is_open() {
         define(&[call_def(call)]);
     }
     // Before the file exists, `start` writes every call whose bit is set.
@@ -659,7 +654,7 @@ pub fn define_op(id: u32, name: &str) {
 
 /// Keeps the counters of an exiting thread.
 pub fn absorb_counters(c: &[Counter]) {
-    let mut e = EXITED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut e = sink::EXITED.lock().unwrap_or_else(|p| p.into_inner());
     if e.is_empty() {
         e.resize(c.len(), Counter::default());
     }
@@ -672,135 +667,15 @@ pub fn absorb_counters(c: &[Counter]) {
 
 // ---------------------------------------------------------------- the end
 
-/// Writes every thread's pending events.
-fn flush_all() {
-    rt::for_each_state(|t| {
-        if !t.is_busy() {
-            t.flush();
-        }
-    });
-}
-
-/// The trailer as JSON, built into a fixed buffer (no allocation: used from signal handlers).
-fn write_trailer(reason: &str) {
-    let fd = FD.load(Ordering::Acquire);
-    if fd < 0 {
-        return;
-    }
-    static mut TOTALS: [Counter; NCALLS] = [Counter {
-        count: 0,
-        recorded: 0,
-        ticks: 0,
-        skipped: 0,
-        phase: 0,
-    }; NCALLS];
-    static mut BUF: [u8; 1 << 18] = [0; 1 << 18];
-    // SAFETY: the end happens once (guarded by ENDED); these statics are used only here.
-    let totals = unsafe { &mut *core::ptr::addr_of_mut!(TOTALS) };
-    let buf = unsafe { &mut *core::ptr::addr_of_mut!(BUF) };
-    for c in totals.iter_mut() {
-        *c = Counter::default();
-    }
-    let mut add = |c: &[Counter]| {
-        for (a, b) in totals.iter_mut().zip(c) {
-            a.count += b.count;
-            a.recorded += b.recorded;
-            a.ticks += b.ticks;
-        }
-    };
-    rt::for_each_state(|t| add(&t.counters));
-    if let Ok(e) = EXITED.try_lock() {
-        add(&e);
-    }
-    let (sync_t, sync_ns) = clock::pair();
-    let mut w = FixedBuf {
-        buf: &mut buf[block::BLOCK_HEADER_LEN..],
-        len: 0,
-    };
-    let _ = write!(
-        w,
-        "{{\"reason\":\"{reason}\",\"sync_ticks\":{sync_t},\"sync_ns\":{sync_ns},\"events\":{},\"lost\":{},\"calls\":[",
-        EVENTS.load(Ordering::Relaxed),
-        LOST.load(Ordering::Relaxed)
-    );
-    let mut first = true;
-    for (id, c) in totals.iter().enumerate() {
-        if c.count == 0 {
-            continue;
-        }
-        let _ = write!(
-            w,
-            "{}{{\"id\":{id},\"name\":\"{}\",\"fortran\":{},\"count\":{},\"recorded\":{},\"ticks\":{}}}",
-            if first { "" } else { "," },
-            CALL_NAMES.get(rt::c_id(id as u32) as usize).copied().unwrap_or("?"),
-            id as u32 >= FORTRAN_BASE,
-            c.count,
-            c.recorded,
-            c.ticks
-        );
-        first = false;
-    }
-    let _ = write!(w, "]}}");
-    let n = w.len;
-    let hdr = block::BlockHeader {
-        kind: block::BlockKind::Trailer,
-        thread: 0,
-        payload_len: n as u32,
-        records: 1,
-        base_ticks: sync_t,
-        sync_ticks: sync_t,
-        sync_ns,
-        crc: 0,
-    };
-    hdr.write_fields(&mut buf[..block::BLOCK_HEADER_LEN]);
-    let crc = block::block_crc(
-        &buf[..40],
-        &buf[block::BLOCK_HEADER_LEN..block::BLOCK_HEADER_LEN + n],
-    );
-    buf[40..44].copy_from_slice(&crc.to_le_bytes());
-    write_all(fd, &buf[..block::BLOCK_HEADER_LEN + n]);
-}
-
-struct FixedBuf<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl std::fmt::Write for FixedBuf<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let b = s.as_bytes();
-        if self.len + b.len() > self.buf.len() {
-            return Err(std::fmt::Error);
-        }
-        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
-        Ok(())
-    }
-}
-
-/// Ends tracing: flushes, writes the trailer, closes the file.
-fn end(reason: &str) {
-    if STATE.load(Ordering::Acquire) != TRACING || ENDED.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    for m in MODES.iter() {
-        m.store(MODE_OFF, Ordering::Relaxed);
-    }
-    flush_all();
-    write_trailer(reason);
-    STATE.store(STOPPED, Ordering::Release);
-    let fd = FD.swap(-1, Ordering::AcqRel);
-    if fd >= 0 {
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
-    }
-}
-
 /// Before `MPI_Finalize`: everything recorded so far reaches the file, in case finalization
 /// never returns.
 pub fn before_finalize() {
-    if STATE.load(Ordering::Acquire) == TRACING {
-        flush_all();
+    if is_tracing() {
+        crate::threads::for_each_state(|t| {
+            if !t.is_busy() {
+                t.flush();
+            }
+        });
     }
 }
 
@@ -811,23 +686,40 @@ pub fn after_finalize() {
     if rt::inside_recorded_call() {
         return;
     }
-    end("finalize");
+    sink::end("finalize", sink::Ending::Finalize);
 }
 
 extern "C" fn on_exit() {
-    end("exit");
+    sink::end("exit", sink::Ending::Final { skip_self: false });
 }
 
-/// Called from the signal handler.
-pub(crate) fn on_signal(name: &str) {
-    let mut reason = [0u8; 48];
-    let mut w = FixedBuf {
-        buf: &mut reason,
+/// A signal whose default action ends the process: the end of the record.
+pub(crate) fn end_by_signal(sig: c_int, skip_self: bool, info: *const libc::siginfo_t) {
+    let mut buf = [0u8; 96];
+    let from = crate::signals::sender(info);
+    let reason = sink::signal_reason(&mut buf, sig, from);
+    sink::end(reason, sink::Ending::Final { skip_self });
+}
+
+/// A signal the program handles: this thread's events are written and a note records it.
+pub(crate) fn note_signal(thread: u16, name: &str, message: &str) {
+    if is_tracing() && !sink::ended() {
+        sink::note_raw("signal", thread, Some(name), message, clock::ticks());
+    }
+}
+
+/// `MPI_Abort(comm, errorcode)` is about to end the job: the record ends first, with the
+/// aborting call as a call in progress.
+pub fn on_abort(errorcode: c_int) {
+    let mut buf = [0u8; 64];
+    let mut w = sink::FixedBuf {
+        buf: &mut buf,
         len: 0,
     };
-    let _ = write!(w, "signal {name}");
+    let _ = write!(w, "MPI_Abort (error code {errorcode})");
     let n = w.len;
-    end(std::str::from_utf8(&reason[..n]).unwrap_or("signal"));
+    let reason = std::str::from_utf8(&buf[..n]).unwrap_or("MPI_Abort");
+    sink::end(reason, sink::Ending::Final { skip_self: false });
 }
 
 /// `MPI_Pcontrol(level)`: 0 pauses, any other level resumes.

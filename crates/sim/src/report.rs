@@ -276,7 +276,10 @@ pub fn write_chrome_trace(
     callsite_name: &dyn Fn(u32) -> Option<&'static str>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    writeln!(out, "{{\"traceEvents\":[")?;
+    writeln!(
+        out,
+        "{{\"otherData\":{{\"generator\":\"mpiscope\"}},\"traceEvents\":["
+    )?;
     let mut first = true;
     for s in timeline {
         if !first {

@@ -10,7 +10,7 @@ pub const FILE_MAGIC: [u8; 8] = *b"MPSTRACE";
 /// Major version: readers refuse files with another major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version: additions that old readers can skip.
-pub const VERSION_MINOR: u16 = 0;
+pub const VERSION_MINOR: u16 = 1;
 /// Size of the file header.
 pub const FILE_HEADER_LEN: usize = 16;
 /// First four bytes of every block.
@@ -32,6 +32,12 @@ pub enum BlockKind {
     Info = 2,
     /// The rank's closing summary (JSON), written at finalize, exit or fatal signal.
     Trailer = 3,
+    /// Calls a thread was inside when its record was taken (a signal, `MPI_Abort`, a hang):
+    /// events in the events encoding whose exit time is the moment of the record (since 1.1).
+    Open = 4,
+    /// Something that happened to the process, not a call (JSON [`crate::Note`]): a signal
+    /// the program handled, a hang noticed, tracing stopped by an error (since 1.1).
+    Note = 5,
     /// A kind this reader does not know (a later minor version): skipped by its length.
     Unknown = 255,
 }
@@ -44,6 +50,8 @@ impl BlockKind {
             1 => BlockKind::Definitions,
             2 => BlockKind::Info,
             3 => BlockKind::Trailer,
+            4 => BlockKind::Open,
+            5 => BlockKind::Note,
             _ => return None,
         })
     }

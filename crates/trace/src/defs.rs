@@ -201,6 +201,11 @@ impl Definition {
     }
 }
 
+/// True for the definition tags this reader knows (a later minor version may add others).
+pub(crate) fn is_known_tag(tag: u8) -> bool {
+    matches!(tag, D_CALL | D_MODULE | D_CALLSITE | D_COMM | D_OP)
+}
+
 /// Reads definitions back. Errors are short static descriptions; the reader adds the offset.
 pub(crate) fn decode(buf: &[u8], pos: &mut usize) -> Result<Definition, &'static str> {
     let tag = *buf.get(*pos).ok_or("truncated definition")?;

@@ -324,8 +324,14 @@ impl BlockEncoder {
     ///
     /// The encoder is ready for a new block once the caller calls [`BlockEncoder::clear`].
     pub fn seal(&mut self, sync_ticks: u64, sync_ns: u64) -> &[u8] {
+        self.seal_as(BlockKind::Events, sync_ticks, sync_ns)
+    }
+
+    /// As [`BlockEncoder::seal`], for a block of another kind in the events encoding
+    /// ([`BlockKind::Open`]: calls still in progress).
+    pub fn seal_as(&mut self, kind: BlockKind, sync_ticks: u64, sync_ns: u64) -> &[u8] {
         let hdr = BlockHeader {
-            kind: BlockKind::Events,
+            kind,
             thread: self.thread,
             payload_len: (self.pos - BLOCK_HEADER_LEN) as u32,
             records: self.records,
@@ -339,6 +345,17 @@ impl BlockEncoder {
         let crc = block_crc(head, &payload[..self.pos - BLOCK_HEADER_LEN]);
         head[40..44].copy_from_slice(&crc.to_le_bytes());
         &self.buf[..self.pos]
+    }
+
+    /// Entry ticks of the block's first event (meaningful while the block is not empty).
+    #[inline(always)]
+    pub fn base_ticks(&self) -> u64 {
+        self.base_ticks
+    }
+
+    /// Sets the thread index written in the headers of later blocks.
+    pub fn set_thread(&mut self, thread: u16) {
+        self.thread = thread;
     }
 
     /// Starts a new, empty block.

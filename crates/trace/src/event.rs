@@ -383,6 +383,10 @@ pub struct Event {
     pub args: Args,
     /// Vector arguments.
     pub lists: Vec<List>,
+    /// The thread was still inside this call when its record ended (a signal, `MPI_Abort`,
+    /// a hang): `t_exit` is the moment of the record, not a return, and outputs (statuses,
+    /// new requests) are absent.
+    pub unfinished: bool,
 }
 
 impl Event {

@@ -81,3 +81,25 @@ pub struct Trailer {
     /// Per-function totals, including calls not recorded because of sampling or filters.
     pub calls: Vec<CallTotal>,
 }
+
+/// Something that happened to a rank that is not a call: a signal the program handled, a
+/// hang the recorder noticed, tracing stopped by an error. Written as a note block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    /// What happened: `signal`, `hang` or `stopped`.
+    pub kind: String,
+    /// Clock ticks when it happened (converted to ns since the run's epoch by the reader).
+    pub ticks: u64,
+    /// Thread index it concerns (the thread that received the signal, or that hangs).
+    #[serde(default)]
+    pub thread: u16,
+    /// The signal's name (`SIGTERM`), for `signal` notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// Free text: what the recorder did, or why tracing stopped.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// Nanoseconds since the run's epoch (filled by the reader; not in the file).
+    #[serde(default, skip_serializing)]
+    pub time_ns: u64,
+}

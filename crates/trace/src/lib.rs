@@ -32,12 +32,12 @@ pub use event::{
     Args, Completion, Event, List, ListKind, Slot, NO_VALUE, NSLOTS, PEER_ANY, PEER_NULL,
     PEER_ROOT, PEER_UNKNOWN, TAG_ANY,
 };
-pub use info::{CallTotal, ClockInfo, RankInfo, Trailer};
+pub use info::{CallTotal, ClockInfo, Note, RankInfo, Trailer};
 pub use manifest::{
     rank_file_name, ClockSummary, Manifest, MpiLibrary, RankPlacement, RunDir, RunDirError,
     MANIFEST_FILE,
 };
-pub use reader::{RankReader, ReadError, Tables};
+pub use reader::{Ending, RankReader, ReadError, Tables};
 pub use writer::RankWriter;
 
 /// The format version as `major.minor`.

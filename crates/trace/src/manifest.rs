@@ -6,6 +6,34 @@ use serde::{Deserialize, Serialize};
 
 use crate::reader::{RankReader, ReadError};
 
+/// Opens `path` for reading if it is a regular file (a FIFO would block, a device never
+/// ends): the one way the trace crate opens its inputs.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let kind = |what: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file ({what})"),
+        )
+    };
+    let m = std::fs::metadata(path)?;
+    if !m.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        return Err(kind(if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a named pipe"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else {
+            "a special file"
+        }));
+    }
+    std::fs::File::open(path)
+}
+
 /// Name of the manifest file in a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -96,8 +124,9 @@ pub enum RunDirError {
         /// The system error.
         source: std::io::Error,
     },
-    /// The manifest is not valid JSON of the expected shape.
-    #[error("{path}: line {line}, column {column}: {message}")]
+    /// The manifest is not valid JSON of the expected shape, or its values are impossible
+    /// (line and column 0: the whole file).
+    #[error("{path}: {}{message}", if *line > 0 { format!("line {line}, column {column}: ") } else { String::new() })]
     BadManifest {
         /// The file.
         path: PathBuf,
@@ -132,7 +161,13 @@ impl RunDir {
     pub fn open(path: impl AsRef<Path>) -> Result<RunDir, RunDirError> {
         let path = path.as_ref().to_path_buf();
         let mpath = path.join(MANIFEST_FILE);
-        let manifest = match std::fs::read(&mpath) {
+        let read = |p: &Path| -> std::io::Result<Vec<u8>> {
+            let mut f = open_regular(p)?;
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut v)?;
+            Ok(v)
+        };
+        let manifest = match read(&mpath) {
             Ok(bytes) => Some(serde_json::from_slice::<Manifest>(&bytes).map_err(|e| {
                 RunDirError::BadManifest {
                     path: mpath.clone(),
@@ -170,6 +205,45 @@ impl RunDir {
         if manifest.is_none() && rank_files.is_empty() {
             return Err(RunDirError::Empty(path));
         }
+        if let Some(m) = &manifest {
+            let bad = |message: String| RunDirError::BadManifest {
+                path: mpath.clone(),
+                line: 0,
+                column: 0,
+                message,
+            };
+            let major = m.format_version.split('.').next().unwrap_or("");
+            if major != crate::block::VERSION_MAJOR.to_string() {
+                return Err(bad(format!(
+                    "format_version {:?} is not supported (this reader reads {}.x)",
+                    m.format_version,
+                    crate::block::VERSION_MAJOR
+                )));
+            }
+            if m.ranks == 0 {
+                return Err(bad("ranks is 0: a run has at least one rank".into()));
+            }
+            // Every count is checked against data present in the directory before anyone
+            // sizes a table by it: the recorder lists every rank in `placement`.
+            let backed = m
+                .placement
+                .len()
+                .max(rank_files.last().map_or(0, |(r, _)| *r as usize + 1));
+            if m.ranks as usize > backed {
+                return Err(bad(format!(
+                    "ranks is {} but the manifest places {} and the directory holds rank files up to rank {}",
+                    m.ranks,
+                    m.placement.len(),
+                    rank_files.last().map_or(-1, |(r, _)| i64::from(*r))
+                )));
+            }
+            if let Some(p) = m.placement.iter().find(|p| p.rank >= m.ranks) {
+                return Err(bad(format!(
+                    "placement names rank {} of a {}-rank run",
+                    p.rank, m.ranks
+                )));
+            }
+        }
         Ok(RunDir {
             path,
             manifest,
@@ -185,7 +259,7 @@ impl RunDir {
             .unwrap_or(self.rank_files.len() as u32)
     }
 
-    /// Opens the reader of one rank.
+    /// Opens the reader of one rank (a file that holds another rank's record is refused).
     pub fn open_rank(
         &self,
         rank: u32,

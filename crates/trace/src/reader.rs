@@ -5,6 +5,12 @@
 //! come; [`RankReader::next_event`] hands out events only. A file that ends inside a block, or
 //! whose block fails its checksum, reads up to the last good block: iteration then ends and
 //! [`RankReader::stopped`] says where and why.
+//!
+//! Calls a thread was still inside when its record was taken (open blocks: a signal,
+//! `MPI_Abort`, a hang) are held back until the end of the file: a later record of the same
+//! call, or the call's own event once it returned, replaces them, so a call is handed out
+//! once, as [`Event::unfinished`] only if it never returned in the record. [`RankReader::ending`]
+//! says how the record ends.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -18,7 +24,62 @@ use crate::clock::ClockMap;
 use crate::decode::EventDecoder;
 use crate::defs::{self, CallDef, CallsiteDef, CommDef, Definition, ModuleDef, OpDef};
 use crate::event::Event;
-use crate::info::{RankInfo, Trailer};
+use crate::info::{Note, RankInfo, Trailer};
+
+/// Notes kept per rank file; later ones are counted, not kept.
+const MAX_NOTES: usize = 10_000;
+
+/// How a rank's record ends: what a user must know before trusting a report of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Ending {
+    /// The rank ended tracing itself (trailer present) and the file reads to its end.
+    pub complete: bool,
+    /// Why tracing ended, from the trailer (`finalize`, `exit`, `signal SIGTERM`,
+    /// `MPI_Abort (error code 3)`, ...); `None` without a trailer.
+    pub reason: Option<String>,
+    /// Where and why reading stopped early (a cut or damaged file), if it did.
+    pub cut: Option<String>,
+    /// Events read.
+    pub events: u64,
+    /// Of which calls still in progress when the record ended.
+    pub unfinished: u64,
+    /// Time of the last thing recorded (an event's exit, a note), ns since the run's epoch.
+    pub last_ns: u64,
+    /// Events the recorder counted as lost (trailer), when known.
+    pub lost: Option<u64>,
+}
+
+impl Ending {
+    /// One line for a user: `complete (finalize)`, or what is missing and from when.
+    pub fn describe(&self) -> String {
+        let t = self.last_ns as f64 / 1e9;
+        let lost = match self.lost {
+            Some(0) | None => String::new(),
+            Some(n) => format!(", {n} events lost"),
+        };
+        match (&self.reason, &self.cut) {
+            (Some(r), None) if self.complete && (r == "finalize" || r == "exit") => {
+                format!("complete ({r}{lost})")
+            }
+            (Some(r), None) if self.complete && r.starts_with("tracing stopped") => {
+                format!("{r} at {t:.6} s{lost}; the record is whole up to then")
+            }
+            (Some(r), None) if self.complete => {
+                format!("ended by {r} at {t:.6} s{lost}; the record is whole up to then")
+            }
+            (Some(r), _) => format!(
+                "ended by {r}{lost}; {}",
+                self.cut.as_deref().unwrap_or("the file is damaged after the trailer")
+            ),
+            (None, Some(c)) => format!(
+                "no end record: the rank's record stops at {t:.6} s ({c}); events after that were lost"
+            ),
+            (None, None) => format!(
+                "no end record: the rank's record stops at {t:.6} s (killed, or still running); events after the last block written were lost"
+            ),
+        }
+    }
+}
 
 /// A problem reading a trace file, with where it happened.
 #[derive(Debug, thiserror::Error)]
@@ -125,17 +186,46 @@ pub struct RankReader<R> {
     stopped: Option<ReadError>,
     done: bool,
     blocks: u64,
+    /// Calls still open when a record was taken, with their entry ticks, held until the end.
+    open: Vec<(u64, Event)>,
+    /// Decodes open blocks (their own codec state).
+    open_decoder: EventDecoder,
+    notes: Vec<Note>,
+    notes_dropped: u64,
+    unknown_definitions: u64,
+    events_read: u64,
+    unfinished_read: u64,
+    last_ns: u64,
 }
 
 impl RankReader<BufReader<File>> {
     /// Opens a rank file and reads up to its info block.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
-        let f = File::open(path).map_err(|source| ReadError::Io {
+        let f = crate::manifest::open_regular(path).map_err(|source| ReadError::Io {
             path: path.into(),
             source,
         })?;
-        RankReader::new(BufReader::with_capacity(1 << 16, f), path)
+        let r = RankReader::new(BufReader::with_capacity(1 << 16, f), path)?;
+        // A file named for one rank must hold that rank's record.
+        let named = path.file_name().and_then(|n| n.to_str()).and_then(|n| {
+            n.strip_prefix("rank-")?
+                .strip_suffix(".mpst")?
+                .parse::<u32>()
+                .ok()
+        });
+        if let (Some(want), Some(info)) = (named, r.info()) {
+            if info.rank != want {
+                return Err(ReadError::NotATrace {
+                    path: path.into(),
+                    message: format!(
+                        "holds the record of rank {} (its info block says so), not of rank {want}",
+                        info.rank
+                    ),
+                });
+            }
+        }
+        Ok(r)
     }
 }
 
@@ -185,6 +275,14 @@ impl<R: Read> RankReader<R> {
             stopped: None,
             done: false,
             blocks: 0,
+            open: Vec::new(),
+            open_decoder: EventDecoder::new(0, 0),
+            notes: Vec::new(),
+            notes_dropped: 0,
+            unknown_definitions: 0,
+            events_read: 0,
+            unfinished_read: 0,
+            last_ns: 0,
         };
         // The info block comes first; read blocks until it is seen or events start.
         while r.info.is_none() && !r.done && !r.in_events {
@@ -224,6 +322,33 @@ impl<R: Read> RankReader<R> {
         self.blocks
     }
 
+    /// Notes read so far (signals the program handled, hangs noticed, tracing stopped), in
+    /// file order, with their times in ns since the run's epoch.
+    pub fn notes(&self) -> &[Note] {
+        &self.notes
+    }
+
+    /// Definitions skipped because their tag is newer than this reader (a later minor
+    /// version): the rest of their block is skipped, as the format prescribes.
+    pub fn unknown_definitions(&self) -> u64 {
+        self.unknown_definitions
+    }
+
+    /// How the record ends. Meaningful once the reader is at the end ([`RankReader::drain`]
+    /// or after the last event).
+    pub fn ending(&self) -> Ending {
+        let complete = self.trailer.is_some() && self.stopped.is_none();
+        Ending {
+            complete,
+            reason: self.trailer.as_ref().map(|t| t.reason.clone()),
+            cut: self.stopped.as_ref().map(|e| e.to_string()),
+            events: self.events_read,
+            unfinished: self.unfinished_read,
+            last_ns: self.last_ns,
+            lost: self.trailer.as_ref().map(|t| t.lost),
+        }
+    }
+
     /// Reads the rest of the file, discarding events, so that tables and trailer are complete.
     pub fn drain(&mut self) {
         while self.next_event().is_some() {}
@@ -251,6 +376,23 @@ impl<R: Read> RankReader<R> {
             }
         }
         Ok(n)
+    }
+
+    /// Appends up to `len` bytes to `buf` (empty), growing it as data arrives; returns how
+    /// many were read before EOF.
+    fn fill_vec(src: &mut R, buf: &mut Vec<u8>, len: usize) -> std::io::Result<usize> {
+        const STEP: usize = 1 << 20;
+        while buf.len() < len {
+            let have = buf.len();
+            let want = (len - have).min(STEP.max(have));
+            buf.resize(have + want, 0);
+            let n = Self::fill(src, &mut buf[have..])?;
+            buf.truncate(have + n);
+            if n < want {
+                break;
+            }
+        }
+        Ok(buf.len())
     }
 
     /// Reads the next block; event blocks are left ready for decoding.
@@ -295,8 +437,10 @@ impl<R: Read> RankReader<R> {
             Err(m) => return self.corrupt(at, m),
         };
         let len = hdr.payload_len as usize;
-        self.payload.resize(len, 0);
-        match Self::fill(&mut self.src, &mut self.payload) {
+        // Grow the buffer with the data actually read, never to a length the header merely
+        // claims (a damaged length must not allocate a gigabyte).
+        self.payload.clear();
+        match Self::fill_vec(&mut self.src, &mut self.payload, len) {
             Ok(n) if n == len => {}
             Ok(n) => {
                 return self.corrupt(
@@ -330,6 +474,12 @@ impl<R: Read> RankReader<R> {
                 let mut pos = 0;
                 let payload = std::mem::take(&mut self.payload);
                 while pos < payload.len() {
+                    if !defs::is_known_tag(payload[pos]) {
+                        // A definition of a later minor version: its length is unknown, so
+                        // the rest of this block is skipped (later blocks are read).
+                        self.unknown_definitions += 1;
+                        break;
+                    }
                     match defs::decode(&payload, &mut pos) {
                         Ok(d) => self.tables.absorb(d),
                         Err(m) => {
@@ -347,6 +497,31 @@ impl<R: Read> RankReader<R> {
                 }
                 Err(e) => self.corrupt(at, format!("bad info block: {e}")),
             },
+            BlockKind::Open => {
+                if let Err(m) = self.absorb_open(
+                    hdr.thread,
+                    hdr.records,
+                    hdr.base_ticks,
+                    hdr.sync_ticks,
+                    hdr.sync_ns,
+                ) {
+                    let at = at + (BLOCK_HEADER_LEN + self.open_decoder.position()) as u64;
+                    self.corrupt(at, m);
+                }
+            }
+            BlockKind::Note => match serde_json::from_slice::<Note>(&self.payload) {
+                Ok(mut n) => {
+                    self.clock.update(hdr.sync_ticks, hdr.sync_ns);
+                    n.time_ns = self.clock.to_ns(n.ticks);
+                    self.last_ns = self.last_ns.max(n.time_ns);
+                    if self.notes.len() < MAX_NOTES {
+                        self.notes.push(n);
+                    } else {
+                        self.notes_dropped += 1;
+                    }
+                }
+                Err(e) => self.corrupt(at, format!("bad note block: {e}")),
+            },
             BlockKind::Unknown => {}
             BlockKind::Trailer => match serde_json::from_slice::<Trailer>(&self.payload) {
                 Ok(t) => {
@@ -355,6 +530,41 @@ impl<R: Read> RankReader<R> {
                 }
                 Err(e) => self.corrupt(at, format!("bad trailer block: {e}")),
             },
+        }
+    }
+
+    /// Reads an open block: calls in progress. A later record of the same call (same thread,
+    /// call and entry) replaces an earlier one.
+    fn absorb_open(
+        &mut self,
+        thread: u16,
+        records: u32,
+        base: u64,
+        sync_ticks: u64,
+        sync_ns: u64,
+    ) -> Result<(), &'static str> {
+        self.clock.update(sync_ticks, sync_ns);
+        self.open_decoder.restart(records, base);
+        loop {
+            let mut ev = Event::default();
+            match self
+                .open_decoder
+                .next_into(&self.payload, &mut ev, |_| true)
+            {
+                None => return Ok(()),
+                Some(Err(m)) => return Err(m),
+                Some(Ok(())) => {}
+            }
+            let ticks = ev.t_enter;
+            ev.thread = thread;
+            ev.t_enter = self.clock.to_ns(ev.t_enter);
+            ev.t_exit = self.clock.to_ns(ev.t_exit);
+            ev.unfinished = true;
+            self.open
+                .retain(|(t, o)| !(o.thread == thread && o.call == ev.call && *t == ticks));
+            if self.open.len() < 4096 {
+                self.open.push((ticks, ev));
+            }
         }
     }
 
@@ -399,8 +609,18 @@ impl<R: Read> RankReader<R> {
                     Some(Ok(())) => {
                         let ev = &mut self.current;
                         ev.thread = self.block_thread;
+                        if !self.open.is_empty() {
+                            let (th, call, ticks) = (ev.thread, ev.call, ev.t_enter);
+                            // The call returned after a record saw it in progress.
+                            self.open.retain(|(t, o)| {
+                                !(o.thread == th && o.call == call && *t == ticks)
+                            });
+                        }
                         ev.t_enter = self.clock.to_ns(ev.t_enter);
                         ev.t_exit = self.clock.to_ns(ev.t_exit);
+                        ev.unfinished = false;
+                        self.events_read += 1;
+                        self.last_ns = self.last_ns.max(ev.t_exit);
                         return true;
                     }
                     Some(Err(m)) => {
@@ -413,7 +633,17 @@ impl<R: Read> RankReader<R> {
                 }
             }
             if self.done {
-                return false;
+                // Calls that never returned in the record come last (each is the last call
+                // of its thread).
+                if self.open.is_empty() {
+                    return false;
+                }
+                let (_, ev) = self.open.remove(0);
+                self.current = ev;
+                self.events_read += 1;
+                self.unfinished_read += 1;
+                self.last_ns = self.last_ns.max(self.current.t_exit);
+                return true;
             }
             self.next_block();
         }

@@ -9,7 +9,7 @@ use std::io::Write;
 use crate::block::{file_header, frame, BlockKind};
 use crate::defs::Definition;
 use crate::encode::{BlockEncoder, RawEvent};
-use crate::info::{RankInfo, Trailer};
+use crate::info::{Note, RankInfo, Trailer};
 
 /// Writes a rank file event by event.
 pub struct RankWriter<W: Write> {
@@ -61,15 +61,20 @@ impl<W: Write> RankWriter<W> {
         ))
     }
 
+    /// Moves the clock pair written with the next blocks to `ticks` (never backwards).
+    fn advance_to(&mut self, ticks: u64) {
+        self.last_ticks = self.last_ticks.max(ticks);
+        self.last_ns =
+            self.sync0.1 + ((self.last_ticks - self.sync0.0) as f64 * self.ns_per_tick) as u64;
+    }
+
     fn sync(&self) -> (u64, u64) {
         (self.last_ticks, self.last_ns)
     }
 
     /// Appends an event (times in ticks of the info block's clock).
     pub fn event(&mut self, ev: &RawEvent) -> std::io::Result<()> {
-        self.last_ticks = self.last_ticks.max(ev.t_exit);
-        self.last_ns =
-            self.sync0.1 + ((self.last_ticks - self.sync0.0) as f64 * self.ns_per_tick) as u64;
+        self.advance_to(ev.t_exit);
         if self.enc.push(ev) {
             self.events += 1;
             return Ok(());
@@ -97,6 +102,27 @@ impl<W: Write> RankWriter<W> {
             self.enc.clear();
         }
         Ok(())
+    }
+
+    /// Writes `ev` as a call still in progress (an open block: the record ends inside it;
+    /// `t_exit` is the moment of the record), after the pending events.
+    pub fn open_call(&mut self, ev: &RawEvent) -> std::io::Result<()> {
+        self.flush_block()?;
+        self.advance_to(ev.t_exit);
+        let mut enc = BlockEncoder::new(ev.max_encoded_len() + crate::block::BLOCK_HEADER_LEN, 0);
+        if !enc.push(ev) {
+            return Err(std::io::Error::other("event larger than its block"));
+        }
+        let (t, n) = self.sync();
+        self.out.write_all(enc.seal_as(BlockKind::Open, t, n))
+    }
+
+    /// Writes a note (after the pending events).
+    pub fn note(&mut self, note: &Note) -> std::io::Result<()> {
+        self.flush_block()?;
+        let json = serde_json::to_vec(note).map_err(std::io::Error::other)?;
+        self.out
+            .write_all(&frame(BlockKind::Note, 0, 1, self.sync(), &json))
     }
 
     /// Events written so far.

@@ -134,6 +134,7 @@ fn write(evs: &[Ev], block: usize) -> (Vec<u8>, Vec<Event>) {
                     values: v.clone(),
                 })
                 .collect(),
+            unfinished: false,
         });
     }
     let trailer = Trailer {
@@ -344,4 +345,188 @@ fn a_changed_flag_next_to_new_slots_round_trips() {
     let (evs, _) = read_all(&bytes);
     assert_eq!(evs[0].args, a);
     assert_eq!(evs[1].args, b);
+}
+
+fn call(call: u32, t_enter: u64, t_exit: u64, args: &Args) -> RawEvent<'_> {
+    RawEvent {
+        call,
+        t_enter,
+        t_exit,
+        callsite: 2,
+        core: NO_CORE,
+        ret: 0,
+        skipped: 0,
+        args,
+        lists: &[],
+    }
+}
+
+#[test]
+fn calls_in_progress_come_last_once_and_yield_to_their_return() {
+    let mut a = Args::EMPTY;
+    a.set(Slot::Peer, 1);
+    a.set(Slot::Tag, 7);
+    let mut w = RankWriter::new(Vec::new(), &info(), 1 << 12).unwrap();
+    w.event(&call(3, 10, 20, &a)).unwrap();
+    // A hang record sees call 4 in progress at 500, then at 900; it then returns at 1000.
+    w.open_call(&call(4, 30, 500, &a)).unwrap();
+    w.note(&Note {
+        kind: "hang".into(),
+        ticks: 500,
+        thread: 0,
+        signal: None,
+        message: "inside MPI_Recv for 470 ns".into(),
+        time_ns: 0,
+    })
+    .unwrap();
+    w.open_call(&call(4, 30, 900, &a)).unwrap();
+    w.event(&call(4, 30, 1000, &a)).unwrap();
+    // Call 5 never returns: recorded at 2000 and again, later, at 3000.
+    w.event(&call(6, 1100, 1200, &a)).unwrap();
+    w.open_call(&call(5, 1300, 2000, &a)).unwrap();
+    w.open_call(&call(5, 1300, 3000, &a)).unwrap();
+    let trailer = Trailer {
+        reason: "signal SIGTERM".into(),
+        sync_ticks: 3000,
+        sync_ns: 3000,
+        events: 4,
+        lost: 0,
+        calls: vec![],
+    };
+    let bytes = w.finish(Some(&trailer)).unwrap();
+    let (evs, r) = read_all(&bytes);
+    let seen: Vec<(u32, u64, u64, bool)> = evs
+        .iter()
+        .map(|e| (e.call, e.t_enter, e.t_exit, e.unfinished))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (3, 10, 20, false),
+            (4, 30, 1000, false),
+            (6, 1100, 1200, false),
+            (5, 1300, 3000, true)
+        ]
+    );
+    assert_eq!(evs[3].args.get(Slot::Peer), Some(1));
+    assert_eq!(r.notes().len(), 1);
+    assert_eq!(r.notes()[0].time_ns, 500);
+    let end = r.ending();
+    assert!(end.complete);
+    assert_eq!((end.events, end.unfinished, end.last_ns), (4, 1, 3000));
+    assert_eq!(end.reason.as_deref(), Some("signal SIGTERM"));
+}
+
+#[test]
+fn a_record_without_trailer_says_where_it_stops() {
+    let a = Args::EMPTY;
+    let mut w = RankWriter::new(Vec::new(), &info(), 1 << 12).unwrap();
+    w.event(&call(3, 10, 20, &a)).unwrap();
+    w.event(&call(3, 40, 2_500_000_000, &a)).unwrap();
+    let bytes = w.finish(None).unwrap();
+    let (_, r) = read_all(&bytes);
+    let end = r.ending();
+    assert!(!end.complete);
+    assert_eq!(end.last_ns, 2_500_000_000);
+    let text = end.describe();
+    assert!(text.contains("no end record"), "{text}");
+    assert!(text.contains("2.500000 s"), "{text}");
+}
+
+#[test]
+fn an_unknown_definition_tag_skips_its_block_only() {
+    let a = Args::EMPTY;
+    let mut w = RankWriter::new(Vec::new(), &info(), 1 << 12).unwrap();
+    w.event(&call(3, 10, 20, &a)).unwrap();
+    w.flush_block().unwrap();
+    let mut bytes = w.finish(None).unwrap();
+    // A definitions block from a later minor version: tag 0x9f, then a call definition.
+    let mut payload = vec![0x9f, 1, 2, 3];
+    Definition::Call(CallDef {
+        id: 9,
+        name: "MPI_Later".into(),
+        lang: Lang::C,
+    })
+    .encode(&mut payload);
+    bytes.extend(mpiscope_trace::block::frame(
+        mpiscope_trace::block::BlockKind::Definitions,
+        0,
+        2,
+        (30, 30),
+        &payload,
+    ));
+    let mut more = Vec::new();
+    Definition::Call(CallDef {
+        id: 3,
+        name: "MPI_Barrier".into(),
+        lang: Lang::C,
+    })
+    .encode(&mut more);
+    bytes.extend(mpiscope_trace::block::frame(
+        mpiscope_trace::block::BlockKind::Definitions,
+        0,
+        1,
+        (30, 30),
+        &more,
+    ));
+    let (evs, r) = read_all(&bytes);
+    assert!(r.stopped().is_none(), "{:?}", r.stopped());
+    assert_eq!(evs.len(), 1);
+    assert_eq!(r.unknown_definitions(), 1);
+    assert_eq!(r.tables().call_name(3), "MPI_Barrier");
+    assert!(!r.tables().calls.contains_key(&9));
+}
+
+#[test]
+fn a_huge_declared_block_length_allocates_only_what_is_there() {
+    let mut bytes = mpiscope_trace::block::file_header().to_vec();
+    let mut hdr = [0u8; mpiscope_trace::block::BLOCK_HEADER_LEN];
+    mpiscope_trace::block::BlockHeader {
+        kind: mpiscope_trace::block::BlockKind::Events,
+        thread: 0,
+        payload_len: 1 << 30,
+        records: 1,
+        base_ticks: 0,
+        sync_ticks: 0,
+        sync_ns: 0,
+        crc: 0,
+    }
+    .write_fields(&mut hdr);
+    bytes.extend_from_slice(&hdr);
+    bytes.extend_from_slice(&[0u8; 100]);
+    let (evs, r) = read_all(&bytes);
+    assert!(evs.is_empty());
+    let err = r.stopped().expect("cut");
+    assert!(err.to_string().contains("100 of 1073741824"), "{err}");
+}
+
+#[test]
+fn a_rank_file_holding_another_ranks_record_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = RankWriter::new(Vec::new(), &info(), 1 << 12).unwrap();
+    // info() is rank 3.
+    let bytes = w.finish(None).unwrap();
+    std::fs::write(dir.path().join("rank-00001.mpst"), &bytes).unwrap();
+    let e = RankReader::open(dir.path().join("rank-00001.mpst"))
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("record of rank 3"), "{e}");
+    std::fs::write(dir.path().join("rank-00003.mpst"), &bytes).unwrap();
+    assert!(RankReader::open(dir.path().join("rank-00003.mpst")).is_ok());
+}
+
+#[test]
+fn special_files_are_not_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("rank-00000.mpst");
+    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+    let e = RankReader::open(&p).err().expect("refused");
+    assert!(e.to_string().contains("named pipe"), "{e}");
+}
+
+extern "C" {
+    #[link_name = "mkfifo"]
+    fn libc_mkfifo(path: *const std::os::raw::c_char, mode: u32) -> i32;
 }

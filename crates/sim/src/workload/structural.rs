@@ -146,7 +146,7 @@ pub fn write_file(form: &StructuralRun, path: &std::path::Path) -> Result<u64, W
     } else {
         json
     };
-    std::fs::write(path, &bytes).map_err(|e| io(&e))?;
+    mpiscope_files::write_atomic(path, &bytes).map_err(|e| io(&e))?;
     Ok(bytes.len() as u64)
 }
 
@@ -417,6 +417,7 @@ fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
                 })
             })
             .collect(),
+        unfinished: false,
     }
 }
 
