@@ -7,6 +7,7 @@
 //! [`structural`] for our traces' compressed loop structure) is one kind of workload; programmatic skeletons are another.
 
 pub mod structural;
+mod threads;
 pub mod ti;
 pub mod trace;
 

@@ -4,7 +4,7 @@
 //! replays on the simulator like the trace it came from.
 //!
 //! Each event of a rank's first thread becomes two symbols (a communication call of another
-//! thread is an error, as in [`super::trace`] replay): the computation before it
+//! thread is an error, as in trace replay): the computation before it
 //! (value: the gap since the previous call, ns) and the call (value: its duration, ns). A
 //! call symbol is everything the replay reads of the event ([`SavedCall`]: function,
 //! callsite, every recorded argument and list), so two events share a symbol only when they
@@ -218,8 +218,8 @@ pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
             read += 1;
             if ev.thread != 0 {
                 let name = reader.tables().call_name(ev.call).into_owned();
-                if super::trace::is_replayed(&name) {
-                    return Err(super::trace::several_threads(
+                if super::threads::is_replayed(&name) {
+                    return Err(super::threads::several_threads(
                         &mut reader,
                         r,
                         read,

@@ -9,11 +9,8 @@
 //! blocking probes. Calls that only work locally (`MPI_Comm_rank`, `MPI_Wtime`, datatype
 //! calls...) count as computation.
 //!
-//! One thread per rank is replayed, the one that initialized MPI. Calls of other threads
-//! that only work locally (timers, datatypes) change nothing in the replay; a
-//! communication call from another thread (`MPI_THREAD_MULTIPLE` or `SERIALIZED` programs)
-//! stops the replay with a [`WorkloadError::Unsupported`] that says so: its messages would
-//! otherwise be missing.
+//! One thread per rank is replayed, the one that initialized MPI; a communication call of
+//! another thread stops the replay with an error (`threads.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -23,6 +20,7 @@ use mpiscope_trace::{
     TAG_ANY,
 };
 
+use super::threads::{is_replayed, rest_on_main_thread, several_threads};
 use super::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
 use crate::coll::{CollArgs, Collective};
 
@@ -804,80 +802,11 @@ impl RankWorkload for TraceRank {
             }
             if self.tr.ended {
                 // Other threads' blocks may follow the main thread's MPI_Finalize.
-                if let Err(e) = self.rest_on_main_thread() {
+                let (reader, rank) = (&mut self.reader, self.tr.rank);
+                if let Err(e) = rest_on_main_thread(reader, rank, &mut self.tr.events) {
                     return Some(Err(e));
                 }
             }
         }
-    }
-}
-
-impl TraceRank {
-    /// Reads what follows the main thread's last call: no other thread may communicate.
-    fn rest_on_main_thread(&mut self) -> Result<(), WorkloadError> {
-        while let Some(ev) = self.reader.next_event() {
-            self.tr.events += 1;
-            if ev.thread == 0 {
-                continue;
-            }
-            let name = self.reader.tables().call_name(ev.call);
-            if is_replayed(&name) {
-                let name = name.into_owned();
-                return Err(several_threads(
-                    &mut self.reader,
-                    self.tr.rank,
-                    self.tr.events,
-                    &ev,
-                    &name,
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Whether the replay turns calls of `name` into actions (messages, waits, probes,
-/// collectives): those that cannot be left out when another thread makes them.
-pub(crate) fn is_replayed(name: &str) -> bool {
-    use mpiscope_mpispec::Group;
-    matches!(
-        mpiscope_mpispec::group(name),
-        Group::P2p | Group::Probe | Group::Completion | Group::Collective
-    )
-}
-
-/// The error for world rank `rank`, whose event number `at` (`ev`, a call of `name`) is a
-/// communication call of a thread other than the main one. Reads the rest of the rank's
-/// file to count its threads and such calls.
-pub(crate) fn several_threads<R: std::io::Read>(
-    reader: &mut RankReader<R>,
-    rank: u32,
-    at: u64,
-    ev: &Event,
-    name: &str,
-) -> WorkloadError {
-    let mut threads = std::collections::BTreeSet::from([0, ev.thread]);
-    let mut calls = 1u64;
-    while let Some((e, t)) = reader.next_with_tables() {
-        threads.insert(e.thread);
-        if e.thread != 0 && is_replayed(&t.call_name(e.call)) {
-            calls += 1;
-        }
-    }
-    let level = reader
-        .info()
-        .map(|i| i.thread_level.trim())
-        .filter(|l| !l.is_empty())
-        .map(|l| format!(" (MPI_THREAD_{})", l.to_ascii_uppercase()))
-        .unwrap_or_default();
-    WorkloadError::Unsupported {
-        path: reader.path().display().to_string(),
-        message: format!(
-            "rank {rank} has calls from {} threads{level}; replay of several threads per \
-             rank is not supported: {calls} communication call(s) are made by threads other \
-             than the one that initialized MPI, the first {name} (event {at}, thread {})",
-            threads.len(),
-            ev.thread
-        ),
     }
 }
