@@ -73,6 +73,9 @@ pub struct Params {
     pub force: bool,
 }
 
+/// The largest count an MPI call takes (a C `int`).
+const MAX_COUNT: u64 = i32::MAX as u64;
+
 /// The seed's one-letter parameters and the long options they stand for.
 const SEED_LETTERS: [(char, &str); 8] = [
     ('m', "--min"),
@@ -144,6 +147,30 @@ impl Params {
         if self.buffer < 8 {
             return Err(format!("b (--buffer) {} is too small", self.buffer));
         }
+        // Counts go to MPI as C ints.
+        let ints = if self.bytes {
+            self.max.div_ceil(4)
+        } else {
+            self.max
+        };
+        if ints > MAX_COUNT {
+            return Err(format!(
+                "M (--max) {} is more than {MAX_COUNT} integers, the largest MPI count",
+                self.max
+            ));
+        }
+        if self.buffer > MAX_COUNT {
+            return Err(format!(
+                "b (--buffer) {} is more than {MAX_COUNT} bytes, the largest MPI count",
+                self.buffer
+            ));
+        }
+        if !(self.unstable_above.is_finite() && self.unstable_above >= 0.0) {
+            return Err(format!(
+                "--unstable-above {} must be a non-negative fraction",
+                self.unstable_above
+            ));
+        }
         Ok(())
     }
 
@@ -214,6 +241,11 @@ mod tests {
             ("K1", "above 1"),
             ("R0", "at least 1"),
             ("b4", "too small"),
+            ("M2147483648", "largest MPI count"),
+            ("M8589934592 --bytes", "largest MPI count"),
+            ("b4294967296", "largest MPI count"),
+            ("--unstable-above nan", "--unstable-above NaN"),
+            ("--unstable-above=-1", "non-negative"),
             ("Kx", "--factor"),
             ("--frobnicate", "frobnicate"),
         ] {

@@ -24,11 +24,12 @@ pub struct CalibrateArgs {
     /// directory, a symbolic link or a special file).
     #[arg(long)]
     force: bool,
-    /// At most this many linear pieces.
-    #[arg(long, default_value_t = 4)]
-    pieces: usize,
+    /// At most this many linear pieces (1 to 6: the fit tries every way to cut the sizes,
+    /// which grows as their number to this power).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=6))]
+    pieces: u64,
     /// Take the fewest pieces whose every point is within this relative error.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, value_parser = crate::inputs::non_negative)]
     tolerance: f64,
     /// Do not time the BLAS kernels (the platform keeps the default host speed).
     #[arg(long)]
@@ -42,7 +43,7 @@ pub struct CalibrateArgs {
     kernel_passes: u32,
     /// Cores busy at once when measuring the per-core speed under load (default: the
     /// benchmark's process count, the platform's cores; 1 skips the measurement).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     busy_cores: Option<u32>,
     /// `mpiscope-bench --json` output with SIGNAL WITH BUSY CORES (`mpiscope bench -np 4
     /// --bind-to core --only busy_signal` on 2 cores): the oversubscribed wake-up delay
@@ -88,7 +89,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let text =
         std::fs::read_to_string(&a.results).with_context(|| format!("cannot read {path}"))?;
     let (points, np) = points_from_bench(&text, &path)?;
-    let f = fit(&points, a.pieces, a.tolerance)?;
+    let f = fit(&points, a.pieces as usize, a.tolerance)?;
     let mut net = Network::from_fit(&f);
     let warm_bandwidth = net.bandwidth;
     let cold = Cold::from_bench(&text, &path)?;

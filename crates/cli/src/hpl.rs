@@ -72,6 +72,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     let dat = HplDat::parse(&text, &a.dat.display().to_string())?;
     let platform = platform::load(&a.platform)
         .map_err(|e| anyhow!("cannot load the platform {}: {e}", a.platform.display()))?;
+    crate::inputs::warn_about_platform(&platform);
     if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
         bail!("--network {}: expected flow, smpi or loggp", a.network);
     }

@@ -4,6 +4,7 @@ mod bench;
 mod calibrate;
 mod child;
 mod hpl;
+mod inputs;
 mod launch;
 mod outputs;
 mod overlap;
@@ -62,7 +63,7 @@ enum Command {
         #[arg(short, long)]
         output: PathBuf,
         /// Host speed (flop/s) turning compute bursts into flop counts.
-        #[arg(long, default_value_t = 1e9)]
+        #[arg(long, default_value_t = 1e9, value_parser = inputs::positive)]
         flops: f64,
         /// Drop compute bursts shorter than this many ns.
         #[arg(long, default_value_t = 0)]
@@ -117,7 +118,7 @@ enum Command {
         html: Option<PathBuf>,
         /// Suggest a placement of ranks on nodes of this many ranks that lowers the
         /// point-to-point bytes between nodes.
-        #[arg(long, value_name = "K")]
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
         ranks_per_node: Option<u32>,
         /// Replace an existing output file that mpiscope did not write (never a
         /// directory, a symbolic link or a special file).

@@ -27,8 +27,8 @@ pub struct PlanArgs {
     #[arg(short, long)]
     out: Option<PathBuf>,
     /// Points simulated at once (default: the number of cores).
-    #[arg(short, long)]
-    jobs: Option<usize>,
+    #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..))]
+    jobs: Option<u64>,
     /// Run only point N (again, even if finished), as each point's record says.
     #[arg(long, value_name = "N")]
     point: Option<usize>,
@@ -45,6 +45,10 @@ pub struct PlanArgs {
     /// studies are never mixed), and replace output files that mpiscope did not write.
     #[arg(long)]
     force: bool,
+    /// Read a TI trace workload leniently: skip the lines that are not valid actions and
+    /// say how many and which (without it such a line fails the points).
+    #[arg(long)]
+    lenient: bool,
 }
 
 /// Runs `mpiscope plan`.
@@ -72,6 +76,21 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
         crate::write_stdout(&text)?;
         return Ok(0);
     }
+    // The base platform's warnings, once (every point's platform derives from it).
+    if let Some(p) = points.first() {
+        if let Ok(setup) =
+            mpiscope_plan::point::PointConfig::of(&study, p).and_then(|c| c.build(&study, p.index))
+        {
+            match &study.platform {
+                mpiscope_plan::study::PlatformSpec::Inline(_) => {
+                    crate::inputs::warn_about_inline_platform(&setup.platform, &a.study)
+                }
+                mpiscope_plan::study::PlatformSpec::File(_) => {
+                    crate::inputs::warn_about_platform(&setup.platform)
+                }
+            }
+        }
+    }
     let out = a.out.clone().unwrap_or_else(|| a.study.with_extension(""));
     if out == a.study {
         bail!(
@@ -84,6 +103,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     mpiscope_plan::outdir::figure_paths(&study, &out)?;
     mpiscope_plan::outdir::claim(&study, &out, a.force)?;
     let share = Share::from_launcher(|k| std::env::var(k).ok());
+    let skipped = mpiscope_sim::workload::ti::SkippedLines::default();
     if !a.report {
         let runner: Box<dyn WorkloadRunner> = match &study.workload {
             None => bail!(
@@ -91,15 +111,21 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
                  or with --trace DIR, --ti FILE or --hpl HPL.dat",
                 a.study.display()
             ),
+            Some(w @ WorkloadSpec::Ti(_)) if a.lenient => {
+                Box::new(ReplayRunner::new(w, study.traced_speed)?.lenient(skipped.clone()))
+            }
             Some(w @ (WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_))) => {
                 Box::new(ReplayRunner::new(w, study.traced_speed)?)
             }
             Some(WorkloadSpec::Hpl(p)) => Box::new(HplRunner::from_path(p)?),
         };
+        if a.lenient && !matches!(study.workload, Some(WorkloadSpec::Ti(_))) {
+            bail!("--lenient: the study's workload is not a TI trace; only TI traces are read leniently");
+        }
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let options = RunOptions {
             out: out.clone(),
-            threads: a.jobs.unwrap_or(cores).max(1),
+            threads: a.jobs.map_or(cores, |j| j as usize).max(1),
             share,
             only: a.point,
             command: format!(
@@ -128,6 +154,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
         if let Some(b) = &bar {
             b.finish_and_clear();
         }
+        crate::inputs::report_skipped(&skipped);
         eprintln!(
             "mpiscope plan: {} point(s) simulated, {} already finished{}",
             summary.simulated,

@@ -53,7 +53,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "SPEC")]
     bw_factor: Option<String>,
     /// SimGrid's `network/weight-S` (penalty per link of `weight-S / bandwidth`).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = crate::inputs::non_negative)]
     weight_s: Option<f64>,
     /// LogGP parameters `o,g` in seconds (with `--network loggp`; L and G come from the
     /// platform's routes).
@@ -71,7 +71,7 @@ pub struct ReplayArgs {
     eager_threshold: Option<u64>,
     /// Speed (flop/s) of the traced machine, to scale mpiscope traces' compute bursts
     /// (default: the simulated host's speed, bursts keep their durations).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::inputs::positive)]
     traced_speed: Option<f64>,
     /// Report callsites per message size (`bytes` in the JSON's callsites).
     #[arg(long)]
@@ -79,6 +79,11 @@ pub struct ReplayArgs {
     /// Reproduce SimGrid's `test` delays when replaying TI traces.
     #[arg(long)]
     simgrid_test_delays: bool,
+    /// Replay a TI trace whose lines are not all valid actions (garbage, unknown actions,
+    /// missing fields, lines of another rank): skip them, and say how many and which.
+    /// Without it such a line is an error.
+    #[arg(long)]
+    lenient: bool,
     /// Write the timeline as Chrome trace JSON (Perfetto).
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
@@ -123,6 +128,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     }
     let platform = platform::load(&a.platform)
         .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
+    crate::inputs::warn_about_platform(&platform);
     // Options carried by the platform file (SimGrid's names), then ours on top.
     if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
         bail!("--network {}: expected flow, smpi or loggp", a.network);
@@ -139,8 +145,15 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         "mpich" => Selector::Mpich,
         other => bail!("--collectives {other}: expected ompi or mpich"),
     };
+    let model_flags = |flags: &[(&str, bool)], model: &str| -> Result<()> {
+        match flags.iter().find(|(_, given)| *given) {
+            Some((flag, _)) => bail!("{flag} applies to --network {model}, not {}", a.network),
+            None => Ok(()),
+        }
+    };
     match &mut config.network {
         NetworkKind::Flow(flow) => {
+            model_flags(&[("--loggp", a.loggp.is_some())], "loggp")?;
             if let Some(spec) = &a.lat_factor {
                 flow.lat_factors =
                     parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
@@ -150,22 +163,30 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
                     parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
             }
             if let Some(w) = a.weight_s {
-                if !(w.is_finite() && w >= 0.0) {
-                    bail!("--weight-s {w}: expected a non-negative number");
-                }
                 flow.weight_s = w;
             }
         }
         NetworkKind::LogGp(p) => {
+            model_flags(
+                &[
+                    ("--lat-factor", a.lat_factor.is_some()),
+                    ("--bw-factor", a.bw_factor.is_some()),
+                    ("--weight-s", a.weight_s.is_some()),
+                ],
+                "flow or smpi",
+            )?;
             if let Some(s) = &a.loggp {
                 let v: Vec<f64> = s
                     .split(',')
                     .map(|x| x.trim().parse::<f64>())
                     .collect::<Result<_, _>>()
-                    .context("--loggp O,G: two numbers of seconds")?;
-                if v.len() != 2 {
-                    bail!("--loggp O,G: two numbers of seconds");
-                }
+                    .ok()
+                    .filter(|v: &Vec<f64>| {
+                        v.len() == 2 && v.iter().all(|x| x.is_finite() && *x >= 0.0)
+                    })
+                    .with_context(|| {
+                        format!("--loggp {s}: expected O,G, two non-negative numbers of seconds")
+                    })?;
                 p.o = v[0];
                 p.g = v[1];
             }
@@ -206,7 +227,14 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         callsites_by_size: a.callsites_by_size,
     };
     let mut input_state = None;
+    let skipped = a.lenient.then(ti::SkippedLines::default);
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
+        if a.lenient {
+            bail!(
+                "--lenient: {} is a run directory; only TI traces are read leniently",
+                input.display()
+            );
+        }
         let run = mpiscope_trace::RunDir::open(input)
             .with_context(|| format!("cannot open the trace {}", input.display()))?;
         input_state = Some(crate::announce_input(&run));
@@ -215,6 +243,12 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         callsites = Some(sites);
         (w, n)
     } else if structural::sniff(input) {
+        if a.lenient {
+            bail!(
+                "--lenient: {} is a structural form; only TI traces are read leniently",
+                input.display()
+            );
+        }
         let form = structural::read_file(input)?;
         let n = form.ranks.len() as u32;
         let (w, sites) = structural::load(&form, options, &speeds_of(n)?)?;
@@ -225,6 +259,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             input,
             ti::TiOptions {
                 simgrid_test_delays: a.simgrid_test_delays,
+                lenient: skipped.clone(),
             },
         )?;
         let n = w.len() as u32;
@@ -251,6 +286,9 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     });
     if let Some(b) = &bar {
         b.finish_and_clear();
+    }
+    if let Some(log) = &skipped {
+        crate::inputs::report_skipped(log);
     }
     let result = result?;
     let wall = started.elapsed().as_secs_f64();

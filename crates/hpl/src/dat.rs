@@ -3,6 +3,12 @@
 //! Like HPL's `HPL_pdinfo`, every line is read positionally and only its leading
 //! whitespace-separated values count (the rest is a comment). Lists are expanded in the
 //! loop order of `HPL_pddriver`: grids, N, NB, DEPTH, BCAST, RFACT, PFACT, NBMIN, NDIV.
+//!
+//! Values are checked as `HPL_pdinfo` checks them (N >= 0, NB >= 1, P and Q >= 1, PFACT and
+//! RFACT 0 to 2, NBMIN >= 1, NDIV >= 2, BCAST 0 to 5, DEPTH >= 0, SWAP 0 to 2, the 0/1 flags,
+//! alignment >= 1), plus what a simulation needs: a finite threshold, at most
+//! [`MAX_RANKS`] processes in a grid and [`MAX_RUNS`] runs in all. An error names the file
+//! and the line of the value, the line `HPL.dat` gives it.
 
 use std::fmt;
 
@@ -212,9 +218,18 @@ pub struct DatError {
     pub message: String,
 }
 
+/// Most processes (P x Q) of a grid: the largest platforms the simulator builds.
+pub const MAX_RANKS: u64 = 1 << 24;
+
+/// Most runs (the product of the lists' lengths) an `HPL.dat` may describe: each is a
+/// simulation, and the runs are expanded in memory.
+pub const MAX_RUNS: u64 = 1_000_000;
+
 struct Lines<'a> {
     path: &'a str,
     lines: Vec<&'a str>,
+    /// Runs described by the lists read so far.
+    runs: std::cell::Cell<u64>,
 }
 
 impl Lines<'_> {
@@ -246,9 +261,21 @@ impl Lines<'_> {
         }
         words
             .iter()
-            .map(|w| {
-                w.parse()
-                    .map_err(|_| self.err(line, format!("{what}: `{w}` is not a valid value")))
+            .enumerate()
+            .map(|(i, w)| {
+                w.parse().map_err(|_| {
+                    if w.starts_with('-') && w.parse::<i64>().is_ok() {
+                        self.err(line, format!("{what}: {w} is negative"))
+                    } else if i > 0 && w.parse::<f64>().is_err() {
+                        // The comment after the values: the count line asked for more.
+                        self.err(
+                            line,
+                            format!("expected {k} value(s) for {what}, found {i} before `{w}`"),
+                        )
+                    } else {
+                        self.err(line, format!("{what}: `{w}` is not a valid value"))
+                    }
+                })
             })
             .collect()
     }
@@ -263,7 +290,24 @@ impl Lines<'_> {
         if k == 0 {
             return Err(self.err(line, format!("the number of {what} must be at least 1")));
         }
+        self.count_runs(line, k, what)?;
         self.values(line + 1, k, what)
+    }
+
+    /// Multiplies the runs by the `k` values of the list counted on `line`.
+    fn count_runs(&self, line: usize, k: usize, what: &str) -> Result<(), DatError> {
+        let runs = self.runs.get().saturating_mul(k as u64);
+        if runs > MAX_RUNS {
+            return Err(self.err(
+                line,
+                format!(
+                    "{k} {what} make {runs} runs with the lists above; an HPL.dat describes at \
+                     most {MAX_RUNS}"
+                ),
+            ));
+        }
+        self.runs.set(runs);
+        Ok(())
     }
 
     fn facts(&self, line: usize, what: &str) -> Result<Vec<Fact>, DatError> {
@@ -285,6 +329,7 @@ impl HplDat {
         let l = Lines {
             path,
             lines: text.lines().collect(),
+            runs: std::cell::Cell::new(1),
         };
         let output_file = l
             .lines
@@ -307,6 +352,7 @@ impl HplDat {
         if ngrids == 0 {
             return Err(l.err(10, "the number of process grids must be at least 1"));
         }
+        l.count_runs(10, ngrids, "process grids")?;
         let ps: Vec<u32> = l.values(11, ngrids, "Ps")?;
         let qs: Vec<u32> = l.values(12, ngrids, "Qs")?;
         if ps.contains(&0) {
@@ -315,7 +361,23 @@ impl HplDat {
         if qs.contains(&0) {
             return Err(l.err(12, "Q must be positive"));
         }
-        let threshold = l.one(13, "the threshold")?;
+        if let Some((p, q)) = ps
+            .iter()
+            .zip(&qs)
+            .find(|&(&p, &q)| u64::from(p) * u64::from(q) > MAX_RANKS)
+        {
+            return Err(l.err(
+                12,
+                format!(
+                    "a {p} x {q} grid has {} processes; at most {MAX_RANKS} are simulated",
+                    u64::from(*p) * u64::from(*q)
+                ),
+            ));
+        }
+        let threshold: f64 = l.one(13, "the threshold")?;
+        if !threshold.is_finite() {
+            return Err(l.err(13, format!("threshold {threshold} is not a finite number")));
+        }
         let pfacts = l.facts(14, "PFACTs")?;
         let nbmins: Vec<u64> = l.list(16, "NBMINs")?;
         if nbmins.contains(&0) {
@@ -359,6 +421,9 @@ impl HplDat {
         let u_transposed = !flag(29, "U form")?;
         let equilibration = flag(30, "equilibration")?;
         let alignment = l.one(31, "memory alignment")?;
+        if alignment == 0 {
+            return Err(l.err(31, "memory alignment 0 must be at least 1 (double)"));
+        }
         Ok(HplDat {
             output_file,
             device,
@@ -519,6 +584,135 @@ HPL.out      output file name (if any)
         let cut: String = DEFAULT.lines().take(20).collect::<Vec<_>>().join("\n");
         let e = HplDat::parse(&cut, "HPL.dat").unwrap_err().to_string();
         assert!(e.starts_with("HPL.dat:21: missing line"), "{e}");
+    }
+
+    #[test]
+    fn values_are_checked_as_hpl_pdinfo_does() {
+        for (from, to, want) in [
+            (
+                "29 30 34 35  Ns",
+                "29 -30 34 35  Ns",
+                "HPL.dat:6: Ns: -30 is negative",
+            ),
+            (
+                "1 2 3 4      NBs",
+                "1 2 0 4      NBs",
+                "HPL.dat:8: NB 0 must be positive",
+            ),
+            (
+                "2 1 4        Ps",
+                "2 0 4        Ps",
+                "HPL.dat:11: P must be positive",
+            ),
+            (
+                "2 4 1        Qs",
+                "2 4 -1        Qs",
+                "HPL.dat:12: Qs: -1 is negative",
+            ),
+            (
+                "2 1 4        Ps\n2 4 1        Qs",
+                "2 8192 4        Ps\n2 4096 1        Qs",
+                "HPL.dat:12: a 8192 x 4096 grid has 33554432 processes",
+            ),
+            (
+                "16.0         threshold",
+                "nan  threshold",
+                "HPL.dat:13: threshold NaN",
+            ),
+            (
+                "16.0         threshold",
+                "inf  threshold",
+                "HPL.dat:13: threshold inf",
+            ),
+            (
+                "0 1 2        PFACTs",
+                "0 3 2        PFACTs",
+                "HPL.dat:15: PFACTs: 3 is not",
+            ),
+            (
+                "2 4          NBMINs",
+                "2 0          NBMINs",
+                "HPL.dat:17: NBMIN must be",
+            ),
+            (
+                "2            NDIVs",
+                "1            NDIVs",
+                "HPL.dat:19: NDIV must be",
+            ),
+            (
+                "0 1 2        RFACTs",
+                "0 1 -2        RFACTs",
+                "HPL.dat:21: RFACTs: -2 is",
+            ),
+            (
+                "0            BCASTs",
+                "6            BCASTs",
+                "HPL.dat:23: BCAST 6 is not",
+            ),
+            (
+                "0            DEPTHs",
+                "-1            DEPTHs",
+                "HPL.dat:25: DEPTHs: -1 is",
+            ),
+            (
+                "2            SWAP",
+                "3            SWAP",
+                "HPL.dat:26: SWAP 3 is not",
+            ),
+            (
+                "64           swapping",
+                "-64           swapping",
+                "HPL.dat:27: the swapping",
+            ),
+            (
+                "0            L1",
+                "2            L1",
+                "HPL.dat:28: L1 form 2 is not 0 or 1",
+            ),
+            (
+                "1            Equilibration",
+                "x  Equil",
+                "HPL.dat:30: equilibration: `x`",
+            ),
+            (
+                "8            memory",
+                "0            memory",
+                "HPL.dat:31: memory alignment 0",
+            ),
+            (
+                "4            # of problems",
+                "0            # of problems",
+                "HPL.dat:5: the number",
+            ),
+            (
+                "4            # of NBs",
+                "5            # of NBs",
+                "HPL.dat:8: expected 5 value(s) for NBs, found 4 before `NBs`",
+            ),
+            (
+                "3            # of process grids",
+                "4            # of process grids",
+                "HPL.dat:11: expected 4 value(s) for Ps, found 3",
+            ),
+        ] {
+            assert!(DEFAULT.contains(from), "{from}");
+            let bad = DEFAULT.replace(from, to);
+            let e = HplDat::parse(&bad, "HPL.dat").unwrap_err().to_string();
+            assert!(e.starts_with(want), "{to}: {e}");
+        }
+    }
+
+    #[test]
+    fn runs_are_bounded() {
+        // 3 grids x 4 Ns x 4 NBs x 3 PFACTs x 2 NBMINs ... = 288 runs: fine; a list of a
+        // million NBs is not (with the 4 Ns before it).
+        let many = format!("1000000            # of NBs\n{}NBs", "7 ".repeat(1_000_000));
+        let bad = DEFAULT.replace("4            # of NBs\n1 2 3 4      NBs", &many);
+        let e = HplDat::parse(&bad, "HPL.dat").unwrap_err().to_string();
+        assert!(
+            e.starts_with("HPL.dat:7: 1000000 NBs make 4000000 runs with the lists above"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -128,6 +128,24 @@ impl PointConfig {
             l.bandwidth *= self.scale_bandwidth;
             l.latency *= self.scale_latency;
         }
+        // Scales are positive, but their product with a value may leave the numbers.
+        let scaled = |what: &str, v: f64| {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(PlanError::Platform {
+                    point,
+                    message: format!("{name}: a {what} scaled by the point's factors is {v}"),
+                })
+            }
+        };
+        for h in &platform.hosts {
+            scaled("host speed", h.speed)?;
+        }
+        for l in &platform.links {
+            scaled("link bandwidth", l.bandwidth)?;
+            scaled("link latency", l.latency)?;
+        }
         let config = SimConfig::for_platform(&platform, &self.network).map_err(|message| {
             PlanError::Platform {
                 point,
@@ -168,6 +186,7 @@ fn set_key(table: &mut toml::Table, path: &[String], value: toml::Value) -> Resu
 pub struct ReplayRunner {
     workload: WorkloadSpec,
     traced_speed: Option<f64>,
+    lenient: Option<ti::SkippedLines>,
 }
 
 impl ReplayRunner {
@@ -182,12 +201,22 @@ impl ReplayRunner {
             WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => Ok(ReplayRunner {
                 workload: workload.clone(),
                 traced_speed,
+                lenient: None,
             }),
             WorkloadSpec::Hpl(p) => Err(PlanError::Workload(format!(
                 "{}: an HPL workload needs the HPL skeleton's runner",
                 p.display()
             ))),
         }
+    }
+}
+
+impl ReplayRunner {
+    /// Reads a TI trace leniently: lines that are not valid actions are skipped and
+    /// counted in `log` (once, whatever the number of points) instead of failing the points.
+    pub fn lenient(mut self, log: ti::SkippedLines) -> ReplayRunner {
+        self.lenient = Some(log);
+        self
     }
 }
 
@@ -220,7 +249,11 @@ impl WorkloadRunner for ReplayRunner {
                 (w, hosts)
             }
             WorkloadSpec::Ti(index) => {
-                let w = ti::load(index, ti::TiOptions::default()).map_err(|e| io_err(index, e))?;
+                let options = ti::TiOptions {
+                    lenient: self.lenient.clone(),
+                    ..ti::TiOptions::default()
+                };
+                let w = ti::load(index, options).map_err(|e| io_err(index, e))?;
                 let hosts = platform::map_ranks(platform, w.len() as u32, mapping)
                     .map_err(|e| io_err(index, e))?;
                 (w, hosts)
@@ -298,6 +331,35 @@ values = ["random:3"]
         let c2 = PointConfig::of(&study, &points[1]).unwrap();
         let p2 = c2.build(&study, 1).unwrap().platform;
         assert!(p2.links.len() > p.links.len());
+    }
+
+    #[test]
+    fn scales_that_leave_the_numbers_are_errors() {
+        let text = r#"
+workload = { trace = "run" }
+[platform.cluster]
+hosts = 2
+bandwidth = "10Gbps"
+latency = "24us"
+speed = "1Gf"
+[[axis]]
+set = "scale.speed"
+values = [1, 1e300]
+"#;
+        let study = Study::parse(text, Path::new("s.toml")).unwrap();
+        let points = study.points();
+        let c = PointConfig::of(&study, &points[1]).unwrap();
+        let e = c
+            .build(&study, 1)
+            .err()
+            .expect("an infinite speed")
+            .to_string();
+        assert!(
+            e.contains("s.toml (point 1): a host speed scaled by the point's factors is inf"),
+            "{e}"
+        );
+        let c = PointConfig::of(&study, &points[0]).unwrap();
+        assert!(c.build(&study, 0).is_ok());
     }
 
     #[test]

@@ -254,13 +254,18 @@ impl CpuModel {
 
     /// The earliest completion date.
     pub fn next_event(&mut self) -> Option<Time> {
+        self.next_completion().map(|(at, _)| at)
+    }
+
+    /// The earliest completion: its date and the computation.
+    pub fn next_completion(&mut self) -> Option<(Time, ExecId)> {
         while let Some(&Reverse((at, id, g))) = self.heap.peek() {
             let e = &self.execs[id as usize];
             if !e.live || e.generation != g {
                 self.heap.pop();
                 continue;
             }
-            return Some(at);
+            return Some((at, id));
         }
         None
     }

@@ -114,6 +114,18 @@ pub enum SimError {
         /// What is wrong.
         message: String,
     },
+    /// Some event of a rank would happen after the last date the simulator represents
+    /// (2^64 ps, 213 days of simulated time): a computation, a sleep or a transfer too long
+    /// for it, not a deadlock.
+    #[error("simulated time overflow at rank {rank}: rank {rank} {what} since {since}, which would end after {horizon:.0} s (213 days), the last date the simulator represents", horizon = Time::HORIZON_SECS)]
+    TimeOverflow {
+        /// The rank.
+        rank: u32,
+        /// What it does (as a deadlock describes it).
+        what: String,
+        /// When it started.
+        since: Time,
+    },
     /// Every remaining rank waits for something that can never happen.
     #[error("deadlock at {time}: {} rank(s) blocked: {}", blocked.len(), blocked.iter().take(8).map(|(r, w)| format!("rank {r} {w}")).collect::<Vec<_>>().join("; "))]
     Deadlock {
@@ -403,6 +415,30 @@ pub struct Simulation<'p> {
     done_execs: Vec<ExecId>,
 }
 
+/// Refuses an action whose amount of work or time is not a finite number (a negative one
+/// counts as none): workloads check their inputs, this catches what a computation made.
+fn check_amounts(r: u32, action: &Action) -> Result<(), SimError> {
+    let (what, v) = match action {
+        Action::Compute { flops } => ("a computation of", *flops),
+        Action::ComputeWhilePolling { flops, .. } => ("a polled computation of", *flops),
+        Action::Collective { comp_flops, .. } => ("a collective computing", *comp_flops),
+        Action::Sleep { secs } => ("a sleep of", *secs),
+        Action::Pack { secs, .. } => ("a pack of", *secs),
+        _ => return Ok(()),
+    };
+    if v.is_finite() {
+        return Ok(());
+    }
+    let unit = match action {
+        Action::Sleep { .. } | Action::Pack { .. } => "seconds",
+        _ => "flops",
+    };
+    Err(SimError::Invalid {
+        rank: r,
+        message: format!("{what} {v} {unit}: expected a finite number"),
+    })
+}
+
 /// Whether a receive or probe for (`src`, `tag`, `ctx`), wildcards allowed, matches `send`
 /// from world rank `sender`.
 fn envelope_matches(src: i64, tag: i64, ctx: u32, send: &Req, sender: u32) -> bool {
@@ -581,12 +617,44 @@ impl<'p> Simulation<'p> {
                 return Err(self.deadlock());
             };
             if t == Time::NEVER {
-                return Err(self.deadlock());
+                // Rates are positive (platforms and options are checked), so an event at
+                // the end of time is one whose date saturated.
+                return Err(self.overflow());
             }
             self.now = self.now.max(t);
             self.process_events()?;
         }
         Ok(self.finish())
+    }
+
+    /// The rank whose next event lies past the last representable date, and what it does.
+    fn overflow(&mut self) -> SimError {
+        let never = |t: Option<Time>| t == Some(Time::NEVER);
+        let rank = if never(self.sleepers.peek().map(|Reverse((t, _))| *t)) {
+            self.sleepers.peek().map(|Reverse((_, r))| *r)
+        } else if let Some((Time::NEVER, e)) = self.cpu.next_completion() {
+            self.execs
+                .get(&e)
+                .or_else(|| self.background_execs.get(&e))
+                .copied()
+        } else if let Some((Time::NEVER, t)) = self.net.next_transfer() {
+            self.transfers
+                .get(&t)
+                .map(|&(s, _)| self.reqs[s as usize].owner)
+        } else {
+            None
+        };
+        match rank {
+            Some(r) => {
+                let rank = &self.ranks[r as usize];
+                SimError::TimeOverflow {
+                    rank: r,
+                    what: self.describe_block(r, rank),
+                    since: rank.blocked_since,
+                }
+            }
+            None => self.deadlock(),
+        }
     }
 
     fn deadlock(&self) -> SimError {
@@ -1231,6 +1299,7 @@ impl<'p> Simulation<'p> {
 
     fn execute(&mut self, r: u32, action: Action) -> Result<(), SimError> {
         let now = self.now;
+        check_amounts(r, &action)?;
         match action {
             Action::Compute { flops } => {
                 if flops > 0.0 {

@@ -2,7 +2,8 @@
 //!
 //! Integer time gives a total order of events that does not depend on floating-point
 //! rounding: `(time, sequence)` orders every event, and the same input always produces the
-//! same output. 2^64 ps is 213 days of simulated time.
+//! same output. 2^64 ps is 213 days of simulated time: a date that would lie beyond saturates
+//! at [`Time::NEVER`], which the engine reports as a simulated time overflow.
 
 /// A date or a duration in picoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -37,6 +38,9 @@ impl Time {
         Time(self.0.saturating_add(d.0))
     }
 
+    /// The simulator's horizon in seconds: the dates it can represent lie below it.
+    pub const HORIZON_SECS: f64 = u64::MAX as f64 * 1e-12;
+
     /// `self - earlier`, zero if `earlier` is later.
     pub fn since(self, earlier: Time) -> Time {
         Time(self.0.saturating_sub(earlier.0))
@@ -61,5 +65,10 @@ mod tests {
         assert_eq!(Time::from_secs(f64::NAN), Time::ZERO);
         assert_eq!(Time::from_secs(1e300), Time::NEVER);
         assert_eq!(Time(5).since(Time(7)), Time::ZERO);
+        assert_eq!(
+            Time(1).plus(Time::from_secs(Time::HORIZON_SECS)),
+            Time::NEVER
+        );
+        assert!((Time::HORIZON_SECS / 86400.0 - 213.5).abs() < 0.1);
     }
 }

@@ -129,6 +129,7 @@ fn our_time(index: &Path, platform: &Path, hostfile: &Path, config: SimConfig) -
         index,
         ti::TiOptions {
             simgrid_test_delays: true,
+            lenient: None,
         },
     )
     .unwrap();

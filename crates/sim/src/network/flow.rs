@@ -265,7 +265,7 @@ impl NetworkModel for FlowModel {
         Ok(id as TransferId)
     }
 
-    fn next_event(&mut self) -> Option<Time> {
+    fn next_transfer(&mut self) -> Option<(Time, TransferId)> {
         self.resolve();
         while let Some(&Reverse((at, id, generation))) = self.heap.peek() {
             let f = &self.flows[id as usize];
@@ -273,7 +273,7 @@ impl NetworkModel for FlowModel {
                 self.heap.pop();
                 continue;
             }
-            return Some(at);
+            return Some((at, id as TransferId));
         }
         None
     }

@@ -103,8 +103,8 @@ impl NetworkModel for LogGpModel {
         Ok(id)
     }
 
-    fn next_event(&mut self) -> Option<Time> {
-        self.heap.peek().map(|Reverse((t, _))| *t)
+    fn next_transfer(&mut self) -> Option<(Time, TransferId)> {
+        self.heap.peek().map(|Reverse(e)| *e)
     }
 
     fn advance(&mut self, now: Time, done: &mut Vec<TransferId>) {

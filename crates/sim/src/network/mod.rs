@@ -22,7 +22,7 @@ pub type TransferId = u64;
 /// What a network model does.
 pub trait NetworkModel {
     /// Starts moving `bytes` from `src` to `dst` at `now`; the engine learns of its end
-    /// from [`NetworkModel::next_completion`].
+    /// from [`NetworkModel::next_transfer`].
     fn start(
         &mut self,
         platform: &Platform,
@@ -34,7 +34,12 @@ pub trait NetworkModel {
 
     /// The earliest date at which something happens inside the model (a transfer ends, or a
     /// latency phase ends), if any.
-    fn next_event(&mut self) -> Option<Time>;
+    fn next_event(&mut self) -> Option<Time> {
+        self.next_transfer().map(|(at, _)| at)
+    }
+
+    /// The earliest event of [`NetworkModel::next_event`] and the transfer it belongs to.
+    fn next_transfer(&mut self) -> Option<(Time, TransferId)>;
 
     /// Advances the model to `now` (no later than [`NetworkModel::next_event`]) and appends
     /// the transfers finished by then to `done`.

@@ -22,16 +22,20 @@ use std::collections::HashMap;
 use std::path::Path;
 
 pub mod cluster;
+pub mod config;
 pub mod dragonfly;
 pub mod fat_tree;
 pub mod graph;
 pub mod mapping;
+mod nesting;
 pub mod toml;
 pub mod torus;
 pub mod units;
 pub mod xml;
 mod zones;
 
+#[cfg(test)]
+mod input_tests;
 #[cfg(test)]
 mod simgrid_tests;
 
@@ -239,6 +243,10 @@ pub struct Platform {
     /// (`smpi/bw-factor`, `network/weight-S`, ...): XML `<config><prop id value>`, TOML
     /// `[config]`. Applied by the replay unless its own options say otherwise.
     pub config: std::collections::BTreeMap<String, String>,
+    /// The options of the platform file that the simulator does not use, one per option
+    /// (`p.xml:3: unknown option ...`, see [`config::check_key`]): front ends print them as
+    /// warnings.
+    pub warnings: Vec<config::OptionWarning>,
 }
 
 impl Platform {
@@ -262,6 +270,7 @@ impl Platform {
             links_by_name,
             power_extra: Vec::new(),
             config: Default::default(),
+            warnings: Vec::new(),
         }
     }
 
@@ -469,9 +478,9 @@ pub(crate) fn check_latency(what: &str, lat: f64) -> Result<(), PlatformError> {
 
 /// Checks host characteristics.
 pub(crate) fn check_host(what: &str, h: &HostSpec) -> Result<(), PlatformError> {
-    if !(h.speed.is_finite() && h.speed >= 0.0) {
+    if !(h.speed.is_finite() && h.speed > 0.0) {
         return Err(PlatformError::Invalid(format!(
-            "{what}: speed must be a non-negative number of flop/s, not {}",
+            "{what}: speed must be a positive number of flop/s, not {}",
             h.speed
         )));
     }

@@ -281,7 +281,7 @@ struct File {
     route: Vec<RouteSpecEntry>,
     /// Simulation options by SimGrid's names (`"smpi/bw-factor" = "65472:0.94;0:0.81"`).
     #[serde(default)]
-    config: std::collections::BTreeMap<String, ::toml::Value>,
+    config: std::collections::BTreeMap<Spanned<String>, ::toml::Value>,
 }
 
 /// Error builder with line numbers from byte offsets.
@@ -339,21 +339,35 @@ pub fn from_toml_str(text: &str, name: &str) -> Result<Platform, PlatformError> 
         line: e.span().map(|s| ctx.line(s.start)).unwrap_or(0),
         message: e.message().trim().to_string(),
     })?;
+    let mut warnings = Vec::new();
     let config = std::mem::take(&mut file.config)
         .into_iter()
-        .map(|(k, v)| match v {
-            ::toml::Value::String(s) => Ok((k, s)),
-            ::toml::Value::Integer(i) => Ok((k, i.to_string())),
-            ::toml::Value::Float(f) => Ok((k, f.to_string())),
-            ::toml::Value::Boolean(b) => Ok((k, b.to_string())),
-            _ => Err(ctx.err(
-                0..0,
-                format!("[config] `{k}`: expected a string, a number or a boolean"),
-            )),
+        .map(|(key, v)| {
+            let span = key.span();
+            let k = key.into_inner();
+            if let Some(message) = super::config::check_key(&k, super::config::Format::Toml) {
+                warnings.push(super::config::OptionWarning {
+                    path: name.to_string(),
+                    line: ctx.line(span.start),
+                    key: k.clone(),
+                    message,
+                });
+            }
+            match v {
+                ::toml::Value::String(s) => Ok((k, s)),
+                ::toml::Value::Integer(i) => Ok((k, i.to_string())),
+                ::toml::Value::Float(f) => Ok((k, f.to_string())),
+                ::toml::Value::Boolean(b) => Ok((k, b.to_string())),
+                _ => Err(ctx.err(
+                    span,
+                    format!("[config] `{k}`: expected a string, a number or a boolean"),
+                )),
+            }
         })
         .collect::<Result<_, _>>()?;
     let mut platform = platform_of(&ctx, file)?;
     platform.config = config;
+    platform.warnings = warnings;
     Ok(platform)
 }
 

@@ -5,8 +5,9 @@
 //! link by link, between any two hosts. Supported:
 //!
 //! * `<platform version="4.1">` (versions 4.0 to 4.1) with one root `<zone>` (or `<AS>`) or
-//!   `<cluster>`; `<config>` (`network/loopback-bw`, `network/loopback-lat`; other
-//!   settings are ignored).
+//!   `<cluster>`; `<config>` (`network/loopback-bw`, `network/loopback-lat` here; the
+//!   others are kept as the simulation's options, and those mpiscope does not read give
+//!   a warning in [`Platform::warnings`]).
 //! * `<zone id routing>` with routing `Full`, `Floyd`, `Dijkstra`, `DijkstraCache`
 //!   (shortest paths in number of links, SimGrid's tie-breaking), `Cluster` (a star filled
 //!   by hand: `<host_link id up down>`, `<backbone>`, `<cabinet>`, self `<route>`s) and
@@ -34,7 +35,8 @@
 //!
 //! Ignored: `<prop>` of links and zones, `<disk>`, `<trace>`, `<trace_connect>`, profile
 //! attributes (`speed_file`, `bandwidth_file`, …), `coordinates`. Refused with an error:
-//! Vivaldi and Wi-Fi zones, `<peer>`, and anything unknown. Errors name the file and the
+//! Vivaldi and Wi-Fi zones, `<peer>`, anything unknown, speeds and bandwidths that are not
+//! positive, and elements nested deeper than [`MAX_DEPTH`]. Errors name the file and the
 //! line. Differences from SimGrid: Floyd zones of more than 600 vertices use Dijkstra
 //! (equal route lengths, ties possibly different); a route from a host to a host of a
 //! child zone of its own zone, which SimGrid does not handle, is an error.
@@ -70,6 +72,16 @@ pub fn from_simgrid_xml(path: &Path) -> Result<Platform, PlatformError> {
 
 /// Reads SimGrid platform XML from a string; `name` names it in errors.
 pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, PlatformError> {
+    if let Err(deep) = super::nesting::check(text, MAX_DEPTH) {
+        return Err(PlatformError::Syntax {
+            path: name.to_string(),
+            line: deep.line,
+            message: format!(
+                "elements nested {} deep; a platform nests at most {MAX_DEPTH}",
+                deep.depth
+            ),
+        });
+    }
     let opts = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..roxmltree::ParsingOptions::default()
@@ -91,12 +103,14 @@ pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, Platform
         loopback_lat: 0.0,
         loopback: None,
         config: Default::default(),
+        warnings: Vec::new(),
     };
     r.platform(doc.root_element())?;
     let Reader {
         parts,
         tree,
         config,
+        warnings,
         ..
     } = r;
     if parts.hosts.is_empty() {
@@ -114,8 +128,13 @@ pub fn from_simgrid_xml_str(text: &str, name: &str) -> Result<Platform, Platform
             message: e.to_string(),
         })?;
     platform.config = config;
+    platform.warnings = warnings;
     Ok(platform)
 }
+
+/// Elements may nest this deep: SimGrid's platforms nest a few levels, and both the XML
+/// parser and the zone reader are recursive: a deeper text is refused before it is parsed.
+pub const MAX_DEPTH: usize = 256;
 
 /// Pending content of a `Cluster` zone, applied at its end (as SimGrid does).
 #[derive(Default)]
@@ -138,6 +157,8 @@ struct Reader<'a, 'i> {
     config: std::collections::BTreeMap<String, String>,
     loopback_lat: f64,
     loopback: Option<LinkId>,
+    /// Options not used, one each (see [`super::config::check_key`]).
+    warnings: Vec<super::config::OptionWarning>,
 }
 
 type R<T> = Result<T, PlatformError>;
@@ -244,11 +265,26 @@ impl<'a, 'i> Reader<'a, 'i> {
                     .ok_or_else(|| self.err(p, format!("invalid value `{value}` for {id}")))
             };
             match id {
-                "network/loopback-bw" => self.loopback_bw = num()?,
+                "network/loopback-bw" => {
+                    self.loopback_bw = num()?;
+                    if self.loopback_bw <= 0.0 {
+                        return Err(self.err(p, format!("{id} must be positive, not `{value}`")));
+                    }
+                }
                 "network/loopback-lat" => self.loopback_lat = num()?,
                 _ => {}
             }
-            self.config.insert(id.to_string(), value.to_string());
+            let seen = self.config.insert(id.to_string(), value.to_string());
+            if seen.is_none() {
+                if let Some(message) = super::config::check_key(id, super::config::Format::Xml) {
+                    self.warnings.push(super::config::OptionWarning {
+                        path: self.path.to_string(),
+                        line: self.doc.text_pos_at(p.range().start).row as usize,
+                        key: id.to_string(),
+                        message,
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -423,8 +459,11 @@ impl<'a, 'i> Reader<'a, 'i> {
                 format!("pstate {pstate} but only {} speeds", speeds.len()),
             )
         })?;
-        if !(speed.is_finite() && speed >= 0.0) {
-            return Err(self.err(node, format!("invalid speed for host `{id}`")));
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(self.err(
+                node,
+                format!("host `{id}`: speed must be a positive number of flop/s"),
+            ));
         }
         let cores = match node.attribute("core") {
             Some(c) => self.int(node, c)?,
@@ -745,8 +784,11 @@ impl<'a, 'i> Reader<'a, 'i> {
             parse_radicals(self.attr(node, "radical")?).map_err(|e| self.err(node, e))?;
         let speeds = parse_speeds(self.attr(node, "speed")?).map_err(|e| self.err(node, e))?;
         let speed = speeds.first().copied().unwrap_or(f64::NAN);
-        if !(speed.is_finite() && speed >= 0.0) {
-            return Err(self.err(node, "invalid speed"));
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(self.err(
+                node,
+                format!("cluster `{id}`: speed must be a positive number of flop/s"),
+            ));
         }
         let cores = match opt("core") {
             Some(c) => self.int(node, c)?,
@@ -926,8 +968,8 @@ impl<'a, 'i> Reader<'a, 'i> {
                 return Err(self.err(cab, "a cabinet needs a bandwidth"));
             }
             let speed = speeds.first().copied().unwrap_or(f64::NAN);
-            if !(speed.is_finite() && speed >= 0.0) {
-                return Err(self.err(cab, "invalid speed"));
+            if !(speed.is_finite() && speed > 0.0) {
+                return Err(self.err(cab, "cabinet speed must be a positive number of flop/s"));
             }
             let spec = HostSpec {
                 speed,

@@ -7,6 +7,7 @@
 //! [`structural`] for our traces' compressed loop structure) is one kind of workload; programmatic skeletons are another.
 
 pub mod structural;
+mod threads;
 pub mod ti;
 pub mod trace;
 
@@ -207,6 +208,15 @@ pub enum WorkloadError {
         /// The file.
         path: String,
         /// What went wrong.
+        message: String,
+    },
+    /// A well-formed input that the replay cannot simulate faithfully (calls from several
+    /// threads of a rank).
+    #[error("{path}: {message}")]
+    Unsupported {
+        /// The file.
+        path: String,
+        /// What cannot be replayed, and why.
         message: String,
     },
 }

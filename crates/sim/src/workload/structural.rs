@@ -3,7 +3,8 @@
 //! each position; its size follows the program's structure, not its iteration count. It
 //! replays on the simulator like the trace it came from.
 //!
-//! Each event of a rank's first thread becomes two symbols: the computation before it
+//! Each event of a rank's first thread becomes two symbols (a communication call of another
+//! thread is an error, as in trace replay): the computation before it
 //! (value: the gap since the previous call, ns) and the call (value: its duration, ns). A
 //! call symbol is everything the replay reads of the event ([`SavedCall`]: function,
 //! callsite, every recorded argument and list), so two events share a symbol only when they
@@ -211,9 +212,25 @@ pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
         let mut base = 0i64;
         let mut prev_exit: Option<u64> = None;
         let mut events = 0u64;
+        // Events of every thread read so far (numbers events in errors).
+        let mut read = 0u64;
         while let Some(mut ev) = reader.next_event() {
+            read += 1;
             // Calls still in progress when the record ended never returned: left out.
-            if ev.thread != 0 || ev.unfinished {
+            if ev.unfinished {
+                continue;
+            }
+            if ev.thread != 0 {
+                let name = reader.tables().call_name(ev.call).into_owned();
+                if super::threads::is_replayed(&name) {
+                    return Err(super::threads::several_threads(
+                        &mut reader,
+                        r,
+                        read,
+                        &ev,
+                        &name,
+                    ));
+                }
                 continue;
             }
             events += 1;

@@ -11,6 +11,13 @@
 //! Non-blocking requests are found again by `(source, destination, tag)`, oldest first, as
 //! SimGrid does. Unlike SimGrid 3.32, a last line without a newline is not dropped.
 //!
+//! Every line must be one of these actions with the fields it needs: flops, seconds,
+//! sizes and counts finite and non-negative (a receive's negative size means "probe for
+//! it", as in SimGrid), ranks among the trace's ranks, send tags non-negative. A line that
+//! is not (garbage, an unknown action, a missing or bad field, a line of another rank in a
+//! per-rank file, a line after `finalize`) is an error naming the file and the line, or,
+//! with [`TiOptions::lenient`], skipped and counted in a [`SkippedLines`].
+//!
 //! Files are read in chunks and closed in between, so any number of ranks can be replayed
 //! without holding a file open per rank.
 
@@ -19,7 +26,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError};
+use super::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
 use crate::coll::{CollArgs, Collective};
 
 /// Bytes of SimGrid's datatype ids (smpi_datatype.cpp order).
@@ -62,6 +69,58 @@ pub struct TiOptions {
     /// Reproduce SimGrid's `test` delays (1e-4 s, growing by 1e-4 after each failed test,
     /// one counter for all ranks).
     pub simgrid_test_delays: bool,
+    /// Skip the lines that are not valid actions of their rank, counting them in this log
+    /// (shared by the ranks, and by several readings of one trace); `None`: such a line is
+    /// an error.
+    pub lenient: Option<SkippedLines>,
+}
+
+/// The lines a lenient reading skipped (see [`TiOptions::lenient`]): a handle shared by
+/// the ranks' readers. A line skipped by several readings of the same trace (the points of
+/// a study) counts once.
+#[derive(Debug, Clone, Default)]
+pub struct SkippedLines(Arc<Mutex<Skips>>);
+
+#[derive(Debug, Default)]
+struct Skips {
+    /// (file, line) of every line skipped.
+    seen: std::collections::BTreeSet<(String, u64)>,
+    /// The first ones' messages, in the order they were met.
+    first: Vec<String>,
+}
+
+impl SkippedLines {
+    /// How many messages [`SkippedLines::first`] keeps.
+    pub const KEPT: usize = 5;
+
+    /// Records a line skipped because of `error`.
+    fn record(&self, error: WorkloadError) {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = match &error {
+            WorkloadError::Syntax { path, line, .. } => (path.clone(), *line),
+            WorkloadError::Io { path, .. } | WorkloadError::Unsupported { path, .. } => {
+                (path.clone(), 0)
+            }
+        };
+        if s.seen.insert(key) && s.first.len() < Self::KEPT {
+            s.first.push(error.to_string());
+        }
+    }
+
+    /// Lines skipped so far.
+    pub fn count(&self) -> u64 {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).seen.len() as u64
+    }
+
+    /// The messages of the first lines skipped (at most [`SkippedLines::KEPT`]), each
+    /// naming its file and line.
+    pub fn first(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .first
+            .clone()
+    }
 }
 
 /// Where a rank's lines come from.
@@ -206,9 +265,21 @@ fn split_shared(
             continue;
         }
         let first = t.split_whitespace().next().unwrap_or("");
-        let r: usize = first
-            .parse()
-            .map_err(|_| syntax(name, i as u64 + 1, format!("`{first}` is not a rank")))?;
+        let Ok(r) = first.parse::<u32>() else {
+            let e = syntax(
+                name,
+                i as u64 + 1,
+                format!("`{first}` is not a rank: expected `<rank> <action> ...`"),
+            );
+            match &options.lenient {
+                Some(log) => {
+                    log.record(e);
+                    continue;
+                }
+                None => return Err(e),
+            }
+        };
+        let r = r as usize;
         per.entry(r)
             .or_default()
             .push_back((i as u64 + 1, t.to_owned()));
@@ -379,12 +450,17 @@ impl TiRank {
         let tok: Vec<&str> = line.split_whitespace().collect();
         let path = self.name.clone();
         let err = |m: String| syntax(&path, line_no, m);
-        if tok.len() < 2 {
-            return Err(err(format!("`{line}`: expected `<rank> <action> ...`")));
-        }
-        if tok[0].parse::<u32>().ok() != Some(self.rank) {
-            // SimGrid ignores lines of other ranks in a per-rank file.
-            return Ok(());
+        match tok.first().map(|t| t.parse::<u32>()) {
+            // SimGrid skips the lines of other ranks in a per-rank file; they are errors
+            // here (a file listed for the wrong rank, or lines lost from another).
+            Some(Ok(r)) if r != self.rank => {
+                return Err(err(format!(
+                    "a line of rank {r} in the trace of rank {}",
+                    self.rank
+                )))
+            }
+            Some(Ok(_)) if tok.len() >= 2 => {}
+            _ => return Err(err(format!("`{line}`: expected `<rank> <action> ...`"))),
         }
         let a = &tok[2..];
         let num = |i: usize, what: &str| -> Result<f64, WorkloadError> {
@@ -396,12 +472,34 @@ impl TiRank {
                 .filter(|v| v.is_finite())
                 .ok_or_else(|| err(format!("{}: {what} `{s}` is not a number", tok[1])))
         };
+        // Flops, seconds, sizes and counts: finite and non-negative.
+        let amount = |i: usize, what: &str| -> Result<f64, WorkloadError> {
+            let v = num(i, what)?;
+            if v < 0.0 {
+                return Err(err(format!("{}: {what} {v} is negative", tok[1])));
+            }
+            Ok(v)
+        };
+        let count = |i: usize, what: &str| amount(i, what).map(|v| v as u64);
         let int = |i: usize, what: &str| -> Result<i64, WorkloadError> {
             let s = a
                 .get(i)
                 .ok_or_else(|| err(format!("{}: missing {what}", tok[1])))?;
             s.parse::<i64>()
                 .map_err(|_| err(format!("{}: {what} `{s}` is not an integer", tok[1])))
+        };
+        // A tag: non-negative, or ANY (-1) where a receive may use it.
+        let tag = |i: usize, any: bool| -> Result<i64, WorkloadError> {
+            let v = int(i, "tag")?;
+            let least = if any { ANY } else { 0 };
+            if v < least {
+                return Err(err(format!(
+                    "{}: tag {v} is negative{}",
+                    tok[1],
+                    if any { " (and not -1, any tag)" } else { "" }
+                )));
+            }
+            Ok(v)
         };
         let peer = |i: usize, what: &str, n: u32| -> Result<u32, WorkloadError> {
             let v = int(i, what)?;
@@ -473,15 +571,15 @@ impl TiRank {
             }
             "comm_size" | "comm_split" | "comm_dup" | "location" => {}
             "compute" => self.queue.push_back(Action::Compute {
-                flops: num(0, "flops")?,
+                flops: amount(0, "flops")?,
             }),
             "sleep" => self.queue.push_back(Action::Sleep {
-                secs: num(0, "seconds")?,
+                secs: amount(0, "seconds")?,
             }),
             "send" | "isend" => {
                 let dst = peer(0, "destination", n)?;
-                let tag = int(1, "tag")?;
-                let bytes = (num(2, "size")?.max(0.0) as u64).saturating_mul(dt(3, d)?);
+                let tag = tag(1, false)?;
+                let bytes = count(2, "size")?.saturating_mul(dt(3, d)?);
                 let req = if tok[1] == "isend" {
                     let h = self.handle();
                     self.store((i64::from(me), i64::from(dst), tag), h);
@@ -500,7 +598,8 @@ impl TiRank {
             }
             "recv" | "irecv" => {
                 let src = peer(0, "source", n)?;
-                let tag = int(1, "tag")?;
+                let tag = tag(1, true)?;
+                // A negative size: the receiver probes for it (as SimGrid).
                 let size = num(2, "size")?;
                 let bytes = (size.max(0.0) as u64).saturating_mul(dt(3, d)?);
                 if size < 0.0 {
@@ -558,9 +657,9 @@ impl TiRank {
                         a.len()
                     )));
                 }
-                let sbytes = (num(0, "send count")?.max(0.0) as u64).saturating_mul(dt(4, d)?);
+                let sbytes = count(0, "send count")?.saturating_mul(dt(4, d)?);
                 let dst = peer(1, "destination", n)?;
-                let rbytes = (num(2, "receive count")?.max(0.0) as u64).saturating_mul(dt(5, d)?);
+                let rbytes = count(2, "receive count")?.saturating_mul(dt(5, d)?);
                 let src = peer(3, "source", n)?;
                 let (hs, hr) = (self.handle(), self.handle());
                 self.queue.push_back(Action::Send {
@@ -586,7 +685,7 @@ impl TiRank {
                 0.0,
             ),
             "bcast" => {
-                let c = num(0, "size")? as u64;
+                let c = count(0, "size")?;
                 let root = if a.len() > 1 { peer(1, "root", n)? } else { 0 };
                 let s = dt(2, d)?;
                 push_coll(
@@ -596,8 +695,8 @@ impl TiRank {
                 );
             }
             "reduce" => {
-                let c = num(0, "count")? as u64;
-                let comp = num(1, "comp")?;
+                let c = count(0, "count")?;
+                let comp = amount(1, "comp")?;
                 let root = if a.len() > 2 { peer(2, "root", n)? } else { 0 };
                 let s = dt(3, d)?;
                 push_coll(
@@ -607,8 +706,8 @@ impl TiRank {
                 );
             }
             "allreduce" | "scan" | "exscan" => {
-                let c = num(0, "count")? as u64;
-                let comp = num(1, "comp")?;
+                let c = count(0, "count")?;
+                let comp = amount(1, "comp")?;
                 let s = dt(2, d)?;
                 let kind = match tok[1] {
                     "allreduce" => Collective::Allreduce,
@@ -622,8 +721,8 @@ impl TiRank {
                 );
             }
             "alltoall" | "allgather" => {
-                let sc = num(0, "send count")? as u64;
-                let rc = num(1, "receive count")? as u64;
+                let sc = count(0, "send count")?;
+                let rc = count(1, "receive count")?;
                 let (ds, dr) = (dt(2, d)?, dt(3, d)?);
                 let kind = if tok[1] == "alltoall" {
                     Collective::Alltoall
@@ -637,8 +736,8 @@ impl TiRank {
                 );
             }
             "gather" | "scatter" => {
-                let sc = num(0, "send count")? as u64;
-                let rc = num(1, "receive count")? as u64;
+                let sc = count(0, "send count")?;
+                let rc = count(1, "receive count")?;
                 let root = if a.len() > 2 { peer(2, "root", n)? } else { 0 };
                 let (ds, dr) = (dt(3, d)?, dt(4, d)?);
                 let kind = if tok[1] == "gather" {
@@ -664,7 +763,7 @@ impl TiRank {
                 );
             }
             "gatherv" => {
-                let sc = num(0, "send count")? as u64;
+                let sc = count(0, "send count")?;
                 let rc = counts(1, "receive counts")?;
                 let base = 1 + n as usize;
                 let root = if a.len() > base {
@@ -682,7 +781,7 @@ impl TiRank {
             "scatterv" => {
                 let sc = counts(0, "send counts")?;
                 let base = n as usize;
-                let rc = num(base, "receive count")? as u64;
+                let rc = count(base, "receive count")?;
                 let root = if a.len() > base + 1 {
                     peer(base + 1, "root", n)?
                 } else {
@@ -696,7 +795,7 @@ impl TiRank {
                 );
             }
             "allgatherv" => {
-                let sc = num(0, "send count")? as u64;
+                let sc = count(0, "send count")?;
                 let rc = counts(1, "receive counts")?;
                 // Total tokens T (with rank and action); datatypes as SimGrid 3.32 finds them.
                 let t = tok.len();
@@ -716,7 +815,7 @@ impl TiRank {
             }
             "reducescatter" => {
                 let rc = counts(0, "receive counts")?;
-                let comp = num(n as usize, "comp")?;
+                let comp = amount(n as usize, "comp")?;
                 let s = dt(n as usize + 1, d)?;
                 push_coll(
                     &mut self.queue,
@@ -763,13 +862,47 @@ impl RankWorkload for TiRank {
                 }
                 Ok(Some((no, line))) => {
                     if let Err(e) = self.parse(no, &line) {
-                        return Some(Err(e));
+                        if let Some(e) = self.unless_lenient(e) {
+                            return Some(Err(e));
+                        }
+                    }
+                    if self.finished {
+                        if let Err(e) = self.nothing_after_finalize() {
+                            return Some(Err(e));
+                        }
                     }
                 }
             }
         }
     }
 }
+
+impl TiRank {
+    /// `error` back, unless the reading is lenient: then the line is counted as skipped.
+    fn unless_lenient(&self, error: WorkloadError) -> Option<WorkloadError> {
+        match &self.options.lenient {
+            Some(log) => {
+                log.record(error);
+                None
+            }
+            None => Some(error),
+        }
+    }
+
+    /// After `finalize`, no line may follow (a lenient reading skips them all).
+    fn nothing_after_finalize(&mut self) -> Result<(), WorkloadError> {
+        while let Some((no, line)) = self.next_line()? {
+            let e = syntax(&self.name, no, format!("`{line}` after `finalize`"));
+            if let Some(e) = self.unless_lenient(e) {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod strict_tests;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,10 @@
 //! tag actually matched in the traced run; tests and probes that failed in the traced run are
 //! skipped (the simulated run decides when messages arrive), successful ones become waits and
 //! blocking probes. Calls that only work locally (`MPI_Comm_rank`, `MPI_Wtime`, datatype
-//! calls...) count as computation. Only the thread that initialized MPI is replayed.
+//! calls...) count as computation.
+//!
+//! One thread per rank is replayed, the one that initialized MPI; a communication call of
+//! another thread stops the replay with an error (`threads.rs`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,6 +20,7 @@ use mpiscope_trace::{
     TAG_ANY,
 };
 
+use super::threads::{is_replayed, rest_on_main_thread, several_threads};
 use super::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
 use crate::coll::{CollArgs, Collective};
 
@@ -778,6 +782,17 @@ impl RankWorkload for TraceRank {
                 return Some(Ok(Action::Finalize));
             };
             if ev.thread != 0 {
+                let name = self.reader.tables().call_name(ev.call);
+                if is_replayed(&name) {
+                    let name = name.into_owned();
+                    return Some(Err(several_threads(
+                        &mut self.reader,
+                        self.tr.rank,
+                        self.tr.events + 1,
+                        &ev,
+                        &name,
+                    )));
+                }
                 self.tr.events += 1;
                 continue;
             }
@@ -790,6 +805,13 @@ impl RankWorkload for TraceRank {
             let name = self.reader.tables().call_name(ev.call).into_owned();
             if let Err(e) = self.tr.event(self.reader.tables(), &name, &ev) {
                 return Some(Err(e));
+            }
+            if self.tr.ended {
+                // Other threads' blocks may follow the main thread's MPI_Finalize.
+                let (reader, rank) = (&mut self.reader, self.tr.rank);
+                if let Err(e) = rest_on_main_thread(reader, rank, &mut self.tr.events) {
+                    return Some(Err(e));
+                }
             }
         }
     }
