@@ -534,3 +534,94 @@ impl Waiting {
         )
     }
 }
+
+/// Whether a command's input is whole: per rank, from [`mpiscope_trace::skim_ending`].
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct InputState {
+    /// Every rank's record is whole.
+    pub complete: bool,
+    /// Per rank of the run, in rank order.
+    pub ranks: Vec<RankInput>,
+}
+
+/// One rank's record, as a command's input.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankInput {
+    /// World rank.
+    pub rank: u32,
+    /// The record is whole.
+    pub complete: bool,
+    /// The rank ended the way programs end (`MPI_Finalize`, exit), not by a signal, an
+    /// abort, a hang or a stop of tracing.
+    pub normal: bool,
+    /// How it ends, or what is missing.
+    pub how: String,
+}
+
+/// Skims how every rank's record ends (block headers only: fast), so that a command can
+/// say which ranks end early, and where, before its results are trusted.
+pub fn skim(run: &RunDir) -> InputState {
+    let mut ranks = Vec::new();
+    for rank in 0..run.ranks() {
+        let file = run.rank_files.iter().find(|(r, _)| *r == rank);
+        let odd = run.not_files.iter().find(|(r, _)| *r == rank);
+        let (complete, normal, how) = match file {
+            None if odd.is_some() => (
+                false,
+                false,
+                format!(
+                    "{} is {}: not read",
+                    mpiscope_trace::rank_file_name(rank),
+                    odd.map(|(_, k)| k.as_str()).unwrap_or("")
+                ),
+            ),
+            None => (
+                false,
+                false,
+                "no rank file: nothing of this rank was recorded".to_owned(),
+            ),
+            Some((_, path)) => match mpiscope_trace::skim_ending(path) {
+                Ok(e) => (
+                    e.complete,
+                    matches!(e.reason.as_deref(), Some("finalize" | "exit")),
+                    e.describe(),
+                ),
+                Err(e) => (false, false, format!("unreadable: {e}")),
+            },
+        };
+        ranks.push(RankInput {
+            rank,
+            complete,
+            normal,
+            how,
+        });
+    }
+    InputState {
+        complete: ranks.iter().all(|r| r.complete),
+        ranks,
+    }
+}
+
+impl InputState {
+    /// One warning per rank whose record is not whole or that did not end normally (at most
+    /// `max`, then a count).
+    pub fn warnings(&self, max: usize) -> Vec<String> {
+        let bad: Vec<&RankInput> = self
+            .ranks
+            .iter()
+            .filter(|r| !r.complete || !r.normal)
+            .collect();
+        let mut out: Vec<String> = bad
+            .iter()
+            .take(max)
+            .map(|r| format!("rank {}: {}", r.rank, r.how))
+            .collect();
+        if bad.len() > max {
+            out.push(format!(
+                "{} more ranks whose record is not whole (see `mpiscope report`)",
+                bad.len() - max
+            ));
+        }
+        out
+    }
+}

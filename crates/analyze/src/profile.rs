@@ -677,6 +677,12 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         }
         p.per_rank.push(rp.stats);
     }
+    for (r, kind) in &run.not_files {
+        p.warnings.push(format!(
+            "rank {r}: {} is {kind}: not read",
+            mpiscope_trace::rank_file_name(*r)
+        ));
+    }
     let expected = run.ranks();
     if (p.per_rank.len() as u32) < expected {
         let have: Vec<u32> = p.per_rank.iter().map(|r| r.rank).collect();

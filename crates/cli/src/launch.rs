@@ -267,32 +267,6 @@ pub fn resolve(cmd: &[String], flavour: &str) -> Result<Target> {
     Ok(Target { flavour, launcher })
 }
 
-extern "C" fn let_the_command_handle_it(_: libc::c_int) {}
-
-/// While a launched command runs, the terminal's Ctrl-C (SIGINT, sent to the whole
-/// foreground process group) is the command's to act on: mpiscope waits for the command
-/// to end and then completes the run (moves the trace in place) instead of dying with it.
-/// A handler, not SIG_IGN: handlers are reset at exec, so the command still gets the
-/// signal's default action.
-struct DeferInterrupt(libc::sighandler_t);
-
-impl DeferInterrupt {
-    fn new() -> DeferInterrupt {
-        let handler = let_the_command_handle_it as extern "C" fn(libc::c_int);
-        // SAFETY: installs an async-signal-safe (empty) handler.
-        DeferInterrupt(unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) })
-    }
-}
-
-impl Drop for DeferInterrupt {
-    fn drop(&mut self) {
-        // SAFETY: restores the disposition found at `new`.
-        unsafe {
-            libc::signal(libc::SIGINT, self.0);
-        }
-    }
-}
-
 /// Runs `cmd` with `env` passed through its launcher (`-x` for Open MPI, `-genv` for Hydra,
 /// the environment otherwise); returns its exit code.
 pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Result<i32> {
@@ -315,13 +289,16 @@ pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Resul
         _ => child_env = env.to_vec(),
     }
     argv.extend(cmd[1..].iter().cloned());
-    let _deferred = DeferInterrupt::new();
-    let status = Command::new(&argv[0])
-        .args(&argv[1..])
-        .envs(child_env)
-        .status()
-        .with_context(|| format!("cannot run `{}`", cmd[0]))?;
-    Ok(status.code().unwrap_or(128))
+    let mut c = Command::new(&argv[0]);
+    c.args(&argv[1..]).envs(child_env);
+    let ended = crate::child::run(c, &cmd[0])?;
+    if let Some(sig) = ended.received {
+        eprintln!(
+            "mpiscope: {sig} received while `{}` ran; the run is completed",
+            cmd.join(" ")
+        );
+    }
+    Ok(ended.code)
 }
 
 /// Checks the recorder's options before anything is launched (see `recorder`).

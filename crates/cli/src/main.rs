@@ -2,6 +2,7 @@
 
 mod bench;
 mod calibrate;
+mod child;
 mod hpl;
 mod inputs;
 mod launch;
@@ -173,6 +174,28 @@ enum Command {
     },
 }
 
+/// Says on stderr which ranks' records end early, and where (partial input is always
+/// announced); returns the state for JSON outputs.
+fn announce_input(run: &mpiscope_trace::RunDir) -> mpiscope_analyze::ending::InputState {
+    let state = mpiscope_analyze::ending::skim(run);
+    for w in state.warnings(8) {
+        eprintln!("mpiscope: warning: {w}");
+    }
+    state
+}
+
+/// `value` with the input state under the key `input`.
+fn with_input(
+    value: impl serde::Serialize,
+    input: &mpiscope_analyze::ending::InputState,
+) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(value)?;
+    if let serde_json::Value::Object(m) = &mut v {
+        m.insert("input".into(), serde_json::to_value(input)?);
+    }
+    Ok(v)
+}
+
 fn open_run(dir: &PathBuf) -> Result<mpiscope_trace::RunDir> {
     mpiscope_trace::RunDir::open(dir)
         .with_context(|| format!("cannot open the trace {}", dir.display()))
@@ -244,6 +267,7 @@ fn run(cli: Cli) -> Result<i32> {
             force,
         } => {
             let run = open_run(&dir)?;
+            announce_input(&run);
             match format.as_str() {
                 "simgrid-ti" => {
                     let opts = mpiscope_export::TiOptions {
@@ -320,6 +344,9 @@ fn run(cli: Cli) -> Result<i32> {
             let mut runs = Vec::new();
             for d in &dirs {
                 let run = open_run(d)?;
+                for w in mpiscope_analyze::ending::skim(&run).warnings(8) {
+                    eprintln!("mpiscope: warning: {}: {w}", d.display());
+                }
                 runs.push((
                     d.display().to_string(),
                     mpiscope_analyze::profile::profile(&run)?,
@@ -352,6 +379,7 @@ fn run(cli: Cli) -> Result<i32> {
                 mpiscope_files::check_output(out, &outputs::STRUCTURAL_FORM, force)?;
             }
             let run = open_run(&dir)?;
+            let input = announce_input(&run);
             if let Some(out) = save {
                 let form = mpiscope_sim::workload::structural::save(&run)?;
                 let bytes = mpiscope_sim::workload::structural::write_file(&form, &out)?;
@@ -382,7 +410,7 @@ fn run(cli: Cli) -> Result<i32> {
             };
             let s = structure(&run, only.as_deref(), detail, algorithm)?;
             let text = if json {
-                serde_json::to_string_pretty(&s)? + "\n"
+                serde_json::to_string_pretty(&with_input(&s, &input)?)? + "\n"
             } else {
                 s.to_text()
             };

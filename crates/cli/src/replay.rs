@@ -226,6 +226,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         traced_speed: a.traced_speed,
         callsites_by_size: a.callsites_by_size,
     };
+    let mut input_state = None;
     let skipped = a.lenient.then(ti::SkippedLines::default);
     let (workloads, nranks): (Vec<Box<dyn RankWorkload>>, u32) = if is_run {
         if a.lenient {
@@ -236,6 +237,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         }
         let run = mpiscope_trace::RunDir::open(input)
             .with_context(|| format!("cannot open the trace {}", input.display()))?;
+        input_state = Some(crate::announce_input(&run));
         let n = run.ranks();
         let (w, sites) = trace::load_with_callsites(&run, options, &speeds_of(n)?)?;
         callsites = Some(sites);
@@ -319,7 +321,11 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         w.commit()?;
     }
     if a.json {
-        crate::write_stdout(&(serde_json::to_string_pretty(&report)? + "\n"))?;
+        let value = match &input_state {
+            Some(i) => crate::with_input(&report, i)?,
+            None => serde_json::to_value(&report)?,
+        };
+        crate::write_stdout(&(serde_json::to_string_pretty(&value)? + "\n"))?;
     } else {
         crate::write_stdout(&report.to_text())?;
     }

@@ -187,8 +187,16 @@ fn run_case(class: &str, name: &str, src: &Path, scratch: &Path) -> Outcome {
         }
     }
     let seen = {
+        // The line the case is about, when it names one; else the first that says something.
+        let line_with = |text: &str, want: &Option<String>| {
+            want.as_deref()
+                .and_then(|w| text.lines().find(|l| l.contains(w)))
+                .map(first_line)
+        };
         let e = first_line(&stderr);
-        let shown = if e.is_empty() { first_line(&stdout) } else { e };
+        let shown = line_with(&stderr, &case.stderr)
+            .or_else(|| line_with(&stdout, &case.stdout))
+            .unwrap_or_else(|| if e.is_empty() { first_line(&stdout) } else { e });
         // Paths of the private copy are not part of what the user sees.
         shown.replace(&dir.display().to_string(), "CASE")
     };

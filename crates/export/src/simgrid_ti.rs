@@ -241,9 +241,12 @@ pub fn export_simgrid_ti(
             conv.event(&ev, reader.tables())?;
         }
         match reader.stopped() {
-            Some(ReadError::Io { path, source }) => {
-                let source = std::io::Error::new(source.kind(), source.to_string());
-                return Err(ExportError::Read(ReadError::Io { path: path.clone(), source }));
+            Some(ReadError::Io { path, error }) => {
+                let error = std::io::Error::new(error.kind(), error.to_string());
+                return Err(ExportError::Read(ReadError::Io {
+                    path: path.clone(),
+                    error,
+                }));
             }
             Some(e) => rank_notes.push(format!(
                 "rank {rank}: {e}; the events after this point are missing, so the replay may deadlock"
@@ -338,6 +341,7 @@ enum Reason {
     AfterFinalize,
     OtherThread,
     Unrecorded,
+    Unfinished,
 }
 
 impl Reason {
@@ -365,6 +369,7 @@ impl Reason {
             Reason::AfterFinalize => "after MPI_Finalize; ignored",
             Reason::OtherThread => "on a thread other than the main thread; ignored (multithreaded trace)",
             Reason::Unrecorded => "not recorded (sampling or time window); missing from the replay, which may deadlock",
+            Reason::Unfinished => "still in progress when the rank's record ended (it never returned); left out, the rank ends before it",
         }
     }
 }
@@ -766,6 +771,10 @@ impl Converter {
         }
         if ev.thread != 0 {
             self.note(&name, Reason::OtherThread, 1);
+            return Ok(());
+        }
+        if ev.unfinished {
+            self.note(&name, Reason::Unfinished, 1);
             return Ok(());
         }
         if self.finalized {

@@ -208,48 +208,49 @@ fn peek_params(f: &Function, plan: &Plan) -> Vec<(String, String)> {
 /// `peek_<name>`: the input arguments of a call in progress, from a copy of them kept on the
 /// wrapper's stack (a tuple of the snapshot and the parameters the statements read).
 fn emit_peek_fn(out: &mut String, f: &Function, plan: &Plan) {
-    if plan.peek.is_empty() {
+    let (names, tys) = peek_pack(f, plan);
+    if names.is_empty() {
         return;
     }
-    let params = peek_params(f, plan);
-    let names: Vec<String> = std::iter::once("__s".to_owned())
-        .chain(params.iter().map(|(n, _)| n.clone()))
-        .collect();
-    let tys: Vec<String> = std::iter::once("rt::Snap".to_owned())
-        .chain(params.iter().map(|(_, t)| t.clone()))
-        .collect();
     let tuple = format!("({},)", tys.join(", "));
     let _ = writeln!(
         out,
-        "#[allow(unused_variables, non_snake_case, clippy::all)]
-#[inline(never)]
-unsafe fn peek_{}(__g: &mut CallGuard, __p: *const c_void) {{
-    let &({},) = &*(__p as *const {tuple});
-    __g.set_ret(rt::PEEK_RET);
-    {}
-}}",
+        "#[allow(unused_variables, non_snake_case, clippy::all)]\n#[inline(never)]\nunsafe fn peek_{}(__g: &mut CallGuard, __p: *const c_void) {{\n    let &({},) = &*(__p as *const {tuple});\n    __g.set_ret(rt::PEEK_RET);\n    {}\n}}",
         f.name,
         names.join(", "),
-        plan.peek
-            .iter()
-            .map(|s| if s.ends_with(';') || s.ends_with('}') {
-                s.clone()
-            } else {
-                format!("{s};")
-            })
-            .collect::<Vec<_>>()
-            .join("\n    ")
+        plan.peek.iter().map(|s| if s.ends_with(';') || s.ends_with('}') { s.clone() } else { format!("{s};") }).collect::<Vec<_>>().join("\n    ")
     );
 }
 
+/// The names and types of the values a peek reads: the snapshot when its statements use it,
+/// then the parameters they read. The wrapper copies these onto its stack before each call,
+/// so the pack holds no more than the peek needs; none means no peek (nothing to learn).
+fn peek_pack(f: &Function, plan: &Plan) -> (Vec<String>, Vec<String>) {
+    let uses_snap = plan.peek.iter().any(|s| s.contains("__s"));
+    let params = peek_params(f, plan);
+    let names = uses_snap
+        .then(|| "__s".to_owned())
+        .into_iter()
+        .chain(params.iter().map(|(n, _)| n.clone()))
+        .collect();
+    let tys = uses_snap
+        .then(|| "rt::Snap".to_owned())
+        .into_iter()
+        .chain(params.iter().map(|(_, t)| t.clone()))
+        .collect();
+    (names, tys)
+}
+
 /// The statement that reads the entry time, with the call's inputs kept for a peek.
-/// `args` gives the expression of each peek parameter (C name to expression).
+/// `arg` gives the expression of each peek parameter (C name to expression).
 fn start_stmt(f: &Function, plan: &Plan, arg: impl Fn(&str) -> String) -> String {
-    if plan.peek.is_empty() {
+    let (names, _) = peek_pack(f, plan);
+    if names.is_empty() {
         return "__g.start();".into();
     }
-    let vals: Vec<String> = std::iter::once("__s".to_owned())
-        .chain(peek_params(f, plan).iter().map(|(n, _)| arg(n)))
+    let vals: Vec<String> = names
+        .iter()
+        .map(|n| if n == "__s" { n.clone() } else { arg(n) })
         .collect();
     format!(
         "let __pk = ({},); __g.start_open(peek_{}, &__pk as *const _ as *const c_void);",

@@ -74,8 +74,8 @@ fn run(k: &Keeper, poll: Duration) {
             if st.phase.get() != Phase::InCall {
                 return;
             }
-            let seq = st.watch.seq.load(Ordering::Relaxed);
-            let long = now.saturating_sub(st.watch.t_enter.load(Ordering::Relaxed));
+            let seq = st.watch.t_enter.load(Ordering::Relaxed);
+            let long = now.saturating_sub(seq);
             if k.flush_ticks > 0 && long >= k.flush_ticks && st.kept.load(Ordering::Relaxed) != seq
             {
                 st.kept.store(seq, Ordering::Relaxed);

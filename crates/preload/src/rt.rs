@@ -180,41 +180,31 @@ pub type PeekFn = unsafe fn(&mut CallGuard, *const core::ffi::c_void);
 /// library anything (a peek runs in a signal handler, inside the real call).
 pub const PEEK_RET: c_int = c_int::MIN;
 
-/// The call a thread is inside (valid while its phase is [`Phase::InCall`]).
+/// How to record the call a thread is inside (valid while its phase is [`Phase::InCall`]);
+/// which call and since when are in [`Watch`].
 #[derive(Clone, Copy)]
 pub(crate) struct OpenCall {
-    pub call: u32,
-    pub t_enter: u64,
-    pub callsite: u32,
-    pub core: u32,
-    /// The wrapper's guard (its stack frame outlives the call).
+    /// The wrapper's guard (its stack frame outlives the call): callsite and core.
     pub guard: *mut CallGuard,
     pub peek: Option<PeekFn>,
     pub pack: *const core::ffi::c_void,
-    /// Calls entered so far on this thread: tells one call in progress from the next.
-    pub seq: u64,
 }
 
 impl OpenCall {
     const NONE: OpenCall = OpenCall {
-        call: 0,
-        t_enter: 0,
-        callsite: 0,
-        core: NO_CORE,
         guard: core::ptr::null_mut(),
         peek: None,
         pack: core::ptr::null(),
-        seq: 0,
     };
 }
 
-/// The call a thread is inside, published for other threads (relaxed: a watchdog reads it
-/// only while the phase says the thread is inside a call).
+/// The call a thread is inside: which, and since when (its entry ticks also tell one call
+/// in progress from the next). Atomics because the keeper thread reads them (relaxed: only
+/// while the phase says the thread is inside a call).
 #[derive(Default)]
 pub(crate) struct Watch {
     pub call: std::sync::atomic::AtomicU32,
     pub t_enter: AtomicU64,
-    pub seq: AtomicU64,
 }
 
 /// Everything a thread needs to record.
@@ -234,9 +224,10 @@ pub struct ThreadState {
     pub(crate) open: OpenCall,
     /// The call in progress as another thread may read it (the hang watchdog).
     pub(crate) watch: Watch,
-    /// The call in progress whose hang was reported (its `seq`).
+    /// The call in progress whose hang was reported (its entry ticks).
     pub(crate) hang_reported: AtomicU64,
-    /// The call in progress during which the keeper had the record written (its `seq`).
+    /// The call in progress during which the keeper had the record written (its entry
+    /// ticks).
     pub(crate) kept: AtomicU64,
     /// Encoder of the current block.
     pub enc: BlockEncoder,
@@ -340,6 +331,14 @@ impl ThreadState {
             return;
         }
         let o = self.open;
+        if o.guard.is_null() {
+            return;
+        }
+        // SAFETY: the guard lives in the wrapper's frame, below us on this thread's stack
+        // while the phase is InCall.
+        let (callsite, core) = unsafe { ((*o.guard).callsite, (*o.guard).core) };
+        let call = self.watch.call.load(Ordering::Relaxed);
+        let t_enter = self.watch.t_enter.load(Ordering::Relaxed);
         let saved_args = self.args;
         let saved_lists = (self.lists.n, self.lists.values.len());
         let saved_ret = self.ret;
@@ -359,11 +358,11 @@ impl ThreadState {
             &list_store.0[..list_store.1]
         };
         let ev = RawEvent {
-            call: o.call,
-            t_enter: o.t_enter,
-            t_exit: t.max(o.t_enter),
-            callsite: o.callsite,
-            core: o.core,
+            call,
+            t_enter,
+            t_exit: t.max(t_enter),
+            callsite,
+            core,
             ret: 0,
             skipped: 0,
             args: &self.args,
@@ -521,7 +520,6 @@ impl CallGuard {
     #[inline(always)]
     fn start_with(&mut self, peek: Option<PeekFn>, pack: *const core::ffi::c_void) {
         let (call, ra) = (self.call, self.ra);
-        let guard: *mut CallGuard = self;
         let every = CORE_MODE.load(Ordering::Relaxed);
         let t = self.ts();
         // The call's definition and callsite are made now, not in a signal handler.
@@ -537,27 +535,18 @@ impl CallGuard {
             t.core_countdown = t.core_countdown.saturating_sub(1);
             (crate::clock::ticks(), NO_CORE)
         };
-        let seq = t.open.seq.wrapping_add(1);
-        t.open = OpenCall {
-            call,
-            t_enter,
-            callsite,
-            core,
-            guard,
-            peek,
-            pack,
-            seq,
-        };
+        self.callsite = callsite;
+        self.core = core;
+        self.t_enter = t_enter;
+        let guard: *mut CallGuard = self;
+        let t = self.ts();
+        t.open = OpenCall { guard, peek, pack };
         t.watch.call.store(call, Ordering::Relaxed);
         t.watch.t_enter.store(t_enter, Ordering::Relaxed);
-        t.watch.seq.store(seq, Ordering::Relaxed);
         t.phase.set(Phase::InCall);
         if t.deferred.load(Ordering::Relaxed) != 0 {
             crate::signals::run_deferred();
         }
-        self.callsite = callsite;
-        self.core = core;
-        self.t_enter = t_enter;
     }
 
     /// Reads the exit time.

@@ -37,7 +37,7 @@ pub use manifest::{
     rank_file_name, ClockSummary, Manifest, MpiLibrary, RankPlacement, RunDir, RunDirError,
     MANIFEST_FILE,
 };
-pub use reader::{Ending, RankReader, ReadError, Tables};
+pub use reader::{skim_ending, Ending, RankReader, ReadError, Tables};
 pub use writer::RankWriter;
 
 /// The format version as `major.minor`.

@@ -9,29 +9,33 @@ use crate::reader::{RankReader, ReadError};
 /// Opens `path` for reading if it is a regular file (a FIFO would block, a device never
 /// ends): the one way the trace crate opens its inputs.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let kind = |what: &str| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("not a regular file ({what})"),
-        )
-    };
     let m = std::fs::metadata(path)?;
     if !m.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let t = m.file_type();
-        return Err(kind(if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a named pipe"
-        } else if t.is_char_device() || t.is_block_device() {
-            "a device"
-        } else if t.is_socket() {
-            "a socket"
-        } else {
-            "a special file"
-        }));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            kind_of(&m),
+        ));
     }
     std::fs::File::open(path)
+}
+
+/// What a file that is not regular is: `not a regular file (a named pipe)`.
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "not a regular file (a directory)"
+    } else if t.is_fifo() {
+        "not a regular file (a named pipe)"
+    } else if t.is_char_device() || t.is_block_device() {
+        "not a regular file (a device)"
+    } else if t.is_socket() {
+        "not a regular file (a socket)"
+    } else {
+        "not a regular file"
+    }
 }
 
 /// Name of the manifest file in a run directory.
@@ -113,16 +117,54 @@ pub struct Manifest {
     pub exit_status: Option<i32>,
 }
 
+impl Manifest {
+    /// Checks what JSON cannot: a known major version, and a rank count that is at least 1
+    /// and backed by data present (the placement entries, or rank files up to
+    /// `last_rank_file`), so that nobody sizes a table by a number nothing supports.
+    pub fn validate(&self, last_rank_file: Option<u32>) -> Result<(), String> {
+        let major = self.format_version.split('.').next().unwrap_or("");
+        if major != crate::block::VERSION_MAJOR.to_string() {
+            return Err(format!(
+                "format_version {:?} is not supported (this reader reads {}.x)",
+                self.format_version,
+                crate::block::VERSION_MAJOR
+            ));
+        }
+        if self.ranks == 0 {
+            return Err("ranks is 0: a run has at least one rank".into());
+        }
+        let backed = self
+            .placement
+            .len()
+            .max(last_rank_file.map_or(0, |r| r as usize + 1));
+        if self.ranks as usize > backed {
+            return Err(format!(
+                "ranks is {} but the manifest places {} and the directory holds rank files up to rank {}",
+                self.ranks,
+                self.placement.len(),
+                last_rank_file.map_or(-1, i64::from)
+            ));
+        }
+        if let Some(p) = self.placement.iter().find(|p| p.rank >= self.ranks) {
+            return Err(format!(
+                "placement names rank {} of a {}-rank run",
+                p.rank, self.ranks
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// A problem with a run directory.
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
     /// The manifest could not be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The system error.
-        source: std::io::Error,
+        /// The system error (in the message only, so that it is printed once).
+        error: std::io::Error,
     },
     /// The manifest is not valid JSON of the expected shape, or its values are impossible
     /// (line and column 0: the whole file).
@@ -154,6 +196,9 @@ pub struct RunDir {
     pub manifest: Option<Manifest>,
     /// Rank files found, sorted by rank.
     pub rank_files: Vec<(u32, PathBuf)>,
+    /// Entries named like rank files that are not regular files (never opened), with what
+    /// they are.
+    pub not_files: Vec<(u32, String)>,
 }
 
 impl RunDir {
@@ -180,15 +225,16 @@ impl RunDir {
             Err(source) => {
                 return Err(RunDirError::Io {
                     path: mpath,
-                    source,
+                    error: source,
                 })
             }
         };
         let entries = std::fs::read_dir(&path).map_err(|source| RunDirError::Io {
             path: path.clone(),
-            source,
+            error: source,
         })?;
         let mut rank_files = Vec::new();
+        let mut not_files = Vec::new();
         for e in entries.flatten() {
             let name = e.file_name();
             let Some(name) = name.to_str() else { continue };
@@ -197,7 +243,12 @@ impl RunDir {
                 .and_then(|s| s.strip_suffix(".mpst"))
             {
                 if let Ok(r) = num.parse::<u32>() {
-                    rank_files.push((r, e.path()));
+                    // Never open a named pipe or a device where a rank file is expected.
+                    match std::fs::metadata(e.path()) {
+                        Ok(m) if m.is_file() => rank_files.push((r, e.path())),
+                        Ok(m) => not_files.push((r, kind_of(&m).to_owned())),
+                        Err(err) => not_files.push((r, err.to_string())),
+                    }
                 }
             }
         }
@@ -206,48 +257,20 @@ impl RunDir {
             return Err(RunDirError::Empty(path));
         }
         if let Some(m) = &manifest {
-            let bad = |message: String| RunDirError::BadManifest {
-                path: mpath.clone(),
-                line: 0,
-                column: 0,
-                message,
-            };
-            let major = m.format_version.split('.').next().unwrap_or("");
-            if major != crate::block::VERSION_MAJOR.to_string() {
-                return Err(bad(format!(
-                    "format_version {:?} is not supported (this reader reads {}.x)",
-                    m.format_version,
-                    crate::block::VERSION_MAJOR
-                )));
-            }
-            if m.ranks == 0 {
-                return Err(bad("ranks is 0: a run has at least one rank".into()));
-            }
-            // Every count is checked against data present in the directory before anyone
-            // sizes a table by it: the recorder lists every rank in `placement`.
-            let backed = m
-                .placement
-                .len()
-                .max(rank_files.last().map_or(0, |(r, _)| *r as usize + 1));
-            if m.ranks as usize > backed {
-                return Err(bad(format!(
-                    "ranks is {} but the manifest places {} and the directory holds rank files up to rank {}",
-                    m.ranks,
-                    m.placement.len(),
-                    rank_files.last().map_or(-1, |(r, _)| i64::from(*r))
-                )));
-            }
-            if let Some(p) = m.placement.iter().find(|p| p.rank >= m.ranks) {
-                return Err(bad(format!(
-                    "placement names rank {} of a {}-rank run",
-                    p.rank, m.ranks
-                )));
-            }
+            m.validate(rank_files.last().map(|(r, _)| *r))
+                .map_err(|message| RunDirError::BadManifest {
+                    path: mpath.clone(),
+                    line: 0,
+                    column: 0,
+                    message,
+                })?;
         }
+        not_files.sort();
         Ok(RunDir {
             path,
             manifest,
             rank_files,
+            not_files,
         })
     }
 

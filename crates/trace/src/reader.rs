@@ -85,12 +85,13 @@ impl Ending {
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The file could not be opened or read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
-        /// The system error.
-        source: std::io::Error,
+        /// The system error (in the message, not a separate cause, so that it is printed
+        /// once).
+        error: std::io::Error,
     },
     /// The file is not an mpiscope rank file or has an unsupported version.
     #[error("{path}: {message}")]
@@ -204,7 +205,7 @@ impl RankReader<BufReader<File>> {
         let path = path.as_ref();
         let f = crate::manifest::open_regular(path).map_err(|source| ReadError::Io {
             path: path.into(),
-            source,
+            error: source,
         })?;
         let r = RankReader::new(BufReader::with_capacity(1 << 16, f), path)?;
         // A file named for one rank must hold that rank's record.
@@ -241,7 +242,7 @@ impl<R: Read> RankReader<R> {
                     message: "file is shorter than a trace header".into(),
                 }
             } else {
-                ReadError::Io { path, source: e }
+                ReadError::Io { path, error: e }
             });
         }
         if hdr[..8] != FILE_MAGIC {
@@ -422,7 +423,7 @@ impl<R: Read> RankReader<R> {
             Err(e) => {
                 self.stopped = Some(ReadError::Io {
                     path: self.path.clone(),
-                    source: e,
+                    error: e,
                 });
                 self.done = true;
                 return;
@@ -451,7 +452,7 @@ impl<R: Read> RankReader<R> {
             Err(e) => {
                 self.stopped = Some(ReadError::Io {
                     path: self.path.clone(),
-                    source: e,
+                    error: e,
                 });
                 self.done = true;
                 return;
@@ -684,4 +685,109 @@ impl ListFilter {
         }
         yes
     }
+}
+
+/// How a rank file ends, found by walking its block headers (payloads are skipped, except
+/// the info block and the trailer): fast enough to run before any pass over a run, so that
+/// every command can announce partial input. Event blocks' checksums are not verified here;
+/// a full read ([`RankReader`]) may stop earlier on a damaged block.
+pub fn skim_ending(path: &Path) -> Result<Ending, ReadError> {
+    use std::io::{Seek, SeekFrom};
+    let f = crate::manifest::open_regular(path).map_err(|source| ReadError::Io {
+        path: path.into(),
+        error: source,
+    })?;
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut src = BufReader::with_capacity(1 << 12, f);
+    let mut hdr = [0u8; FILE_HEADER_LEN];
+    if src.read_exact(&mut hdr).is_err() || hdr[..8] != FILE_MAGIC {
+        return Err(ReadError::NotATrace {
+            path: path.into(),
+            message: "not an mpiscope trace".into(),
+        });
+    }
+    let mut at = FILE_HEADER_LEN as u64;
+    let mut clock = ClockMap::identity();
+    let (mut events, mut unfinished, mut last_ticks) = (0u64, 0u64, None::<u64>);
+    let mut trailer: Option<Trailer> = None;
+    let mut cut = None;
+    loop {
+        let mut hb = [0u8; BLOCK_HEADER_LEN];
+        let n = RankReader::<BufReader<File>>::fill(&mut src, &mut hb).unwrap_or(0);
+        if n == 0 || hb.iter().all(|&b| b == 0) {
+            break;
+        }
+        if n < BLOCK_HEADER_LEN {
+            cut = Some(format!(
+                "{}: offset {at}: file ends inside a block header",
+                path.display()
+            ));
+            break;
+        }
+        let h = match BlockHeader::parse(&hb) {
+            Ok(h) => h,
+            Err(m) => {
+                cut = Some(format!("{}: offset {at}: {m}", path.display()));
+                break;
+            }
+        };
+        let len = u64::from(h.payload_len);
+        if at + BLOCK_HEADER_LEN as u64 + len > size {
+            cut = Some(format!(
+                "{}: offset {at}: file ends inside a block",
+                path.display()
+            ));
+            break;
+        }
+        match h.kind {
+            BlockKind::Info | BlockKind::Trailer => {
+                let mut payload = Vec::new();
+                RankReader::<BufReader<File>>::fill_vec(&mut src, &mut payload, len as usize)
+                    .map_err(|source| ReadError::Io {
+                        path: path.into(),
+                        error: source,
+                    })?;
+                if block_crc(&hb, &payload) != h.crc {
+                    cut = Some(format!(
+                        "{}: offset {at}: block checksum mismatch",
+                        path.display()
+                    ));
+                    break;
+                }
+                if h.kind == BlockKind::Info {
+                    if let Ok(info) = serde_json::from_slice::<RankInfo>(&payload) {
+                        clock = ClockMap::new(&info.clock, info.epoch_ns);
+                    }
+                } else if let Ok(t) = serde_json::from_slice::<Trailer>(&payload) {
+                    trailer = Some(t);
+                }
+            }
+            _ => {
+                src.seek(SeekFrom::Current(len as i64))
+                    .map_err(|source| ReadError::Io {
+                        path: path.into(),
+                        error: source,
+                    })?;
+            }
+        }
+        match h.kind {
+            BlockKind::Events => events += u64::from(h.records),
+            BlockKind::Open => unfinished += u64::from(h.records),
+            _ => {}
+        }
+        if h.kind != BlockKind::Info {
+            clock.update(h.sync_ticks, h.sync_ns);
+            last_ticks = Some(last_ticks.map_or(h.sync_ticks, |t| t.max(h.sync_ticks)));
+        }
+        at += BLOCK_HEADER_LEN as u64 + len;
+    }
+    Ok(Ending {
+        complete: trailer.is_some() && cut.is_none(),
+        reason: trailer.as_ref().map(|t| t.reason.clone()),
+        cut,
+        events,
+        unfinished,
+        last_ns: last_ticks.map_or(0, |t| clock.to_ns(t)),
+        lost: trailer.as_ref().map(|t| t.lost),
+    })
 }

@@ -530,3 +530,51 @@ extern "C" {
     #[link_name = "mkfifo"]
     fn libc_mkfifo(path: *const std::os::raw::c_char, mode: u32) -> i32;
 }
+
+#[test]
+fn skimming_agrees_with_reading_on_whole_and_cut_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let evs = vec![
+        Ev {
+            call: 1,
+            gap: 5,
+            dur: 9,
+            callsite: 1,
+            core: 0,
+            ret: 0,
+            skipped: 0,
+            args: vec![],
+            lists: vec![]
+        };
+        3000
+    ];
+    let (bytes, _) = write(&evs, 4096);
+    let whole = dir.path().join("rank-00003.mpst");
+    std::fs::write(&whole, &bytes).unwrap();
+    let mut r = RankReader::open(&whole).unwrap();
+    r.drain();
+    let read = r.ending();
+    let skim = skim_ending(&whole).unwrap();
+    assert!(skim.complete && read.complete);
+    assert_eq!(skim.reason, read.reason);
+    assert_eq!(skim.events, read.events);
+    assert_eq!(skim.events, 3000);
+    let cut = dir.path().join("rank-00004.mpst");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let skim = skim_ending(&cut).unwrap();
+    assert!(!skim.complete);
+    assert!(skim.reason.is_none());
+    assert!(
+        skim.cut
+            .as_deref()
+            .unwrap()
+            .contains("file ends inside a block"),
+        "{skim:?}"
+    );
+    assert!(skim.events > 0 && skim.events < 3000, "{skim:?}");
+    assert!(
+        skim.describe().contains("no end record"),
+        "{}",
+        skim.describe()
+    );
+}

@@ -343,8 +343,21 @@ pub fn bless_section(name: &str, body: &str, test: &str) {
         let new = format!("{}{body}{}", &text[..b + begin.len()], &text[e..]);
         std::fs::write(&doc, new).unwrap();
     } else {
+        let old: Vec<&str> = have.lines().collect();
+        let new: Vec<&str> = body.lines().collect();
+        let changed: Vec<String> = new
+            .iter()
+            .filter(|l| !old.contains(l))
+            .map(|l| format!("  now: {l}"))
+            .chain(
+                old.iter()
+                    .filter(|l| !new.contains(l))
+                    .map(|l| format!("  was: {l}")),
+            )
+            .collect();
         panic!(
-            "docs/FAULTS.md's `{name}` section is not current: run `MPISCOPE_BLESS=1 cargo test --release -p mpiscope {test}`"
+            "docs/FAULTS.md's `{name}` section is not current: run `MPISCOPE_BLESS=1 cargo test --release -p mpiscope {test}`\n{}",
+            changed.join("\n")
         );
     }
 }

@@ -216,6 +216,10 @@ pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
         let mut read = 0u64;
         while let Some(mut ev) = reader.next_event() {
             read += 1;
+            // Calls still in progress when the record ended never returned: left out.
+            if ev.unfinished {
+                continue;
+            }
             if ev.thread != 0 {
                 let name = reader.tables().call_name(ev.call).into_owned();
                 if super::threads::is_replayed(&name) {

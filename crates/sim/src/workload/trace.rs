@@ -796,6 +796,12 @@ impl RankWorkload for TraceRank {
                 self.tr.events += 1;
                 continue;
             }
+            if ev.unfinished {
+                // A call the rank was still inside when its record ended (a signal, a
+                // hang): it never returned, so the replay ends the rank before it.
+                self.tr.events += 1;
+                continue;
+            }
             let name = self.reader.tables().call_name(ev.call).into_owned();
             if let Err(e) = self.tr.event(self.reader.tables(), &name, &ev) {
                 return Some(Err(e));
