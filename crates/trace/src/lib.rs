@@ -18,6 +18,7 @@ pub mod defs;
 pub mod encode;
 pub mod event;
 pub mod info;
+pub mod input;
 pub mod manifest;
 pub mod reader;
 pub mod varint;

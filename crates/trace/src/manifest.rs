@@ -6,38 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::reader::{RankReader, ReadError};
 
-/// Opens `path` for reading if it is a regular file (a FIFO would block, a device never
-/// ends): the one way the trace crate opens its inputs.
-pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let m = std::fs::metadata(path)?;
-    if !m.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            kind_of(&m),
-        ));
-    }
-    std::fs::File::open(path)
-}
-
-/// What a file that is not regular is: `not a regular file (a named pipe)`.
-fn kind_of(m: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "not a regular file (a directory)"
-    } else if t.is_fifo() {
-        "not a regular file (a named pipe)"
-    } else if t.is_char_device() || t.is_block_device() {
-        "not a regular file (a device)"
-    } else if t.is_socket() {
-        "not a regular file (a socket)"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Name of the manifest file in a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -207,7 +175,7 @@ impl RunDir {
         let path = path.as_ref().to_path_buf();
         let mpath = path.join(MANIFEST_FILE);
         let read = |p: &Path| -> std::io::Result<Vec<u8>> {
-            let mut f = open_regular(p)?;
+            let mut f = crate::input::open_regular(p)?;
             let mut v = Vec::new();
             std::io::Read::read_to_end(&mut f, &mut v)?;
             Ok(v)
@@ -246,7 +214,7 @@ impl RunDir {
                     // Never open a named pipe or a device where a rank file is expected.
                     match std::fs::metadata(e.path()) {
                         Ok(m) if m.is_file() => rank_files.push((r, e.path())),
-                        Ok(m) => not_files.push((r, kind_of(&m).to_owned())),
+                        Ok(m) => not_files.push((r, crate::input::kind_of(&m).to_owned())),
                         Err(err) => not_files.push((r, err.to_string())),
                     }
                 }
