@@ -15,3 +15,7 @@ cargo fmt --all -- --check
 cargo build --workspace --release --all-targets
 cargo clippy --workspace --release --all-targets -- -D warnings
 cargo test --workspace --release -- --test-threads=2
+
+# Time-boxed fuzzing of every parser of outside input (skipped, with a note, where
+# cargo-fuzz cannot be installed).
+./scripts/fuzz.sh 40
