@@ -1,0 +1,276 @@
+//! The batch job `mpiscope trace` runs in, for the manifest's `batch` entry.
+//!
+//! Under SLURM (`SLURM_JOB_ID` set: inside `sbatch`, `salloc` or an `srun` step) the job's
+//! time limit and end time are read with `squeue` before the command starts. When the
+//! job ends early, SLURM sends SIGTERM to every process of the job (then SIGKILL after
+//! `KillWait`): mpiscope passes it on to the command (`child`), and once the command has
+//! ended asks `squeue` again, while the job is still completing: the reason `TimeLimit`
+//! means the time limit, state `COMPLETING` with no reason (or `CANCELLED`) an `scancel`,
+//! `RUNNING` a signal that did not end the job. Without an answer (no `squeue`, the
+//! controller unreachable), the signal's time against the job's end time decides: at or
+//! after it, the time limit; before it, a cancellation.
+//!
+//! Times are asked for as Unix seconds (`SLURM_TIME_FORMAT=%s`), so no local time zone
+//! is involved.
+
+use std::process::Command;
+
+use mpiscope_trace::{BatchEnd, BatchEndCause, BatchJob};
+
+use crate::child::Ended;
+
+/// A signal this many seconds before the job's end time still counts as its time limit
+/// (SLURM checks time limits periodically, so it is usually late, never early; this
+/// covers clocks read a little apart).
+const EARLY_S: f64 = 5.0;
+
+/// What `squeue` says of a job.
+#[derive(Debug, Clone, PartialEq)]
+struct JobState {
+    /// `RUNNING`, `COMPLETING`, `CANCELLED`, `TIMEOUT`, ...
+    state: String,
+    /// `None`, `TimeLimit`, ...
+    reason: String,
+    /// Seconds; `None` for no limit.
+    time_limit_s: Option<u64>,
+    /// Unix seconds, when known.
+    end_unix_s: Option<i64>,
+}
+
+/// The `squeue` output format: state, reason, time limit, end time.
+const FORMAT: &str = "%T|%r|%l|%e";
+
+/// Parses one line of `squeue -h -o FORMAT` (times as Unix seconds).
+fn parse_state(line: &str) -> Result<JobState, String> {
+    let f: Vec<&str> = line.trim().split('|').collect();
+    let [state, reason, limit, end] = f.as_slice() else {
+        return Err(format!(
+            "squeue printed `{}`, expected 4 fields",
+            line.trim()
+        ));
+    };
+    if state.is_empty() {
+        return Err("squeue printed no job state".into());
+    }
+    Ok(JobState {
+        state: state.to_string(),
+        reason: reason.to_string(),
+        time_limit_s: parse_limit(limit),
+        end_unix_s: end.parse::<i64>().ok().filter(|&t| t > 0),
+    })
+}
+
+/// A SLURM time limit (`UNLIMITED`, `5:00` minutes:seconds, `1:00:00`, `2-00:00:00`) in
+/// seconds; `None` for no limit or an unknown form.
+fn parse_limit(text: &str) -> Option<u64> {
+    let (days, rest) = match text.split_once('-') {
+        Some((d, r)) => (d.parse::<u64>().ok()?, r),
+        None => (0, text),
+    };
+    let parts: Vec<u64> = rest
+        .split(':')
+        .map(|p| p.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    let (h, m, s) = match parts.as_slice() {
+        [s] => (0, 0, *s),
+        [m, s] => (0, *m, *s),
+        [h, m, s] => (*h, *m, *s),
+        _ => return None,
+    };
+    Some(((days * 24 + h) * 60 + m) * 60 + s)
+}
+
+/// Asks `squeue` about `job_id`.
+fn query(job_id: &str) -> Result<JobState, String> {
+    let out = Command::new("squeue")
+        .args(["-h", "-j", job_id, "-o", FORMAT])
+        .env("SLURM_TIME_FORMAT", "%s")
+        .output()
+        .map_err(|e| format!("cannot run squeue: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("squeue -j {job_id}: {}", err.trim()));
+    }
+    match text.lines().find(|l| !l.trim().is_empty()) {
+        Some(line) => parse_state(line),
+        None => Err(format!("squeue -j {job_id}: no such job")),
+    }
+}
+
+/// Why the job ended, from its state after the signal; `None` when the batch system did not
+/// end it (the job still runs: a signal from `kill` or `scancel --signal`) or the state
+/// names another ending.
+fn cause_from_state(s: &JobState) -> Option<(BatchEndCause, String)> {
+    let evidence = format!("job state {}, reason {}", s.state, s.reason);
+    if s.state == "TIMEOUT" || s.reason == "TimeLimit" {
+        Some((BatchEndCause::TimeLimit, evidence))
+    } else if s.state == "CANCELLED" || (s.state == "COMPLETING" && s.reason == "None") {
+        Some((BatchEndCause::Cancelled, evidence))
+    } else {
+        None
+    }
+}
+
+/// Why the job ended, from the signal's time alone (the state could not be read: `why`).
+fn cause_from_time(at: f64, end_unix_s: Option<i64>, why: &str) -> (BatchEndCause, String) {
+    match end_unix_s {
+        Some(end) if at >= end as f64 - EARLY_S => (
+            BatchEndCause::TimeLimit,
+            format!("the signal came at the job's end time; no job state ({why})"),
+        ),
+        Some(_) => (
+            BatchEndCause::Cancelled,
+            format!("the signal came before the job's end time; no job state ({why})"),
+        ),
+        None => (
+            BatchEndCause::Cancelled,
+            format!("the job has no time limit; no job state ({why})"),
+        ),
+    }
+}
+
+/// The batch job of this run, as known before the command starts.
+pub struct JobWatch {
+    job: BatchJob,
+}
+
+impl JobWatch {
+    /// The SLURM job this process runs in, if any (a line on stderr when `squeue` cannot
+    /// say more than its id).
+    pub fn detect() -> Option<JobWatch> {
+        let job_id = std::env::var("SLURM_JOB_ID")
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))?;
+        let (time_limit_s, end_unix_s) = match query(&job_id) {
+            Ok(s) => (s.time_limit_s, s.end_unix_s),
+            Err(e) => {
+                eprintln!("mpiscope: SLURM job {job_id}: {e}; its time limit is not recorded");
+                (None, None)
+            }
+        };
+        Some(JobWatch {
+            job: BatchJob {
+                system: "slurm".into(),
+                job_id,
+                time_limit_s,
+                end_unix_s,
+                ended: None,
+            },
+        })
+    }
+
+    /// The job after the command `ended`: whether the batch system ended it (asked only
+    /// when mpiscope received a signal). Says so on stderr.
+    pub fn finish(self, ended: &Ended) -> BatchJob {
+        let mut job = self.job;
+        let (Some(signal), Some(at)) = (ended.received, ended.received_unix_s) else {
+            return job;
+        };
+        let cause = match query(&job.job_id) {
+            Ok(s) => {
+                if job.time_limit_s.is_none() {
+                    job.time_limit_s = s.time_limit_s;
+                }
+                cause_from_state(&s)
+            }
+            Err(e) => Some(cause_from_time(at, job.end_unix_s, &e)),
+        };
+        if let Some((cause, evidence)) = cause {
+            let end = BatchEnd {
+                cause,
+                signal: signal.to_owned(),
+                signal_unix_s: at,
+                evidence,
+            };
+            job.ended = Some(end);
+            if let (Some(text), Some(details)) = (job.describe_end(), job.end_details()) {
+                eprintln!("mpiscope: {text}: {details}");
+            }
+        }
+        job
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_limits_read_as_slurm_writes_them() {
+        assert_eq!(parse_limit("1:00"), Some(60));
+        assert_eq!(parse_limit("0:20"), Some(20));
+        assert_eq!(parse_limit("2:00:00"), Some(7200));
+        assert_eq!(parse_limit("1-02:03:04"), Some(93784));
+        assert_eq!(parse_limit("UNLIMITED"), None);
+        assert_eq!(parse_limit("NOT_SET"), None);
+        assert_eq!(parse_limit(""), None);
+        assert_eq!(parse_limit("1:2:3:4"), None);
+    }
+
+    #[test]
+    fn squeue_lines_parse_or_say_why_not() {
+        let s = parse_state("RUNNING|None|1:00|1795694295\n").unwrap();
+        assert_eq!(s.state, "RUNNING");
+        assert_eq!(s.time_limit_s, Some(60));
+        assert_eq!(s.end_unix_s, Some(1795694295));
+        let s = parse_state("RUNNING|None|UNLIMITED|NONE").unwrap();
+        assert_eq!((s.time_limit_s, s.end_unix_s), (None, None));
+        assert!(parse_state("RUNNING None")
+            .unwrap_err()
+            .contains("4 fields"));
+        assert!(parse_state("|None|1:00|0").is_err());
+    }
+
+    #[test]
+    fn the_state_after_the_signal_names_the_cause() {
+        let st = |state: &str, reason: &str| JobState {
+            state: state.into(),
+            reason: reason.into(),
+            time_limit_s: Some(60),
+            end_unix_s: Some(1000),
+        };
+        let cause = |s: &JobState| cause_from_state(s).map(|c| c.0);
+        assert_eq!(
+            cause(&st("COMPLETING", "TimeLimit")),
+            Some(BatchEndCause::TimeLimit)
+        );
+        assert_eq!(
+            cause(&st("TIMEOUT", "None")),
+            Some(BatchEndCause::TimeLimit)
+        );
+        assert_eq!(
+            cause(&st("COMPLETING", "None")),
+            Some(BatchEndCause::Cancelled)
+        );
+        assert_eq!(
+            cause(&st("CANCELLED", "None")),
+            Some(BatchEndCause::Cancelled)
+        );
+        // The job goes on (`scancel --signal TERM`, `kill`): not an ending.
+        assert_eq!(cause(&st("RUNNING", "None")), None);
+        assert_eq!(cause(&st("COMPLETING", "NodeDown")), None);
+        assert_eq!(
+            cause_from_state(&st("COMPLETING", "TimeLimit")).unwrap().1,
+            "job state COMPLETING, reason TimeLimit"
+        );
+    }
+
+    #[test]
+    fn without_a_state_the_signal_time_decides() {
+        let (c, e) = cause_from_time(1012.0, Some(1000), "squeue: down");
+        assert_eq!(c, BatchEndCause::TimeLimit);
+        assert_eq!(
+            e,
+            "the signal came at the job's end time; no job state (squeue: down)"
+        );
+        let (c, _) = cause_from_time(997.0, Some(1000), "x");
+        assert_eq!(c, BatchEndCause::TimeLimit);
+        let (c, e) = cause_from_time(900.0, Some(1000), "x");
+        assert_eq!(c, BatchEndCause::Cancelled);
+        assert!(e.starts_with("the signal came before"), "{e}");
+        let (c, _) = cause_from_time(900.0, None, "x");
+        assert_eq!(c, BatchEndCause::Cancelled);
+    }
+}
