@@ -186,16 +186,16 @@ up() {
   start_munge
   slurmctld -c >>"$dir/log/slurmctld.out" 2>&1 || unavailable "slurmctld did not start"
   slurmd >>"$dir/log/slurmd.out" 2>&1 || unavailable "slurmd did not start"
-  local i state=""
+  local i d state=""
   for i in $(seq 60); do
     state=$(sinfo -h -n "$node" -o %T 2>/dev/null || true)
     case $state in idle*) break ;; esac
-    if [ -z "$(running_pid "$dir/run/slurmd.pid")" ]; then
-      unavailable "slurmd exited after starting"
-    fi
-    if [ -z "$(running_pid "$dir/run/slurmctld.pid")" ]; then
-      unavailable "slurmctld exited after starting"
-    fi
+    for d in slurmctld slurmd; do
+      # A daemon writes its pid file once it has forked into the background.
+      if [ -f "$dir/run/$d.pid" ] && [ -z "$(running_pid "$dir/run/$d.pid")" ]; then
+        unavailable "$d exited after starting"
+      fi
+    done
     sleep 0.5
   done
   case $state in
@@ -225,7 +225,20 @@ down() {
     return 0
   fi
   [ -f "$marker" ] || die "$dir was not made by slurm.sh: left as it is"
-  # slurmd first: it ends the steps of jobs still running.
+  # Jobs still running in this SLURM (a test that failed half-way) end first, so that none
+  # of their processes outlives the daemons.
+  if [ -n "$(running_pid "$dir/run/slurmctld.pid")" ]; then
+    local jobs i
+    jobs=$(squeue -h -o %i 2>/dev/null || true)
+    if [ -n "$jobs" ]; then
+      # shellcheck disable=SC2086
+      scancel $jobs 2>/dev/null || true
+      for i in $(seq 100); do
+        [ -z "$(squeue -h -o %i 2>/dev/null || true)" ] && break
+        sleep 0.2
+      done
+    fi
+  fi
   stop "$dir/run/slurmd.pid"
   stop "$dir/run/slurmctld.pid"
   stop "$dir/run/munged.pid"

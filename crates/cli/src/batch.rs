@@ -12,6 +12,12 @@
 //!
 //! Times are asked for as Unix seconds (`SLURM_TIME_FORMAT=%s`), so no local time zone
 //! is involved.
+//!
+//! In a batch script, `mpiscope trace` should be the script's own process (`exec mpiscope
+//! trace ...`): SIGTERM ends a shell at once, and once a batch script has ended slurmstepd
+//! kills what its step still runs, so a `mpiscope trace` started by the shell may be killed
+//! before it has completed the run. mpiscope says so when its parent is a batch script's
+//! shell.
 
 use std::process::Command;
 
@@ -83,7 +89,8 @@ fn parse_limit(text: &str) -> Option<u64> {
 /// Asks `squeue` about `job_id`.
 fn query(job_id: &str) -> Result<JobState, String> {
     let out = Command::new("squeue")
-        .args(["-h", "-j", job_id, "-o", FORMAT])
+        // `-t all`: a job that has ended is listed too (in its final state).
+        .args(["-h", "-t", "all", "-j", job_id, "-o", FORMAT])
         .env("SLURM_TIME_FORMAT", "%s")
         .output()
         .map_err(|e| format!("cannot run squeue: {e}"))?;
@@ -130,6 +137,31 @@ fn cause_from_time(at: f64, end_unix_s: Option<i64>, why: &str) -> (BatchEndCaus
     }
 }
 
+/// The command name of process `pid` (`/proc/PID/comm`).
+fn comm(pid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(text.trim_end().to_owned())
+}
+
+/// The parent of process `pid` (`/proc/PID/stat`: the field after the state, which
+/// follows the parenthesised command name).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Whether mpiscope is a command of a batch script (its parent, the script's shell, is
+/// a child of `slurmstepd`) instead of the script's own process (`exec mpiscope ...`).
+fn in_batch_shell() -> bool {
+    let parent = std::os::unix::process::parent_id();
+    let Some(grandparent) = parent_of(parent) else {
+        return false;
+    };
+    comm(grandparent).as_deref() == Some("slurmstepd")
+        && comm(parent).as_deref() != Some("slurmstepd")
+}
+
 /// The batch job of this run, as known before the command starts.
 pub struct JobWatch {
     job: BatchJob,
@@ -150,6 +182,15 @@ impl JobWatch {
                 (None, None)
             }
         };
+        if in_batch_shell() {
+            // SIGTERM ends a shell at once; once its script has ended, SLURM kills what
+            // the job step still runs (all of it, with proctrack/cgroup).
+            eprintln!(
+                "mpiscope: SLURM job {job_id}: write `exec mpiscope trace ...` in the batch script: \
+                 when SLURM ends the job (time limit, scancel), SIGTERM ends the script's shell at \
+                 once, and SLURM may then kill mpiscope and the ranks before the run is completed"
+            );
+        }
         Some(JobWatch {
             job: BatchJob {
                 system: "slurm".into(),
@@ -255,6 +296,16 @@ mod tests {
             cause_from_state(&st("COMPLETING", "TimeLimit")).unwrap().1,
             "job state COMPLETING, reason TimeLimit"
         );
+    }
+
+    #[test]
+    fn process_parents_and_names_come_from_proc() {
+        let me = std::process::id();
+        assert_eq!(parent_of(me), Some(std::os::unix::process::parent_id()));
+        assert!(comm(me).is_some_and(|c| !c.is_empty()));
+        assert_eq!(parent_of(u32::MAX), None);
+        // The test harness is not a batch script's command.
+        assert!(!in_batch_shell() || std::env::var_os("SLURM_JOB_ID").is_some());
     }
 
     #[test]

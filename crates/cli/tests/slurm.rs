@@ -20,6 +20,9 @@ use common::Mpi;
 /// Rounds of work before the fault (`faults MODE ROUNDS PIDFILE`).
 const ROUNDS: usize = 500;
 
+/// What `mpiscope trace` says when a batch script's shell started it.
+const HINT: &str = "write `exec mpiscope trace ...` in the batch script";
+
 /// The one-machine SLURM of `scripts/slurm.sh`.
 struct Slurm {
     conf: PathBuf,
@@ -369,6 +372,9 @@ fn srun_in_an_allocation(s: &Slurm, dir: &Path) -> Outcome {
     check(all.contains("checksum 250000.0"), || {
         format!("the program's output is missing: {all}")
     })?;
+    check(!all.contains(HINT), || {
+        format!("advice for batch scripts under salloc: {all}")
+    })?;
     let job = all
         .split("Granted job allocation ")
         .nth(1)
@@ -415,6 +421,10 @@ fn mpirun_in_sbatch(s: &Slurm, dir: &Path) -> Outcome {
         out.contains("checksum 250000.0") && out.contains("mpiscope: traced 2 rank(s)"),
         || format!("job output: {out}"),
     )?;
+    // Started by the script's shell (not `exec`): mpiscope says what SLURM's end would do.
+    check(out.contains(HINT), || {
+        format!("no advice to `exec` mpiscope in the batch script: {out}")
+    })?;
     let trace = dir.join("trace");
     let recs = work_kept(&trace)?;
     check(recs.iter().all(|r| r.reason == "finalize"), || {
@@ -438,7 +448,7 @@ fn mpirun_in_sbatch(s: &Slurm, dir: &Path) -> Outcome {
     )?;
     report(&trace)?;
     Ok(format!(
-        "job {state}; 2 ranks on this host with the program's pids, bound by mpirun to distinct cores, each its {ROUNDS} rounds and `{}`; `batch` names the job, its 300 s limit and end time",
+        "job {state}; 2 ranks on this host with the program's pids, bound by mpirun to distinct cores, each its {ROUNDS} rounds and `{}`; `batch` names the job, its 300 s limit and end time; started by the script's shell, mpiscope advises `exec mpiscope trace ...`",
         recs[0].reason
     ))
 }
@@ -450,10 +460,11 @@ fn ended_by_slurm(
     state: &str,
     cause: &str,
     says: &str,
-) -> Result<(String, String), String> {
-    let out = std::fs::read_to_string(dir.join("job.out")).unwrap_or_default();
+) -> Result<String, String> {
     let trace = dir.join("trace");
     let m = completed_manifest(&trace)?;
+    // Read once mpiscope has completed the run: it says why the job ended before that.
+    let out = std::fs::read_to_string(dir.join("job.out")).unwrap_or_default();
     let recs = work_kept(&trace)?;
     for (rank, (r, (peer, tag))) in recs.iter().zip([(1, 91), (0, 92)]).enumerate() {
         check(
@@ -468,8 +479,13 @@ fn ended_by_slurm(
     let ended = b.ended.as_ref().ok_or_else(|| {
         format!("job {job} ({state}): the manifest says nothing of its end: {out}")
     })?;
+    eprintln!("job {job}: {}", ended.evidence);
+    // The cause comes from the job's state read after the signal (COMPLETING while the
+    // job's processes end, its final state once they have), not from the time fallback.
     check(
-        serde_json::to_value(ended.cause).unwrap() == cause && ended.signal == "SIGTERM",
+        serde_json::to_value(ended.cause).unwrap() == cause
+            && ended.signal == "SIGTERM"
+            && ended.evidence.starts_with("job state "),
         || format!("job {job} ended {state}, the manifest says {ended:?}"),
     )?;
     let rep = report(&trace)?;
@@ -487,14 +503,20 @@ fn ended_by_slurm(
     check(out.contains(says), || {
         format!("mpiscope trace did not say `{says}` in the job's output: {out}")
     })?;
+    check(!out.contains(HINT), || {
+        format!("`exec mpiscope trace` is the script itself, yet: {out}")
+    })?;
     // `signal SIGTERM (sent by process N)`: the sender's id changes from run to run.
     let reason = recs[0].reason.split(" (sent by").next().unwrap_or("");
-    Ok((reason.to_owned(), ended.evidence.clone()))
+    Ok(reason.to_owned())
 }
 
 /// `sbatch -t 1`: the job deadlocks until SLURM ends it at its time limit.
 fn time_limit(s: &Slurm, dir: &Path) -> Outcome {
-    let script = batch_script(dir, &trace_line(dir, "mpirun -np 2", "deadlock"));
+    let script = batch_script(
+        dir,
+        &format!("exec {}", trace_line(dir, "mpirun -np 2", "deadlock")),
+    );
     let job = s.sbatch(&["-n", "2", "-t", "1"], &script, dir)?;
     pids(&dir.join("pid"), Duration::from_secs(60))
         .ok_or_else(|| format!("job {job}: the program never started: {}", s.state(&job)))?;
@@ -502,13 +524,16 @@ fn time_limit(s: &Slurm, dir: &Path) -> Outcome {
     let state = s.wait_ended(&job, Duration::from_secs(150))?;
     check(state == "TIMEOUT", || format!("job {job} ended {state}"))?;
     let says = format!("The job was ended by SLURM at its time limit (job {job}, 0:01:00)");
-    let (reason, evidence) = ended_by_slurm(dir, &job, &state, "time_limit", &says)?;
-    Ok(format!("job {state}; every rank keeps its {ROUNDS} rounds and its unfinished `MPI_Recv`, and ends with `{reason}`; manifest `batch.ended`: `{{cause: time_limit, signal: SIGTERM, evidence: \"{evidence}\"}}`; `report` and `mpiscope trace`: \"The job was ended by SLURM at its time limit (job N, 0:01:00)\", then the deadlock"))
+    let reason = ended_by_slurm(dir, &job, &state, "time_limit", &says)?;
+    Ok(format!("job {state}; every rank keeps its {ROUNDS} rounds and its unfinished `MPI_Recv`, and ends with `{reason}`; manifest `batch.ended`: `{{cause: time_limit, signal: SIGTERM, evidence}}`, the evidence being the job's state and reason in `squeue` after the signal (\"job state COMPLETING, reason TimeLimit\"); `report` and `mpiscope trace`: \"The job was ended by SLURM at its time limit (job N, 0:01:00)\", then the deadlock"))
 }
 
 /// `scancel` of a running traced job.
 fn cancelled(s: &Slurm, dir: &Path) -> Outcome {
-    let script = batch_script(dir, &trace_line(dir, "mpirun -np 2", "deadlock"));
+    let script = batch_script(
+        dir,
+        &format!("exec {}", trace_line(dir, "mpirun -np 2", "deadlock")),
+    );
     let job = s.sbatch(&["-n", "2", "-t", "5"], &script, dir)?;
     pids(&dir.join("pid"), Duration::from_secs(60))
         .ok_or_else(|| format!("job {job}: the program never started: {}", s.state(&job)))?;
@@ -519,8 +544,8 @@ fn cancelled(s: &Slurm, dir: &Path) -> Outcome {
     let state = s.wait_ended(&job, Duration::from_secs(60))?;
     check(state == "CANCELLED", || format!("job {job} ended {state}"))?;
     let says = format!("The job was ended by SLURM: cancelled (scancel; job {job})");
-    let (reason, evidence) = ended_by_slurm(dir, &job, &state, "cancelled", &says)?;
-    Ok(format!("job {state}; the same records (`{reason}`); `batch.ended`: `{{cause: cancelled, evidence: \"{evidence}\"}}`; `report` and `mpiscope trace`: \"The job was ended by SLURM: cancelled (scancel; job N)\""))
+    let reason = ended_by_slurm(dir, &job, &state, "cancelled", &says)?;
+    Ok(format!("job {state}; the same records (`{reason}`); `batch.ended.cause`: `cancelled` (state COMPLETING, reason None, after the signal); `report` and `mpiscope trace`: \"The job was ended by SLURM: cancelled (scancel; job N)\""))
 }
 
 /// `srun -n 2 mpiscope plan`: the two tasks share the study's points.
@@ -631,7 +656,7 @@ fn slurm() {
         ),
         (
             "time limit",
-            "`sbatch -n 2 -t 1` of `mpiscope trace -- mpirun -np 2 ./faults deadlock 500`",
+            "`sbatch -n 2 -t 1` of `exec mpiscope trace -- mpirun -np 2 ./faults deadlock 500`",
             time_limit,
         ),
         (
