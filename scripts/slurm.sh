@@ -38,14 +38,16 @@ die() {
   exit 2
 }
 
-# A daemon that could not start on this machine: the reason, then the logs, exit 3.
+# A daemon that could not start on this machine: the reason and the logs' last lines, then
+# what was started is stopped and removed; exit 3.
 unavailable() {
   echo "slurm.sh: unavailable: $*" >&2
-  for log in "$dir"/log/*.log; do
+  for log in "$dir"/log/*.log "$dir"/log/*.out; do
     [ -s "$log" ] || continue
     echo "--- $log (last lines)" >&2
     tail -n 15 "$log" >&2
   done
+  down quiet
   exit 3
 }
 
@@ -125,6 +127,7 @@ MpiDefault=$mpi
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
+MailProg=/bin/true
 ReturnToService=2
 KillWait=5
 OverTimeLimit=0

@@ -34,13 +34,9 @@ fn script() -> PathBuf {
     common::root().join("scripts/slurm.sh")
 }
 
-/// Why SLURM could not start on this machine, when that is the machine's doing.
-enum NoSlurm {
-    Unavailable(String),
-}
-
 impl Slurm {
-    fn start() -> Result<Slurm, NoSlurm> {
+    /// Starts SLURM, or says why this machine cannot run it (`slurm.sh up` exits 3).
+    fn start() -> Result<Slurm, String> {
         let was_up = Command::new(script())
             .arg("status")
             .output()
@@ -54,7 +50,7 @@ impl Slurm {
         let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
         match o.status.code() {
             Some(0) => {}
-            Some(3) => return Err(NoSlurm::Unavailable(stderr)),
+            Some(3) => return Err(stderr),
             other => panic!("scripts/slurm.sh up failed ({other:?}):\n{stderr}"),
         }
         let stdout = String::from_utf8_lossy(&o.stdout);
@@ -628,7 +624,7 @@ fn slurm() {
     let unavailable = common::profile_dir().join("../slurm-unavailable.txt");
     let s = match Slurm::start() {
         Ok(s) => s,
-        Err(NoSlurm::Unavailable(why)) => {
+        Err(why) => {
             std::fs::write(&unavailable, &why).unwrap_or_else(|e| {
                 panic!(
                     "SLURM is unavailable here and {} cannot be written ({e}): {why}",
