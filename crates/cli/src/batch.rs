@@ -4,11 +4,12 @@
 //! time limit and end time are read with `squeue` before the command starts. When the
 //! job ends early, SLURM sends SIGTERM to every process of the job (then SIGKILL after
 //! `KillWait`): mpiscope passes it on to the command (`child`), and once the command has
-//! ended asks `squeue` again, while the job is still completing: the reason `TimeLimit`
-//! means the time limit, state `COMPLETING` with no reason (or `CANCELLED`) an `scancel`,
-//! `RUNNING` a signal that did not end the job. Without an answer (no `squeue`, the
-//! controller unreachable), the signal's time against the job's end time decides: at or
-//! after it, the time limit; before it, a cancellation.
+//! ended asks `squeue` again (at most 5 s), while the job is completing or once it has
+//! ended: the reason `TimeLimit` (or the state `TIMEOUT`) means the time limit, the state
+//! `COMPLETING` with no reason (or `CANCELLED`) an `scancel`, `RUNNING` a signal that did
+//! not end the job. Without an answer (no `squeue`, the controller unreachable), the
+//! signal's time against the job's end time decides: at or after it, the time limit;
+//! before it, a cancellation.
 //!
 //! Times are asked for as Unix seconds (`SLURM_TIME_FORMAT=%s`), so no local time zone
 //! is involved.
@@ -19,7 +20,8 @@
 //! before it has completed the run. mpiscope says so when its parent is a batch script's
 //! shell.
 
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use mpiscope_trace::{BatchEnd, BatchEndCause, BatchJob};
 
@@ -86,14 +88,40 @@ fn parse_limit(text: &str) -> Option<u64> {
     Some(((days * 24 + h) * 60 + m) * 60 + s)
 }
 
+/// How long `squeue` may take: its answer matters only within the job's `KillWait`.
+const SQUEUE_LIMIT: Duration = Duration::from_secs(5);
+
+/// Runs `cmd` to its end, or kills it after `limit`; returns its exit status, stdout and
+/// stderr (its output is a line or two, so the pipes never fill while it runs).
+fn output_within(mut cmd: Command, limit: Duration) -> Result<Output, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().map_err(|e| e.to_string()),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {} s", limit.as_secs()));
+            }
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
 /// Asks `squeue` about `job_id`.
 fn query(job_id: &str) -> Result<JobState, String> {
-    let out = Command::new("squeue")
-        // `-t all`: a job that has ended is listed too (in its final state).
-        .args(["-h", "-t", "all", "-j", job_id, "-o", FORMAT])
-        .env("SLURM_TIME_FORMAT", "%s")
-        .output()
-        .map_err(|e| format!("cannot run squeue: {e}"))?;
+    let mut cmd = Command::new("squeue");
+    // `-t all`: a job that has ended is listed too (in its final state).
+    cmd.args(["-h", "-t", "all", "-j", job_id, "-o", FORMAT])
+        .env("SLURM_TIME_FORMAT", "%s");
+    let out = output_within(cmd, SQUEUE_LIMIT).map_err(|e| format!("squeue -j {job_id}: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -296,6 +324,26 @@ mod tests {
             cause_from_state(&st("COMPLETING", "TimeLimit")).unwrap().1,
             "job state COMPLETING, reason TimeLimit"
         );
+    }
+
+    #[test]
+    fn a_command_that_does_not_answer_is_ended() {
+        let mut c = Command::new("sleep");
+        c.arg("10");
+        let start = Instant::now();
+        let e = output_within(c, Duration::from_millis(200)).unwrap_err();
+        assert!(e.starts_with("no answer within"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let mut c = Command::new("echo");
+        c.arg("RUNNING|None|1:00|5");
+        let o = output_within(c, SQUEUE_LIMIT).unwrap();
+        assert_eq!(
+            parse_state(&String::from_utf8_lossy(&o.stdout))
+                .unwrap()
+                .end_unix_s,
+            Some(5)
+        );
+        assert!(output_within(Command::new("/nonexistent/squeue"), SQUEUE_LIMIT).is_err());
     }
 
     #[test]
