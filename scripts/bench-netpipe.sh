@@ -5,7 +5,7 @@
 # pass 8 B .. 4 MiB) and mpiscope-bench's SEND & RECV at 8 B, 64 KiB and 4 MiB on 2 ranks of
 # this host, and prints per size the median half round trip of each and their difference.
 # mpiscope-bench runs REPS round trips per timed sample (`--reps`), as NetPIPE times
-# back-to-back repetitions; REPS=1 is the seed's method. NetPIPE by default sends from the
+# back-to-back repetitions; REPS=1 is MPITEST's method. NetPIPE by default sends from the
 # buffer it receives into; ours is measured both ways (separate buffers, and `--one-buffer`
 # as NetPIPE does), since at 64 KiB that alone changes the time by about 2x here.
 # Usage: scripts/bench-netpipe.sh [ROUNDS] [REPS]

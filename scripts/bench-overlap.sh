@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# T-NBC overlap benchmark (seed 001, Table 1), the numbers of docs/BENCHMARKS.md: MPI_Alltoall
+# T-NBC overlap benchmark ([Li 2010], Table 1), the numbers of docs/BENCHMARKS.md: MPI_Alltoall
 # followed by computation, blocking vs T-NBC vs MPI_Ialltoall + MPI_Wait side by side, through
 # `mpiscope overlap bench` (which compiles bench/overlap_alltoall.c with the MPI's mpicc).
 #   1. the five scenarios at 1 MiB per peer, computation asleep (no CPU contention), Open MPI;

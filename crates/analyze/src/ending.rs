@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use mpiscope_trace::{CommKind, Ending, Event, ListKind, RunDir, Slot, Tables, PEER_ANY};
+use mpiscope_trace::{BatchJob, CommKind, Ending, Event, ListKind, RunDir, Slot, Tables, PEER_ANY};
 use serde::Serialize;
 
 use crate::symbols::Symbolizer;
@@ -96,6 +96,10 @@ pub struct Endings {
     pub incomplete: Vec<u32>,
     /// Cycles of ranks each waiting for the next (rank order from the smallest).
     pub cycles: Vec<Vec<u32>>,
+    /// The batch job the run was part of (from the manifest), with whether the batch
+    /// system ended it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchJob>,
 }
 
 /// What one rank's pass finds.
@@ -313,6 +317,7 @@ pub fn endings(run: &RunDir) -> Result<Endings, AnalyzeError> {
         ranks,
         incomplete,
         cycles,
+        batch: run.manifest.as_ref().and_then(|m| m.batch.clone()),
     })
 }
 
@@ -398,7 +403,8 @@ fn cycles(ranks: &[RankEnding]) -> Vec<Vec<u32>> {
 impl Endings {
     /// Were there ranks inside MPI calls, or incomplete records, worth a section?
     pub fn is_notable(&self) -> bool {
-        !self.incomplete.is_empty()
+        self.batch.as_ref().is_some_and(|b| b.ended.is_some())
+            || !self.incomplete.is_empty()
             || self
                 .ranks
                 .iter()
@@ -413,6 +419,11 @@ impl Endings {
             return s;
         }
         let _ = writeln!(s, "\nHow the record ends:");
+        if let Some(b) = &self.batch {
+            if let (Some(text), Some(details)) = (b.describe_end(), b.end_details()) {
+                let _ = writeln!(s, "  {text}: {details}.");
+            }
+        }
         for r in &self.ranks {
             let _ = writeln!(s, "  rank {}: {}", r.rank, r.how);
             for n in &r.notes {
@@ -623,5 +634,42 @@ impl InputState {
             ));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiscope_trace::{BatchEnd, BatchEndCause};
+
+    #[test]
+    fn a_job_ended_by_the_batch_system_is_said_first() {
+        let mut e = Endings {
+            batch: Some(BatchJob {
+                system: "slurm".into(),
+                job_id: "12".into(),
+                time_limit_s: Some(60),
+                end_unix_s: Some(1000),
+                ended: None,
+            }),
+            ..Endings::default()
+        };
+        // A job that ended by itself says nothing.
+        assert!(!e.is_notable());
+        assert_eq!(e.to_text(), "");
+        if let Some(b) = e.batch.as_mut() {
+            b.ended = Some(BatchEnd {
+                cause: BatchEndCause::TimeLimit,
+                signal: "SIGTERM".into(),
+                signal_unix_s: 1014.2,
+                evidence: "job state COMPLETING, reason TimeLimit".into(),
+            });
+        }
+        assert!(e.is_notable());
+        assert_eq!(
+            e.to_text(),
+            "\nHow the record ends:\n  The job was ended by SLURM at its time limit (job 12, 0:01:00): \
+             SIGTERM to mpiscope trace 14 s after the job's end time; job state COMPLETING, reason TimeLimit.\n"
+        );
     }
 }

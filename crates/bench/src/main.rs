@@ -1,10 +1,10 @@
-//! `mpiscope-bench`: MPITEST, the benchmark of basic MPI operations (seed 002).
+//! `mpiscope-bench`: MPITEST, the benchmark of basic MPI operations ([MPITEST]).
 //!
 //! Run it under `mpirun`: `mpirun -np 4 mpiscope-bench m1 M100 K10 T100 t100000 R2
-//! otransfer.dat` (the seed's syntax) or with long options (`--help`). Rank 0 writes the
+//! otransfer.dat` (MPITEST's syntax) or with long options (`--help`). Rank 0 writes the
 //! table (or `--json` / `--csv`) to the file given by `o` / `--output`, else to stdout.
 //!
-//! Modules: [`params`] (command line), [`method`] (the seed's timing scheme, MPI-free),
+//! Modules: [`params`] (command line), [`method`] (MPITEST's timing scheme, MPI-free),
 //! [`stats`] (median and its confidence interval), [`ops`] (the operations with MPI),
 //! [`report`] (output).
 
@@ -67,7 +67,7 @@ fn main() {
     std::process::exit(code);
 }
 
-/// The operations to run, in the seed's order.
+/// The operations to run, in MPITEST's order.
 fn selected(params: &Params) -> anyhow::Result<Vec<Op>> {
     if params.only.is_empty() {
         return Ok(ops::ALL.to_vec());

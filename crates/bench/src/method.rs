@@ -1,11 +1,11 @@
-//! The seed's measurement method, independent of MPI so it can be checked on a fake clock.
+//! MPITEST's measurement method, independent of MPI so it can be checked on a fake clock.
 //!
 //! * `DT`, the cost of one timer read: `t1 = now; t2 = now; DT = t2 - t1`.
 //! * `DB`, the cost of a barrier: `barrier; t1 = now; barrier; t2 = now; DB = t2 - t1 - DT`.
 //! * One sample of an operation: `barrier; t1 = now; operation; barrier; t2 = now`, and
 //!   `t = t2 - t1 - DT - DB`.
 //!
-//! The seed measures DT and DB once; we take the median of many measurements (a single one
+//! MPITEST measures DT and DB once; we take the median of many measurements (a single one
 //! is at the mercy of one interruption). The correction is biased: the trailing barrier of
 //! a sample starts while the slowest rank is still in the operation, so it costs less than a
 //! free-standing barrier and `t` slightly underestimates; both raw and corrected values are
@@ -87,7 +87,7 @@ pub struct Samples {
     pub corrected: Vec<f64>,
 }
 
-/// Runs `op` `warmup` times untimed, then `iters` timed samples by the seed's scheme, each
+/// Runs `op` `warmup` times untimed, then `iters` timed samples by MPITEST's scheme, each
 /// timing `reps` back-to-back runs of `op` (1 in the seed) and divided by `reps`.
 pub fn measure<H: Harness>(
     h: &mut H,

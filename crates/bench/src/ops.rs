@@ -1,11 +1,11 @@
-//! The seed's operations, by their names in the seed, and how each is run with MPI.
+//! MPITEST's operations, by their names there, and how each is run with MPI.
 
 use mpi::collective::{CommunicatorCollectives, Root, SystemOperation};
 use mpi::datatype::Equivalence;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
 
-/// One of the seed's tested constructs.
+/// One of MPITEST's tested constructs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
     /// One timer read.
@@ -81,7 +81,7 @@ pub const EAGER_PROBE_DELAY: f64 = 50e-6;
 /// Messages in flight in MESSAGE RATE.
 pub const RATE_WINDOW: usize = 16;
 
-/// All operations, in the seed's order.
+/// All operations, in MPITEST's order.
 pub const ALL: [Op; 13] = [
     Op::Timing,
     Op::Barrier,
@@ -108,7 +108,7 @@ pub const EXTRA: [Op; 5] = [
 ];
 
 impl Op {
-    /// The seed's name (`ISEND & WAIT`).
+    /// MPITEST's name (`ISEND & WAIT`).
     pub fn seed_name(self) -> &'static str {
         match self {
             Op::Timing => "TIMING",
@@ -191,7 +191,7 @@ impl Op {
         )
     }
 
-    /// Timed on the sender (rank 0) alone, by [`sender_sample`], not by the seed's scheme.
+    /// Timed on the sender (rank 0) alone, by [`sender_sample`], not by MPITEST's scheme.
     pub fn sender_timed(self) -> bool {
         matches!(
             self,
@@ -199,7 +199,7 @@ impl Op {
         )
     }
 
-    /// Bytes one operation moves as the seed counts them, for bandwidth: what the root
+    /// Bytes one operation moves as MPITEST counts them, for bandwidth: what the root
     /// gathers (`N (np - 1)`), what each process receives in the all-to-all patterns, `N`
     /// for the rest, twice for a round trip.
     pub fn bytes(self, n: u64, np: u64) -> u64 {

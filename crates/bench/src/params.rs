@@ -1,4 +1,4 @@
-//! Parameters, in the seed's own syntax (`m1 M100 K10 T100 t100000 R2 b16777216
+//! Parameters, in MPITEST's own syntax (`m1 M100 K10 T100 t100000 R2 b16777216
 //! otransfer.dat`) and as long options (`--min 1 --max 100 ...`).
 
 use std::path::PathBuf;
@@ -43,7 +43,7 @@ pub struct Params {
     /// Untimed iterations before each measurement.
     #[arg(long, default_value_t = 2)]
     pub warmup: u32,
-    /// Back-to-back runs of the operation inside one timed sample (the seed times one; more
+    /// Back-to-back runs of the operation inside one timed sample (MPITEST times one; more
     /// gives steady-state figures comparable with NetPIPE or OSU).
     #[arg(long, default_value_t = 1)]
     pub reps: u32,
@@ -76,7 +76,7 @@ pub struct Params {
 /// The largest count an MPI call takes (a C `int`).
 const MAX_COUNT: u64 = i32::MAX as u64;
 
-/// The seed's one-letter parameters and the long options they stand for.
+/// MPITEST's one-letter parameters and the long options they stand for.
 const SEED_LETTERS: [(char, &str); 8] = [
     ('m', "--min"),
     ('M', "--max"),

@@ -1,4 +1,4 @@
-//! Results: one row per operation, length and repeat, written as the seed's table (text),
+//! Results: one row per operation, length and repeat, written as MPITEST's table (text),
 //! JSON or CSV.
 
 use serde::Serialize;
@@ -22,13 +22,13 @@ pub const RESULTS: mpiscope_files::Kind =
 pub struct Row {
     /// Global repeat (1-based).
     pub repeat: u32,
-    /// The seed's name of the operation.
+    /// MPITEST's name of the operation.
     pub operation: &'static str,
     /// Short name (`--only`).
     pub key: &'static str,
     /// Array length in integers (none for TIMING, BARRIER, SIGNAL SENDING).
     pub ints: Option<u64>,
-    /// Bytes the operation moves as the seed counts them (for bandwidth).
+    /// Bytes the operation moves as MPITEST counts them (for bandwidth).
     pub bytes: u64,
     /// Timed iterations.
     pub iterations: u32,
@@ -59,7 +59,7 @@ pub struct Results {
     pub wtick: f64,
     /// DT, DB and the measured timer resolution of the first repeat.
     pub overheads: Overheads,
-    /// Parameters in the seed's terms.
+    /// Parameters in MPITEST's terms.
     pub params: ParamsOut,
     /// Measurements.
     pub results: Vec<Row>,

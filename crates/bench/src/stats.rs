@@ -1,4 +1,4 @@
-//! Statistics of a set of timing samples: mean (the seed's figure), median, extremes and a
+//! Statistics of a set of timing samples: mean (MPITEST's figure), median, extremes and a
 //! distribution-free 95% confidence interval of the median.
 
 use serde::Serialize;

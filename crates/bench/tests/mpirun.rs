@@ -1,5 +1,5 @@
 //! `mpiscope-bench` under a real `mpirun` (Open MPI): every operation present in the
-//! seed's syntax and with long options, output file, JSON and CSV, validation of the
+//! MPITEST's syntax and with long options, output file, JSON and CSV, validation of the
 //! results, and clean errors for bad parameters.
 
 use std::path::Path;
@@ -177,7 +177,7 @@ fn bad_parameters_are_named_and_nothing_runs() {
     }
 }
 
-/// The operations beyond the seed run when named: the sender's time of a blocking send to a
+/// The operations beyond MPITEST's run when named: the sender's time of a blocking send to a
 /// late receiver, and the time per message of a window of non-blocking sends.
 #[test]
 fn eager_send_and_message_rate() {

@@ -11,7 +11,7 @@
 //! handlers are reset at exec, so the command gets each signal's default action.
 
 use std::process::Command;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
@@ -19,9 +19,26 @@ use anyhow::{Context, Result};
 static CHILD: AtomicI32 = AtomicI32::new(0);
 /// The first signal mpiscope received while the command ran (0: none).
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+/// When it came: Unix time in ns (0: unknown).
+static RECEIVED_AT_NS: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn note_and_pass_on(sig: libc::c_int) {
-    let _ = RECEIVED.compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
+    if RECEIVED
+        .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime is async-signal-safe and writes only `ts`.
+        if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) } == 0 {
+            let ns = (ts.tv_sec as u64)
+                .saturating_mul(1_000_000_000)
+                .saturating_add(ts.tv_nsec as u64);
+            RECEIVED_AT_NS.store(ns, Ordering::Release);
+        }
+    }
     let child = CHILD.load(Ordering::Acquire);
     if child > 0 && sig != libc::SIGINT {
         // SAFETY: kill is async-signal-safe; the pid is our own child's.
@@ -57,6 +74,8 @@ pub struct Ended {
     pub code: i32,
     /// A signal mpiscope received while it ran (`SIGTERM`, ...).
     pub received: Option<&'static str>,
+    /// When mpiscope received it, Unix seconds.
+    pub received_unix_s: Option<f64>,
 }
 
 fn name(sig: i32) -> &'static str {
@@ -72,6 +91,7 @@ fn name(sig: i32) -> &'static str {
 pub fn run(mut cmd: Command, what: &str) -> Result<Ended> {
     let _h = Handlers::install();
     RECEIVED.store(0, Ordering::Release);
+    RECEIVED_AT_NS.store(0, Ordering::Release);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run `{what}`"))?;
@@ -92,5 +112,13 @@ pub fn run(mut cmd: Command, what: &str) -> Result<Ended> {
         0 => None,
         s => Some(name(s)),
     };
-    Ok(Ended { code, received })
+    let received_unix_s = match RECEIVED_AT_NS.load(Ordering::Acquire) {
+        0 => None,
+        ns => Some(ns as f64 / 1e9),
+    };
+    Ok(Ended {
+        code,
+        received,
+        received_unix_s,
+    })
 }

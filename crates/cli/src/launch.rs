@@ -3,7 +3,8 @@
 //! Picks the preload library that matches the program's MPI (from the libraries the
 //! executable links), passes `LD_PRELOAD` and the recorder options through the launcher
 //! (`-x` for Open MPI's `mpirun`, `-genv` for MPICH's Hydra, the environment otherwise),
-//! runs the command, and completes the run directory's manifest with the exit status.
+//! runs the command, and completes the run directory's manifest with the exit status (and,
+//! under a batch system, the job and whether it ended the run: `batch`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -270,6 +271,11 @@ pub fn resolve(cmd: &[String], flavour: &str) -> Result<Target> {
 /// Runs `cmd` with `env` passed through its launcher (`-x` for Open MPI, `-genv` for Hydra,
 /// the environment otherwise); returns its exit code.
 pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Result<i32> {
+    Ok(run(cmd, target, env)?.code)
+}
+
+/// [`spawn`], telling how the command ended and which signal mpiscope received meanwhile.
+fn run(cmd: &[String], target: &Target, env: &[(String, String)]) -> Result<crate::child::Ended> {
     let mut argv: Vec<String> = vec![cmd[0].clone()];
     let mut child_env: Vec<(String, String)> = Vec::new();
     match target.launcher {
@@ -298,7 +304,7 @@ pub fn spawn(cmd: &[String], target: &Target, env: &[(String, String)]) -> Resul
             cmd.join(" ")
         );
     }
-    Ok(ended.code)
+    Ok(ended)
 }
 
 /// Checks the recorder's options before anything is launched (see `recorder`).
@@ -379,8 +385,10 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     opt("MPISCOPE_HANG_AFTER", a.hang_after.map(|s| s.to_string()));
     opt("MPISCOPE_HANG_ACTION", a.hang_action.clone());
 
-    let code = match spawn(cmd, &target, &env) {
-        Ok(code) => code,
+    // Under a batch system: the job, and (after the run) whether it ended the job.
+    let job = crate::batch::JobWatch::detect();
+    let (code, batch) = match run(cmd, &target, &env) {
+        Ok(ended) => (ended.code, job.map(|j| j.finish(&ended))),
         Err(e) => {
             // Nothing ran: what was made for the run goes (an earlier trace stays).
             let _ = output.finish();
@@ -394,6 +402,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     if let Ok(text) = std::fs::read_to_string(&mpath) {
         if let Ok(mut m) = serde_json::from_str::<mpiscope_trace::Manifest>(&text) {
             m.exit_status = Some(code);
+            m.batch = batch;
             m.command = cmd.clone();
             if let Some(o) = m.options.as_object_mut() {
                 if o.contains_key("dir") {

@@ -1,5 +1,6 @@
 //! The `mpiscope` command line: a thin shell over the mpiscope libraries.
 
+mod batch;
 mod bench;
 mod calibrate;
 mod child;

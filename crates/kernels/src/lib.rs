@@ -1,4 +1,4 @@
-//! Times the host's BLAS kernels, the compute half of calibration (seed 004): `dgemm` and
+//! Times the host's BLAS kernels, the compute half of calibration ([Cornebize 2017]): `dgemm` and
 //! `dtrsm` of Debian's OpenBLAS (`libopenblas-dev`, through the CBLAS interface), one
 //! thread, over a set of shapes that covers square products and HPL's panel updates.
 //! The samples are fitted by `mpiscope_calibrate::compute` (`t = a m n k` for dgemm,

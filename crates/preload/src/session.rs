@@ -539,6 +539,7 @@ fn write_manifest(cfg: &Config, info: &RankInfo, g: &Gathered, size: u32, tps: f
         start_time: rfc3339(g.epoch_unix_ns),
         options: cfg.to_json(),
         exit_status: None,
+        batch: None,
     };
     let path = std::path::Path::new(&cfg.dir).join(mpiscope_trace::MANIFEST_FILE);
     let text = serde_json::to_string_pretty(&m).unwrap_or_default();

@@ -1,4 +1,4 @@
-//! Throughput of loop folding (and of the seed's algorithm) on synthetic symbol sequences
+//! Throughput of loop folding (and of [Grosclaude 2012]'s algorithm) on synthetic symbol sequences
 //! of a halo-exchange program: per iteration a burst and 5 calls (10 symbols), an
 //! allreduce every 10 iterations, and one irregular symbol every 1,000 iterations. Prints
 //! symbols per second and the folded size at each length; run with

@@ -1,4 +1,4 @@
-//! Loop structure of event sequences (seed 003): a sequence of symbols, each with a value
+//! Loop structure of event sequences ([Grosclaude 2012]): a sequence of symbols, each with a value
 //! (a time), compressed losslessly into nested loops with exact iteration counts and
 //! per-position statistics of the values.
 //!
@@ -8,7 +8,7 @@
 //!   the loop before it (`X[n] X` becomes `X[n+1]`); candidate periods come from the
 //!   previous occurrences of the last item, compared by rolling hashes and verified
 //!   exactly. Nested loops come out innermost first, with their exact counts.
-//! * [`seed`]: the seed's algorithm, literally: alternate the replacement of runs (`A`
+//! * [`seed`]: [Grosclaude 2012]'s algorithm, literally: alternate the replacement of runs (`A`
 //!   found `n` times in a row becomes `A[n]`) and of the most frequent digram (`A, B`
 //!   becomes `A+B`) until nothing changes. Quadratic in the worst case; kept as the
 //!   reference the paper describes.

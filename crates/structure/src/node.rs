@@ -44,7 +44,7 @@ impl Stats {
     }
 }
 
-/// A node of the structure: a symbol, a sequence (the seed's digram `A+B`), or a loop.
+/// A node of the structure: a symbol, a sequence ([Grosclaude 2012]'s digram `A+B`), or a loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Node {
@@ -150,7 +150,7 @@ impl Node {
         }
     }
 
-    /// The seed's notation (Figures 2-4): a leaf is `Name: mean`, a sequence `(a + b)`, a
+    /// [Grosclaude 2012]'s notation (Figures 2-4): a leaf is `Name: mean`, a sequence `(a + b)`, a
     /// loop `(body)[n]`; `name` names a symbol, `value` formats a number.
     pub fn notation(&self, name: &dyn Fn(u32) -> String, value: &dyn Fn(f64) -> String) -> String {
         let mut s = String::new();

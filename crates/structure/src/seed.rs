@@ -1,4 +1,4 @@
-//! The seed's algorithm (seed 003, "Algorithm"): alternately replace runs (`A` found `n`
+//! [Grosclaude 2012]'s algorithm (its section "Algorithm"): alternately replace runs (`A` found `n`
 //! times in a row becomes `A[n]`) and the most frequent digram (every `A, B` becomes
 //! `A+B`), until neither applies. Ties between digrams go to the one seen first. Each pass
 //! is linear; the number of passes grows with the grammar, so this is quadratic in the
@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use crate::node::{Node, Stats};
 
-/// Compresses `(symbol, value)` by the seed's algorithm; the result in the seed's shapes
+/// Compresses `(symbol, value)` by [Grosclaude 2012]'s algorithm; the result in its shapes
 /// (`Seq` of two for a digram, `Loop` of one for a run).
 pub fn compress(seq: impl IntoIterator<Item = (u32, f64)>) -> Vec<Node> {
     let mut keys: Vec<u64> = Vec::new();

@@ -18,6 +18,7 @@ pub mod defs;
 pub mod encode;
 pub mod event;
 pub mod info;
+pub mod input;
 pub mod manifest;
 pub mod reader;
 pub mod varint;
@@ -34,8 +35,8 @@ pub use event::{
 };
 pub use info::{CallTotal, ClockInfo, Note, RankInfo, Trailer};
 pub use manifest::{
-    rank_file_name, ClockSummary, Manifest, MpiLibrary, RankPlacement, RunDir, RunDirError,
-    MANIFEST_FILE,
+    rank_file_name, BatchEnd, BatchEndCause, BatchJob, ClockSummary, Manifest, MpiLibrary,
+    RankPlacement, RunDir, RunDirError, MANIFEST_FILE,
 };
 pub use reader::{skim_ending, Ending, RankReader, ReadError, Tables};
 pub use writer::RankWriter;

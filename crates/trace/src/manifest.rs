@@ -6,38 +6,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::reader::{RankReader, ReadError};
 
-/// Opens `path` for reading if it is a regular file (a FIFO would block, a device never
-/// ends): the one way the trace crate opens its inputs.
-pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let m = std::fs::metadata(path)?;
-    if !m.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            kind_of(&m),
-        ));
-    }
-    std::fs::File::open(path)
-}
-
-/// What a file that is not regular is: `not a regular file (a named pipe)`.
-fn kind_of(m: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = m.file_type();
-    if t.is_file() {
-        "a regular file"
-    } else if t.is_dir() {
-        "not a regular file (a directory)"
-    } else if t.is_fifo() {
-        "not a regular file (a named pipe)"
-    } else if t.is_char_device() || t.is_block_device() {
-        "not a regular file (a device)"
-    } else if t.is_socket() {
-        "not a regular file (a socket)"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Name of the manifest file in a run directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
 
@@ -115,6 +83,53 @@ pub struct Manifest {
     /// Filled in by `mpiscope trace` when the run ends: the launcher's exit status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i32>,
+    /// Filled in by `mpiscope trace` when it ran inside a batch job: the job, and whether
+    /// the batch system ended the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchJob>,
+}
+
+/// The batch job a traced run was part of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchJob {
+    /// The batch system: `slurm`.
+    pub system: String,
+    /// The job's id (`SLURM_JOB_ID`).
+    pub job_id: String,
+    /// The job's time limit in seconds, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_limit_s: Option<u64>,
+    /// When the batch system was to end the job (its start plus its time limit), Unix
+    /// seconds, as known when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_unix_s: Option<i64>,
+    /// How the batch system ended the run; absent when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<BatchEnd>,
+}
+
+/// Why a batch system ended a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BatchEndCause {
+    /// The job reached its time limit.
+    TimeLimit,
+    /// The job was cancelled (`scancel`).
+    Cancelled,
+}
+
+/// How a batch system ended a run: the signal `mpiscope trace` received and why it came.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchEnd {
+    /// Why the job was ended.
+    pub cause: BatchEndCause,
+    /// The signal `mpiscope trace` received (`SIGTERM`).
+    pub signal: String,
+    /// When it received it, Unix seconds.
+    pub signal_unix_s: f64,
+    /// How the cause is known: the job's state and reason as the batch system reported
+    /// them, or the signal's time against the job's end time.
+    pub evidence: String,
 }
 
 impl Manifest {
@@ -152,6 +167,68 @@ impl Manifest {
             ));
         }
         Ok(())
+    }
+}
+
+impl BatchJob {
+    /// The time limit as SLURM writes it: `0:01:00` (hours:minutes:seconds), `2-00:00:00`
+    /// with days.
+    pub fn time_limit_text(&self) -> Option<String> {
+        let t = self.time_limit_s?;
+        let (d, h, m, s) = (t / 86400, t / 3600 % 24, t / 60 % 60, t % 60);
+        Some(if d > 0 {
+            format!("{d}-{h:02}:{m:02}:{s:02}")
+        } else {
+            format!("{h}:{m:02}:{s:02}")
+        })
+    }
+
+    /// How the batch system ended the run, in one sentence (`None` when it did not):
+    /// `The job was ended by SLURM at its time limit (job 12, 0:01:00)`.
+    pub fn describe_end(&self) -> Option<String> {
+        let end = self.ended.as_ref()?;
+        let system = if self.system == "slurm" {
+            "SLURM"
+        } else {
+            self.system.as_str()
+        };
+        Some(match end.cause {
+            BatchEndCause::TimeLimit => format!(
+                "The job was ended by {system} at its time limit (job {}{})",
+                self.job_id,
+                self.time_limit_text()
+                    .map(|t| format!(", {t}"))
+                    .unwrap_or_default()
+            ),
+            BatchEndCause::Cancelled => format!(
+                "The job was ended by {system}: cancelled (scancel; job {})",
+                self.job_id
+            ),
+        })
+    }
+
+    /// What the end is known from (`None` when the batch system did not end the run):
+    /// `SIGTERM to mpiscope trace 14 s after the job's end time; job state COMPLETING,
+    /// reason TimeLimit`.
+    pub fn end_details(&self) -> Option<String> {
+        let end = self.ended.as_ref()?;
+        let when = match self.end_unix_s {
+            Some(t) if end.signal_unix_s >= t as f64 => {
+                format!(
+                    " {:.0} s after the job's end time",
+                    end.signal_unix_s - t as f64
+                )
+            }
+            Some(t) => format!(
+                " {:.0} s before the job's end time",
+                t as f64 - end.signal_unix_s
+            ),
+            None => String::new(),
+        };
+        Some(format!(
+            "{} to mpiscope trace{when}; {}",
+            end.signal, end.evidence
+        ))
     }
 }
 
@@ -207,7 +284,7 @@ impl RunDir {
         let path = path.as_ref().to_path_buf();
         let mpath = path.join(MANIFEST_FILE);
         let read = |p: &Path| -> std::io::Result<Vec<u8>> {
-            let mut f = open_regular(p)?;
+            let mut f = crate::input::open_regular(p)?;
             let mut v = Vec::new();
             std::io::Read::read_to_end(&mut f, &mut v)?;
             Ok(v)
@@ -246,7 +323,7 @@ impl RunDir {
                     // Never open a named pipe or a device where a rank file is expected.
                     match std::fs::metadata(e.path()) {
                         Ok(m) if m.is_file() => rank_files.push((r, e.path())),
-                        Ok(m) => not_files.push((r, kind_of(&m).to_owned())),
+                        Ok(m) => not_files.push((r, crate::input::kind_of(&m).to_owned())),
                         Err(err) => not_files.push((r, err.to_string())),
                     }
                 }
@@ -294,5 +371,62 @@ impl RunDir {
             .map(|(_, p)| p.clone())
             .unwrap_or_else(|| self.path.join(rank_file_name(rank)));
         RankReader::open(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(limit: Option<u64>, cause: Option<BatchEndCause>) -> BatchJob {
+        BatchJob {
+            system: "slurm".into(),
+            job_id: "12".into(),
+            time_limit_s: limit,
+            end_unix_s: Some(1_795_694_295),
+            ended: cause.map(|cause| BatchEnd {
+                cause,
+                signal: "SIGTERM".into(),
+                signal_unix_s: 1_795_694_299.5,
+                evidence: "job state COMPLETING, reason TimeLimit".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn batch_endings_are_told_in_one_sentence() {
+        let j = job(Some(60), Some(BatchEndCause::TimeLimit));
+        assert_eq!(
+            j.describe_end().unwrap(),
+            "The job was ended by SLURM at its time limit (job 12, 0:01:00)"
+        );
+        assert_eq!(
+            job(Some(93_784), None).time_limit_text().unwrap(),
+            "1-02:03:04"
+        );
+        assert_eq!(
+            j.end_details().unwrap(),
+            "SIGTERM to mpiscope trace 4 s after the job's end time; job state COMPLETING, reason TimeLimit"
+        );
+        assert_eq!(job(Some(60), None).describe_end(), None);
+        assert_eq!(job(Some(60), None).end_details(), None);
+        assert_eq!(
+            job(None, Some(BatchEndCause::Cancelled))
+                .describe_end()
+                .unwrap(),
+            "The job was ended by SLURM: cancelled (scancel; job 12)"
+        );
+    }
+
+    #[test]
+    fn the_batch_entry_is_optional_and_round_trips() {
+        let j = job(Some(60), Some(BatchEndCause::TimeLimit));
+        let text = serde_json::to_string(&j).unwrap();
+        assert!(text.contains(r#""cause":"time_limit""#), "{text}");
+        assert_eq!(serde_json::from_str::<BatchJob>(&text).unwrap(), j);
+        let bare = r#"{"system":"slurm","job_id":"7"}"#;
+        let b: BatchJob = serde_json::from_str(bare).unwrap();
+        assert_eq!((b.time_limit_s, b.ended), (None, None));
+        assert!(serde_json::from_str::<BatchEndCause>(r#""preempted""#).is_err());
     }
 }

@@ -203,7 +203,7 @@ impl RankReader<BufReader<File>> {
     /// Opens a rank file and reads up to its info block.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ReadError> {
         let path = path.as_ref();
-        let f = crate::manifest::open_regular(path).map_err(|source| ReadError::Io {
+        let f = crate::input::open_regular(path).map_err(|source| ReadError::Io {
             path: path.into(),
             error: source,
         })?;
@@ -693,7 +693,7 @@ impl ListFilter {
 /// a full read ([`RankReader`]) may stop earlier on a damaged block.
 pub fn skim_ending(path: &Path) -> Result<Ending, ReadError> {
     use std::io::{Seek, SeekFrom};
-    let f = crate::manifest::open_regular(path).map_err(|source| ReadError::Io {
+    let f = crate::input::open_regular(path).map_err(|source| ReadError::Io {
         path: path.into(),
         error: source,
     })?;

@@ -1,4 +1,4 @@
-/* The communication pattern of NPB EP (seed 003, Figure 2): a broadcast of the parameters,
+/* The communication pattern of NPB EP ([Grosclaude 2012], Figure 2): a broadcast of the parameters,
  * a barrier, then ITERS rounds of independent computation each ended by an allreduce.
  * Usage: ep [ITERS] (default 4). Prints the reduced sum on rank 0. */
 #include <mpi.h>

@@ -1,4 +1,4 @@
-/* The communication pattern of NPB IS (seed 003, Figure 3): per iteration, local bucket
+/* The communication pattern of NPB IS ([Grosclaude 2012], Figure 3): per iteration, local bucket
  * counting, an allreduce of the bucket sizes, an alltoall of the send counts and an
  * alltoallv of the keys; after the loop a reduce, a send of the boundary key to the next
  * rank, and a final reduce of the verification.

@@ -1,4 +1,4 @@
-/* The communication pattern of NPB LU (seed 003, Figure 4) on a chain of ranks: ten
+/* The communication pattern of NPB LU ([Grosclaude 2012], Figure 4) on a chain of ranks: ten
  * broadcasts of the parameters; per SSOR iteration a lower-triangular wavefront over PLANES
  * planes (receive from the previous rank, compute, send to the next), the upper-triangular
  * wavefront back, and a halo exchange (Irecv, Send, Wait with both neighbours); every NORM
