@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Ending, Event, ListKind, RunDir, Slot, Tables, PEER_ANY};
 use serde::Serialize;
 
@@ -144,7 +145,7 @@ fn rank_pass(
         let group = mpiscope_mpispec::group(&name);
         if group == mpiscope_mpispec::Group::Completion {
             // A test that found nothing complete leaves its requests pending.
-            let tested = mpiscope_mpispec::family(&name).starts_with("test");
+            let tested = Family::of(&name).is_test();
             if !tested || ev.args.get(Slot::Flag).unwrap_or(0) != 0 {
                 for c in ev.completions() {
                     live.remove(&c.request);
@@ -198,8 +199,12 @@ fn rank_pass(
             }
         } else if let Some(p) = peer {
             let recv = matches!(
-                mpiscope_mpispec::family(&name).as_str(),
-                "recv" | "probe" | "mprobe" | "sendrecv" | "sendrecv_replace"
+                Family::of(&name),
+                Family::Recv
+                    | Family::Probe
+                    | Family::Mprobe
+                    | Family::Sendrecv
+                    | Family::SendrecvReplace
             );
             because = if recv { "source" } else { "destination" }.into();
             if p == PEER_ANY {

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, RankReader, RunDir, Slot};
 use serde::Serialize;
 
@@ -236,11 +237,9 @@ pub fn size_class_label(c: u32) -> String {
 /// Does a call of `name` send one point-to-point message when it is called? (`family`
 /// folds the non-blocking forms in; persistent inits send nothing until started.)
 fn is_send(name: &str) -> bool {
+    let family = Family::of(name);
     !mpiscope_mpispec::is_persistent(name)
-        && matches!(
-            mpiscope_mpispec::family(name).as_str(),
-            "send" | "ssend" | "bsend" | "rsend" | "sendrecv" | "sendrecv_replace"
-        )
+        && (family.is_send() || matches!(family, Family::Sendrecv | Family::SendrecvReplace))
 }
 
 /// Statistics of one rank file.
@@ -493,10 +492,10 @@ impl CallInfo {
     fn new(tables: &mpiscope_trace::Tables, id: u32) -> Self {
         let name = tables.call_name(id).into_owned();
         let class = mpiscope_mpispec::classify(&name);
-        let start = match name.as_str() {
+        let start = match class.family {
             _ if class.persistent => Start::Creates,
-            "MPI_Start" => Start::One,
-            "MPI_Startall" => Start::All,
+            Family::Start => Start::One,
+            Family::Startall => Start::All,
             _ => Start::No,
         };
         CallInfo {
