@@ -22,7 +22,7 @@ use mpiscope_trace::{RankReader, RunDir, Slot};
 use serde::Serialize;
 
 use crate::messages::{Item, MessageKey, RankWalk};
-use crate::profile::{PairTraffic, RankStats};
+use crate::stats::{PairTraffic, RankStats};
 use crate::AnalyzeError;
 
 /// Waiting of one rank.
@@ -98,6 +98,50 @@ pub struct Balance {
     pub collectives: Vec<CollectiveWait>,
     /// With `--ranks-per-node`.
     pub placement: Option<Placement>,
+}
+
+impl Balance {
+    /// The balance as terminal text: imbalance and waiting, the largest waits, the
+    /// collectives waited in, and the placement suggestion.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "\nBalance: compute imbalance {:.1}%, MPI imbalance {:.1}% ((max / mean - 1) over ranks); \
+             waiting: late sender {:.6} s, late receiver {:.6} s, in collectives {:.6} s",
+            self.compute_imbalance_pct,
+            self.mpi_imbalance_pct,
+            self.late_sender_s,
+            self.late_receiver_s,
+            self.collective_wait_s
+        );
+        for w in self.waits.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  rank {} waited {:.6} s on rank {} ({}, {} messages)",
+                w.waiter, w.seconds, w.on, w.kind, w.messages
+            );
+        }
+        for c in self.collectives.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  {}: {:.6} s waiting for the last rank over {} calls",
+                c.function, c.seconds, c.instances
+            );
+        }
+        if let Some(p) = &self.placement {
+            let _ = writeln!(
+                s,
+                "  placement, {} ranks per node: {} inter-node bytes in rank order, {} with nodes {:?}",
+                p.ranks_per_node,
+                p.in_order_inter_node_bytes,
+                p.suggested_inter_node_bytes,
+                p.node_of_rank
+            );
+        }
+        s
+    }
 }
 
 fn imbalance(v: impl Iterator<Item = f64>) -> f64 {

@@ -1,7 +1,7 @@
 //! The communication matrix: messages and bytes from each world rank (row) to each world
 //! rank (column), for point-to-point traffic, for collectives, and both together.
 //!
-//! Point-to-point cells are the sends the profile counted ([`crate::profile::PairTraffic`]).
+//! Point-to-point cells are the sends the profile counted ([`crate::stats::PairTraffic`]).
 //! Collective cells are the *logical* traffic of each call by MPI semantics, between world
 //! ranks (communicator ranks are translated with the communicator's member list), counted
 //! by the sender only so that every transfer is counted once:
@@ -30,7 +30,8 @@ use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Event, ListKind, RankReader, RunDir, Slot};
 use serde::Serialize;
 
-use crate::profile::{PairTraffic, Window};
+use crate::stats::PairTraffic;
+use crate::window::Window;
 use crate::AnalyzeError;
 
 /// Largest run whose matrix is built (the matrices hold `6 x ranks^2` numbers).
