@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use mpiscope_mpispec::Family;
-use mpiscope_trace::{CommKind, RankReader, RunDir, Slot};
+use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 use serde::Serialize;
 
 use crate::histogram::LogHistogram;
@@ -131,51 +131,91 @@ pub fn profile_rank<R: std::io::Read>(
     rank: u32,
     window: &Window,
 ) -> RankProfile {
-    let mut persistent: HashMap<i64, Volume> = HashMap::new();
-    let mut stats = RankStats {
-        rank,
-        ..RankStats::default()
-    };
-    if let Some(i) = reader.info() {
-        stats.host = i.host.clone();
-    }
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (mut mpi0, mut prev_exit0, mut compute0) = (0u64, None::<u64>, 0u64);
-    let mut bursts = LogHistogram::default();
-    let mut burst_recip = 0.0f64;
-    let mut sites: ById<SiteAcc> = ById::default();
-    let mut sent_to: ById<(u64, u64)> = ById::default();
-    // Per call id: what its events need, worked out at the first one, and its totals.
-    let mut calls: ById<CallInfo> = ById::default();
-    // Per communicator id: the processes a per-process count applies to.
-    let mut comm_peers: ById<u32> = ById::default();
-    let mut threads: Vec<u16> = Vec::new();
+    let mut pass = RankPass::new(rank, reader.info().map(|i| i.host.clone()));
     // Only MPI_Startall's list (of requests) counts here: the others are skipped over.
     reader.lists_only_for(&["MPI_Startall"]);
     while let Some((ev, tables)) = reader.next_with_tables() {
-        if !window.contains(ev.t_enter) {
-            continue;
+        if window.contains(ev.t_enter) {
+            pass.event(ev, tables);
         }
-        stats.events += 1;
-        first = first.min(ev.t_enter);
-        last = last.max(ev.t_exit);
-        if !threads.contains(&ev.thread) {
-            threads.push(ev.thread);
+    }
+    pass.finish(&reader, window)
+}
+
+/// The running totals of one rank's pass over its events.
+struct RankPass {
+    rank: u32,
+    stats: RankStats,
+    /// Volumes of the persistent requests created, by request id.
+    persistent: HashMap<i64, Volume>,
+    /// The first entry and the last exit.
+    first: u64,
+    last: u64,
+    /// The first thread's time in MPI, its last exit, and its time between calls.
+    mpi0: u64,
+    prev_exit0: Option<u64>,
+    compute0: u64,
+    bursts: LogHistogram,
+    burst_recip: f64,
+    sites: ById<SiteAcc>,
+    sent_to: ById<(u64, u64)>,
+    /// Per call id: what its events need, worked out at the first one, and its totals.
+    calls: ById<CallInfo>,
+    /// Per communicator id: the processes a per-process count applies to.
+    comm_peers: ById<u32>,
+    threads: Vec<u16>,
+}
+
+impl RankPass {
+    fn new(rank: u32, host: Option<String>) -> Self {
+        RankPass {
+            rank,
+            stats: RankStats {
+                rank,
+                host: host.unwrap_or_default(),
+                ..RankStats::default()
+            },
+            persistent: HashMap::new(),
+            first: u64::MAX,
+            last: 0,
+            mpi0: 0,
+            prev_exit0: None,
+            compute0: 0,
+            bursts: LogHistogram::default(),
+            burst_recip: 0.0,
+            sites: ById::default(),
+            sent_to: ById::default(),
+            calls: ById::default(),
+            comm_peers: ById::default(),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Counts one event of the window.
+    #[inline]
+    fn event(&mut self, ev: &Event, tables: &Tables) {
+        self.stats.events += 1;
+        self.first = self.first.min(ev.t_enter);
+        self.last = self.last.max(ev.t_exit);
+        if !self.threads.contains(&ev.thread) {
+            self.threads.push(ev.thread);
         }
         let d = ev.duration();
         if ev.thread == 0 {
-            mpi0 += d;
-            if let Some(p) = prev_exit0 {
+            self.mpi0 += d;
+            if let Some(p) = self.prev_exit0 {
                 let gap = ev.t_enter.saturating_sub(p);
-                compute0 += gap;
-                bursts.add(gap);
+                self.compute0 += gap;
+                self.bursts.add(gap);
                 if gap > 0 {
-                    burst_recip += 1e9 / gap as f64;
+                    self.burst_recip += 1e9 / gap as f64;
                 }
             }
-            prev_exit0 = Some(ev.t_exit);
+            self.prev_exit0 = Some(ev.t_exit);
         }
-        let info = calls.get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call));
+        let info = self
+            .calls
+            .get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call));
         let acc = &mut info.acc;
         acc.count += 1 + ev.skipped;
         acc.recorded += 1;
@@ -191,42 +231,21 @@ pub fn profile_rank<R: std::io::Read>(
         }
         let peers = match ev.args.get(Slot::Comm) {
             None => 1,
-            Some(id) => match comm_peers.get(id as u32) {
+            Some(id) => match self.comm_peers.get(id as u32) {
                 Some(&n) => n,
                 None => match peers_of(tables, id as u32) {
                     // Cached once defined (definitions come before their first use).
-                    Some(n) => *comm_peers.get_or_insert_with(id as u32, || n),
+                    Some(n) => *self.comm_peers.get_or_insert_with(id as u32, || n),
                     None => 1,
                 },
             },
         };
-        let v = match info.start {
-            Start::Creates => {
-                if let Some(req) = ev.args.get(Slot::Request) {
-                    persistent.insert(req, volume::persistent_volume(&info.name, ev, rank, peers));
-                }
-                Volume::default()
-            }
-            Start::One => ev
-                .args
-                .get(Slot::Request)
-                .and_then(|r| persistent.get(&r).copied())
-                .unwrap_or_default(),
-            Start::All => ev
-                .list(mpiscope_trace::ListKind::Requests)
-                .unwrap_or(&[])
-                .iter()
-                .filter_map(|r| persistent.get(r))
-                .fold(Volume::default(), |a, v| Volume {
-                    sent: a.sent + v.sent,
-                    received: a.received + v.received,
-                }),
-            Start::No => info.rule.volume(ev, rank, peers),
-        };
+        let v = volume_of(info, &mut self.persistent, ev, self.rank, peers);
+        let acc = &mut info.acc;
         acc.vol.sent += v.sent;
         acc.vol.received += v.received;
         if ev.callsite != 0 {
-            let site = sites.get_or_insert_with(ev.callsite, || SiteAcc {
+            let site = self.sites.get_or_insert_with(ev.callsite, || SiteAcc {
                 function: info.name.clone(),
                 ..SiteAcc::default()
             });
@@ -237,70 +256,137 @@ pub fn profile_rank<R: std::io::Read>(
         }
         if info.send {
             if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
-                let e = sent_to.get_or_insert_with(peer as u32, Default::default);
+                let e = self
+                    .sent_to
+                    .get_or_insert_with(peer as u32, Default::default);
                 e.0 += 1;
                 e.1 += v.sent;
             }
         }
     }
-    let mut by_id: HashMap<u32, Acc> = calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
-    let sites: HashMap<u32, SiteAcc> = sites.into_iter().collect();
-    let sent_to: BTreeMap<u32, (u64, u64)> = sent_to.into_iter().collect();
-    stats.threads = threads.len() as u32;
-    if first != u64::MAX {
-        stats.wall_s = (last - first) as f64 * 1e-9;
-        stats.first_ns = first;
-        stats.last_ns = last;
-    }
-    stats.mpi_s = mpi0 as f64 * 1e-9;
-    stats.compute_s = compute0 as f64 * 1e-9;
-    stats.bursts = bursts.len();
-    if stats.bursts > 0 {
-        stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
-    }
-    if burst_recip > 0.0 {
-        let nonzero = bursts.len()
-            - bursts
-                .buckets()
-                .first()
-                .filter(|b| b.from == 0)
-                .map_or(0, |b| b.count);
-        stats.burst_harmonic_mean_s = nonzero as f64 / burst_recip;
-    }
-    if stats.mpi_s > 0.0 {
-        stats.granularity = stats.compute_s / stats.mpi_s;
-    }
-    let mut warning = None;
-    let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
-    if let Some(t) = reader.trailer() {
-        stats.complete = true;
-        stats.end = t.reason.clone();
-        // Exact counts from the trailer (which covers the whole run, not a window).
-        for c in t.calls.iter().filter(|_| window.is_all()) {
-            by_id.entry(c.id).or_default().count = c.count;
-            if !c.name.is_empty() {
-                trailer_names.insert(c.id, (c.name.clone(), c.fortran));
-            }
+
+    /// The rank's statistics once its events are read: times, bursts, and how its record
+    /// ends; counts from its trailer when it has one and the window is the whole run.
+    fn finish<R: std::io::Read>(self, reader: &RankReader<R>, window: &Window) -> RankProfile {
+        let rank = self.rank;
+        let mut stats = self.stats;
+        let bursts = self.bursts;
+        let mut by_id: HashMap<u32, Acc> =
+            self.calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
+        let sites: HashMap<u32, SiteAcc> = self.sites.into_iter().collect();
+        let sent_to: BTreeMap<u32, (u64, u64)> = self.sent_to.into_iter().collect();
+        stats.threads = self.threads.len() as u32;
+        if self.first != u64::MAX {
+            stats.wall_s = (self.last - self.first) as f64 * 1e-9;
+            stats.first_ns = self.first;
+            stats.last_ns = self.last;
         }
-    } else if let Some(e) = reader.stopped() {
-        stats.end = format!("cut: {e}");
-        warning = Some(format!(
-            "rank {rank}: read up to the last complete block ({e})"
-        ));
-    } else {
-        stats.end = "no trailer (the rank did not finish tracing)".into();
-        warning = Some(format!(
-            "rank {rank}: the trace has no trailer; the rank did not end normally"
-        ));
+        stats.mpi_s = self.mpi0 as f64 * 1e-9;
+        stats.compute_s = self.compute0 as f64 * 1e-9;
+        stats.bursts = bursts.len();
+        if stats.bursts > 0 {
+            stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
+        }
+        if self.burst_recip > 0.0 {
+            let nonzero = bursts.len()
+                - bursts
+                    .buckets()
+                    .first()
+                    .filter(|b| b.from == 0)
+                    .map_or(0, |b| b.count);
+            stats.burst_harmonic_mean_s = nonzero as f64 / self.burst_recip;
+        }
+        if stats.mpi_s > 0.0 {
+            stats.granularity = stats.compute_s / stats.mpi_s;
+        }
+        let mut warning = None;
+        let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
+        if let Some(t) = reader.trailer() {
+            stats.complete = true;
+            stats.end = t.reason.clone();
+            // Exact counts from the trailer (which covers the whole run, not a window).
+            for c in t.calls.iter().filter(|_| window.is_all()) {
+                by_id.entry(c.id).or_default().count = c.count;
+                if !c.name.is_empty() {
+                    trailer_names.insert(c.id, (c.name.clone(), c.fortran));
+                }
+            }
+        } else if let Some(e) = reader.stopped() {
+            stats.end = format!("cut: {e}");
+            warning = Some(format!(
+                "rank {rank}: read up to the last complete block ({e})"
+            ));
+        } else {
+            stats.end = "no trailer (the rank did not finish tracing)".into();
+            warning = Some(format!(
+                "rank {rank}: the trace has no trailer; the rank did not end normally"
+            ));
+        }
+        let tables = reader.tables();
+        RankProfile {
+            calls: by_name(tables, by_id, &trailer_names),
+            stats,
+            warning,
+            bursts,
+            burst_recip: self.burst_recip,
+            sites: by_frames(tables, sites),
+            sent_to,
+        }
     }
-    let tables = reader.tables();
-    // In the order the recorder numbered them: first use.
+}
+
+/// The volume of `ev`, a call of `info`: from its arguments, or through the persistent
+/// requests it creates (their volume kept in `persistent`) or starts.
+#[inline]
+fn volume_of(
+    info: &CallInfo,
+    persistent: &mut HashMap<i64, Volume>,
+    ev: &Event,
+    rank: u32,
+    peers: u32,
+) -> Volume {
+    match info.start {
+        Start::Creates => {
+            if let Some(req) = ev.args.get(Slot::Request) {
+                persistent.insert(req, volume::persistent_volume(&info.name, ev, rank, peers));
+            }
+            Volume::default()
+        }
+        Start::One => ev
+            .args
+            .get(Slot::Request)
+            .and_then(|r| persistent.get(&r).copied())
+            .unwrap_or_default(),
+        Start::All => ev
+            .list(mpiscope_trace::ListKind::Requests)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|r| persistent.get(r))
+            .fold(Volume::default(), |a, v| Volume {
+                sent: a.sent + v.sent,
+                received: a.received + v.received,
+            }),
+        Start::No => info.rule.volume(ev, rank, peers),
+    }
+}
+
+/// Callsites in the order the recorder numbered them (first use), by their frames.
+fn by_frames(tables: &Tables, sites: HashMap<u32, SiteAcc>) -> Vec<(Frames, SiteAcc)> {
     let mut sites: Vec<(u32, SiteAcc)> = sites.into_iter().collect();
     sites.sort_by_key(|(id, _)| *id);
-    let sites = sites
+    sites
         .into_iter()
         .map(|(id, acc)| (crate::symbols::callsite_frames(tables, id), acc))
-        .collect();
+        .collect()
+}
+
+/// Totals by C name (a Fortran call counted under its C function too), from the
+/// definitions, else the trailer's names.
+fn by_name(
+    tables: &Tables,
+    by_id: HashMap<u32, Acc>,
+    trailer_names: &HashMap<u32, (String, bool)>,
+) -> HashMap<String, Acc> {
     let mut calls: HashMap<String, Acc> = HashMap::new();
     for (id, a) in by_id {
         let (name, fortran) = match (tables.calls.get(&id), trailer_names.get(&id)) {
@@ -314,15 +400,7 @@ pub fn profile_rank<R: std::io::Read>(
         }
         e.merge(&Acc { fortran: 0, ..a });
     }
-    RankProfile {
-        calls,
-        stats,
-        warning,
-        bursts,
-        burst_recip,
-        sites,
-        sent_to,
-    }
+    calls
 }
 
 /// The processes a per-process count of communicator `id` applies to (its size, or its
@@ -440,29 +518,53 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         ranks: run.ranks(),
         ..Profile::default()
     };
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut bursts = LogHistogram::default();
-    let (mut burst_sum, mut burst_recip) = (0.0f64, 0.0f64);
-    // Per callsite: (number, ranks, totals).
-    let mut sites: HashMap<Frames, (u32, u32, SiteAcc)> = HashMap::new();
+    let mut m = Merged::default();
     for (rank, r) in results {
-        let rp = match r {
-            Ok(rp) => rp,
-            Err(e) => {
-                p.warnings.push(format!("rank {rank}: {e}"));
-                continue;
-            }
-        };
+        match r {
+            Ok(rp) => m.add(&mut p, rank, rp),
+            Err(e) => p.warnings.push(format!("rank {rank}: {e}")),
+        }
+    }
+    missing_ranks(run, &mut p);
+    p.p2p.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then((a.from, a.to).cmp(&(b.from, b.to)))
+    });
+    p.bursts = bursts_of(&m.bursts, m.burst_sum, m.burst_recip);
+    p.callsites = callsite_rows(m.sites);
+    p.calls = m
+        .acc
+        .into_iter()
+        .map(|(name, a)| (name, call_row(a)))
+        .collect();
+    Ok(p)
+}
+
+/// What the ranks' profiles add up to before it becomes rows.
+#[derive(Default)]
+struct Merged {
+    acc: BTreeMap<String, Acc>,
+    bursts: LogHistogram,
+    burst_sum: f64,
+    burst_recip: f64,
+    /// Per callsite: (number, ranks, totals).
+    sites: HashMap<Frames, (u32, u32, SiteAcc)>,
+}
+
+impl Merged {
+    /// Adds one rank's profile; its per-rank row, pairs and warning go to `p`.
+    fn add(&mut self, p: &mut Profile, rank: u32, rp: RankProfile) {
         p.events += rp.stats.events;
         for (name, a) in rp.calls {
-            acc.entry(name).or_default().merge(&a);
+            self.acc.entry(name).or_default().merge(&a);
         }
-        bursts.merge(&rp.bursts);
-        burst_sum += rp.stats.compute_s;
-        burst_recip += rp.burst_recip;
+        self.bursts.merge(&rp.bursts);
+        self.burst_sum += rp.stats.compute_s;
+        self.burst_recip += rp.burst_recip;
         for (frames, a) in rp.sites {
-            let next = sites.len() as u32;
-            let e = sites.entry(frames).or_insert_with(|| {
+            let next = self.sites.len() as u32;
+            let e = self.sites.entry(frames).or_insert_with(|| {
                 (
                     next,
                     0,
@@ -491,6 +593,10 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         }
         p.per_rank.push(rp.stats);
     }
+}
+
+/// Warns of the ranks whose file is not a regular file, and of those with no readable trace.
+fn missing_ranks(run: &RunDir, p: &mut Profile) {
     for (r, kind) in &run.not_files {
         p.warnings.push(format!(
             "rank {r}: {} is {kind}: not read",
@@ -509,27 +615,30 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             missing.join(", ")
         ));
     }
-    p.p2p.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then((a.from, a.to).cmp(&(b.from, b.to)))
-    });
-    let ns = |v: u64| v as f64 * 1e-9;
+}
+
+fn ns(v: u64) -> f64 {
+    v as f64 * 1e-9
+}
+
+/// The compute bursts of every rank: `sum` their total seconds, `recip` the sum of the
+/// reciprocals of the non-zero ones.
+fn bursts_of(bursts: &LogHistogram, sum: f64, recip: f64) -> Bursts {
     let nonzero = bursts.len()
         - bursts
             .buckets()
             .first()
             .filter(|b| b.from == 0)
             .map_or(0, |b| b.count);
-    p.bursts = Bursts {
+    Bursts {
         count: bursts.len(),
         mean_s: if bursts.is_empty() {
             0.0
         } else {
-            burst_sum / bursts.len() as f64
+            sum / bursts.len() as f64
         },
-        harmonic_mean_s: if burst_recip > 0.0 {
-            nonzero as f64 / burst_recip
+        harmonic_mean_s: if recip > 0.0 {
+            nonzero as f64 / recip
         } else {
             0.0
         },
@@ -537,7 +646,12 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         p90_s: ns(bursts.quantile(0.9)),
         p99_s: ns(bursts.quantile(0.99)),
         histogram: bursts.buckets(),
-    };
+    }
+}
+
+/// The callsites, busiest first; the fifty busiest located in the binaries' debug
+/// information.
+fn callsite_rows(sites: HashMap<Frames, (u32, u32, SiteAcc)>) -> Vec<CallsiteStats> {
     let mut symbolizer = crate::symbols::Symbolizer::new();
     let mut sites: Vec<(Frames, (u32, u32, SiteAcc))> = sites.into_iter().collect();
     sites.sort_by(|a, b| {
@@ -546,6 +660,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             .cmp(&a.1 .2.time_ns)
             .then(a.1 .0.cmp(&b.1 .0))
     });
+    let mut rows = Vec::with_capacity(sites.len());
     for (i, (frames, (number, ranks, a))) in sites.into_iter().enumerate() {
         // Debug information is read for the busiest callsites only.
         let location = frames
@@ -555,7 +670,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
                 Some(l) => l.to_string(),
                 None => format!("{path}+{offset:#x}"),
             });
-        p.callsites.push(CallsiteStats {
+        rows.push(CallsiteStats {
             callsite: number,
             function: a.function,
             location,
@@ -571,35 +686,34 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             bytes: a.bytes,
         });
     }
-    for (name, a) in acc {
-        p.calls.insert(
-            name,
-            CallStats {
-                count: a.count,
-                recorded: a.recorded,
-                fortran: a.fortran,
-                time_s: a.time_ns as f64 * 1e-9,
-                mean_s: if a.recorded > 0 {
-                    a.time_ns as f64 * 1e-9 / a.recorded as f64
-                } else {
-                    0.0
-                },
-                max_s: a.max_ns as f64 * 1e-9,
-                bytes: a.vol.total(),
-                bytes_sent: a.vol.sent,
-                bytes_received: a.vol.received,
-                median_s: ns(a.durations.quantile(0.5)),
-                p90_s: ns(a.durations.quantile(0.9)),
-                p99_s: ns(a.durations.quantile(0.99)),
-                sizes: a
-                    .sizes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(c, &n)| (size_class_label(c as u32), n))
-                    .collect(),
-            },
-        );
+    rows
+}
+
+/// The row of one function.
+fn call_row(a: Acc) -> CallStats {
+    CallStats {
+        count: a.count,
+        recorded: a.recorded,
+        fortran: a.fortran,
+        time_s: a.time_ns as f64 * 1e-9,
+        mean_s: if a.recorded > 0 {
+            a.time_ns as f64 * 1e-9 / a.recorded as f64
+        } else {
+            0.0
+        },
+        max_s: a.max_ns as f64 * 1e-9,
+        bytes: a.vol.total(),
+        bytes_sent: a.vol.sent,
+        bytes_received: a.vol.received,
+        median_s: ns(a.durations.quantile(0.5)),
+        p90_s: ns(a.durations.quantile(0.9)),
+        p99_s: ns(a.durations.quantile(0.99)),
+        sizes: a
+            .sizes
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (size_class_label(c as u32), n))
+            .collect(),
     }
-    Ok(p)
 }
