@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use crate::compare::{Comparison, RunSummary};
 use crate::profile::Profile;
+use crate::report::Report;
 use crate::structure::Structure;
 
 /// One call on the timeline: function, entry and exit (ns), clipped to the window.
@@ -352,9 +353,10 @@ fn heatmap(caption: &str, n: usize, cells: &[(u32, u32, u64, u64)], rgb: (u8, u8
 /// The communication matrices as heat maps (up to 256 ranks): point-to-point (blue),
 /// collective (green) and both (purple) when [`crate::matrix`] was computed, else the
 /// point-to-point pairs of the profile.
-fn matrix(p: &Profile) -> String {
+fn matrix(r: &Report) -> String {
+    let p = &r.profile;
     let n = p.ranks as usize;
-    let Some(m) = &p.matrix else {
+    let Some(m) = &r.matrix else {
         let cells: Vec<_> = p
             .p2p
             .iter()
@@ -413,10 +415,11 @@ fn page_start(title: &str) -> String {
 /// The whole report as one HTML page.
 pub fn report(
     title: &str,
-    p: &Profile,
+    r: &Report,
     structure: Option<&Structure>,
     timeline: Option<&Timeline>,
 ) -> String {
+    let p = &r.profile;
     let mut s = page_start(title);
     let _ = write!(s, "<p>{} ranks, {} recorded events.</p>", p.ranks, p.events);
     let mut by_count: Vec<(String, f64)> = p
@@ -436,7 +439,7 @@ pub fn report(
     s += &bars("Time in each function, all ranks", &by_time, false, &secs);
     s += &per_rank(p);
     s += &burst_histogram(p);
-    s += &matrix(p);
+    s += &matrix(r);
     if let Some(t) = timeline {
         s += &timeline_figure(t);
     }
@@ -730,8 +733,7 @@ mod tests {
             b.contains(">MPI_Send<") && b.contains("width=\"510.0\""),
             "{b}"
         );
-        let p = Profile::default();
-        let html = report("run <1>", &p, None, None);
+        let html = report("run <1>", &Report::default(), None, None);
         let t = Timeline {
             from: 1000,
             to: 3000,

@@ -10,6 +10,7 @@
 mod bench_json;
 pub mod cold;
 pub mod compute;
+mod large;
 pub mod prediction;
 pub mod protocol;
 pub mod scheduler;

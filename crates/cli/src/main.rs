@@ -435,17 +435,11 @@ fn run(cli: Cli) -> Result<i32> {
                     .map_err(|e| anyhow::anyhow!("--window: {e}"))?,
                 None => mpiscope_analyze::profile::Window::ALL,
             };
-            let mut p = mpiscope_analyze::profile::profile_window(&run, &window)?;
-            p.matrix = mpiscope_analyze::matrix::matrix(&run, &p.p2p, &window)?;
-            if window.is_all() {
-                p.endings = Some(mpiscope_analyze::ending::endings(&run)?);
-                p.balance = Some(mpiscope_analyze::balance::balance(
-                    &run,
-                    &p.per_rank,
-                    &p.p2p,
-                    ranks_per_node,
-                )?);
-            }
+            let options = mpiscope_analyze::report::ReportOptions {
+                window,
+                ranks_per_node,
+            };
+            let p = mpiscope_analyze::report::report(&run, &options)?;
             if let Some(out) = &html {
                 use mpiscope_analyze::structure::{structure, Algorithm, Detail};
                 let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;

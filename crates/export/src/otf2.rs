@@ -15,6 +15,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 
 use mpiscope_analyze::messages::{Item, RankWalk};
+use mpiscope_mpispec::Family;
 use mpiscope_trace::RunDir;
 
 use crate::ExportError;
@@ -218,8 +219,7 @@ fn location(rank: u32, thread: u16) -> u64 {
 }
 
 fn role(function: &str) -> u8 {
-    let fam = mpiscope_mpispec::family(function);
-    if fam == "barrier" {
+    if Family::of(function) == Family::Barrier {
         ffi::ROLE_BARRIER
     } else if mpiscope_mpispec::is_collective(function) {
         ffi::ROLE_COLL_ALL2ALL

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::outputs::{PCF, PRV, ROW};
 use mpiscope_files::AtomicFile;
+use mpiscope_mpispec::Family;
 use mpiscope_trace::RunDir;
 
 use crate::ExportError;
@@ -92,19 +93,18 @@ const STATES: [(u8, &str); 12] = [
 ];
 
 fn state_of(function: &str) -> u8 {
-    let fam = mpiscope_mpispec::family(function);
-    let f = fam.as_str();
+    let f = Family::of(function);
     let nonblocking = mpiscope_mpispec::is_nonblocking(function);
     match f {
-        "send" | "ssend" | "bsend" | "rsend" if nonblocking => 10,
-        "send" | "ssend" | "bsend" | "rsend" => 4,
-        "recv" | "mrecv" if nonblocking => 11,
-        "recv" | "mrecv" => 3,
-        "sendrecv" | "sendrecv_replace" => 16,
-        "barrier" => 5,
-        _ if f.starts_with("wait") => 8,
-        _ if f.starts_with("test") || f.contains("probe") => 6,
-        _ if mpiscope_mpispec::is_collective(function) => 13,
+        _ if f.is_send() && nonblocking => 10,
+        _ if f.is_send() => 4,
+        Family::Recv | Family::Mrecv if nonblocking => 11,
+        Family::Recv | Family::Mrecv => 3,
+        Family::Sendrecv | Family::SendrecvReplace => 16,
+        Family::Barrier => 5,
+        _ if f.is_wait() => 8,
+        _ if f.is_test() || f.is_probe() => 6,
+        _ if f.is_collective() => 13,
         _ => 15,
     }
 }

@@ -119,6 +119,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use mpiscope_files::{AtomicFile, Staged};
+use mpiscope_mpispec::Family;
 
 use crate::outputs::{TI_INDEX, TI_RANK};
 use std::rc::Rc;
@@ -700,7 +701,7 @@ struct Converter {
 
 /// What a function is, from its name.
 struct CallKind {
-    family: String,
+    family: Family,
     nonblocking: bool,
     persistent: bool,
     collective: bool,
@@ -785,7 +786,7 @@ impl Converter {
             Some(k) => Rc::clone(k),
             None => {
                 let k = Rc::new(CallKind {
-                    family: mpiscope_mpispec::family(&name),
+                    family: Family::of(&name),
                     nonblocking: mpiscope_mpispec::is_nonblocking(&name),
                     persistent: mpiscope_mpispec::is_persistent(&name),
                     collective: mpiscope_mpispec::is_collective(&name),
@@ -794,7 +795,7 @@ impl Converter {
                 k
             }
         };
-        if kind.family == "init" || kind.family == "init_thread" {
+        if matches!(kind.family, Family::Init | Family::InitThread) {
             // What ran before MPI was initialized is not part of the replay.
             self.pending_ns = 0;
         } else {
@@ -825,17 +826,16 @@ impl Converter {
         name: &str,
         kind: &CallKind,
     ) -> Result<Outcome, ExportError> {
-        let (fam, nonblocking, persistent) =
-            (kind.family.as_str(), kind.nonblocking, kind.persistent);
+        let (fam, nonblocking, persistent) = (kind.family, kind.nonblocking, kind.persistent);
         let comm = comm_of(ev, tables);
         Ok(match fam {
-            "init" | "init_thread" => Outcome::Discard(None),
-            "finalize" => {
+            Family::Init | Family::InitThread => Outcome::Discard(None),
+            Family::Finalize => {
                 self.action("finalize".into())?;
                 self.finalized = true;
                 Outcome::Handled
             }
-            "send" | "ssend" | "bsend" | "rsend" => {
+            _ if fam.is_send() => {
                 let start = match self.send_start(ev, comm) {
                     Ok(s) => s,
                     Err(r) => return Ok(Outcome::Fold(Some(r))),
@@ -856,8 +856,8 @@ impl Converter {
                     }
                 }
             }
-            "recv" | "mrecv" => {
-                let start = match self.recv_start(ev, comm, fam == "mrecv") {
+            Family::Recv | Family::Mrecv => {
+                let start = match self.recv_start(ev, comm, fam == Family::Mrecv) {
                     Ok(s) => s,
                     Err(r) => return Ok(Outcome::Fold(Some(r))),
                 };
@@ -887,15 +887,22 @@ impl Converter {
                     }
                 }
             }
-            "sendrecv" | "sendrecv_replace" => self.sendrecv(ev, comm, nonblocking)?,
-            "probe" | "mprobe" | "improbe" => Outcome::Discard(Some(Reason::Probe)),
-            "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" | "request_get_status" => self.completion(ev, fam)?,
-            "start" => match ev.args.get(Slot::Request) {
+            Family::Sendrecv | Family::SendrecvReplace => self.sendrecv(ev, comm, nonblocking)?,
+            _ if fam.is_probe() => Outcome::Discard(Some(Reason::Probe)),
+            Family::Wait
+            | Family::Waitall
+            | Family::Waitany
+            | Family::Waitsome
+            | Family::Test
+            | Family::Testall
+            | Family::Testany
+            | Family::Testsome
+            | Family::RequestGetStatus => self.completion(ev, fam)?,
+            Family::Start => match ev.args.get(Slot::Request) {
                 Some(id) => self.start_persistent(id)?,
                 None => Outcome::Discard(None),
             },
-            "startall" => {
+            Family::Startall => {
                 let ids: Vec<i64> = ev
                     .list(ListKind::Requests)
                     .unwrap_or(&[])
@@ -913,8 +920,8 @@ impl Converter {
                 }
                 outcome
             }
-            "cancel" => self.cancel(ev, name)?,
-            "request_free" => self.request_free(ev, name)?,
+            Family::Cancel => self.cancel(ev, name)?,
+            Family::RequestFree => self.request_free(ev, name)?,
             _ if kind.collective => {
                 let lines = match comm {
                     None => Err(Reason::UnknownComm),
@@ -1167,7 +1174,7 @@ impl Converter {
         Ok(Outcome::Handled)
     }
 
-    fn completion(&mut self, ev: &Event, fam: &str) -> Result<Outcome, ExportError> {
+    fn completion(&mut self, ev: &Event, fam: Family) -> Result<Outcome, ExportError> {
         let single = || {
             ev.args.get(Slot::Request).map(|id| Done {
                 id,
@@ -1178,8 +1185,8 @@ impl Converter {
         // A successful test: its flag, or the completion data only recorded on success.
         let flagged = ev.args.get(Slot::Flag) == Some(1);
         let done: Vec<Done> = match fam {
-            "wait" | "waitany" | "testany" => single().into_iter().collect(),
-            "test" | "request_get_status" => {
+            Family::Wait | Family::Waitany | Family::Testany => single().into_iter().collect(),
+            Family::Test | Family::RequestGetStatus => {
                 let status = ev.args.get(Slot::StatusSource).is_some()
                     || ev.args.get(Slot::StatusBytes).is_some();
                 if flagged || status {
@@ -1200,10 +1207,10 @@ impl Converter {
                 .collect(),
         };
         if done.is_empty() {
-            let polling = fam.starts_with("test") || fam == "request_get_status";
+            let polling = fam.is_test() || fam == Family::RequestGetStatus;
             return Ok(Outcome::Discard(polling.then_some(Reason::Waiting)));
         }
-        let all = matches!(fam, "waitall" | "testall");
+        let all = matches!(fam, Family::Waitall | Family::Testall);
         let array_len = ev.args.get(Slot::ArrayLen);
         self.complete(&done, all.then_some(array_len))?;
         Ok(Outcome::Handled)
@@ -1331,7 +1338,7 @@ impl Converter {
     fn collective_lines(
         &self,
         ev: &Event,
-        fam: &str,
+        fam: Family,
         comm: &CommDef,
     ) -> Result<Vec<String>, Reason> {
         let n = self.world as usize;
@@ -1370,36 +1377,36 @@ impl Converter {
         let rbuf = recv_buf(ev);
         let missing = Reason::MissingArgs;
         let line = match fam {
-            "barrier" => "barrier".to_owned(),
-            "bcast" => {
+            Family::Barrier => "barrier".to_owned(),
+            Family::Bcast => {
                 let b = sbuf.ok_or(missing)?;
                 format!("bcast {} {} {}", b.count, root()?, b.dt)
             }
-            "reduce" => {
+            Family::Reduce => {
                 let b = sbuf.or(rbuf).ok_or(missing)?;
                 format!("reduce {} 0 {} {}", b.count, root()?, b.dt)
             }
-            "allreduce" | "scan" | "exscan" => {
+            Family::Allreduce | Family::Scan | Family::Exscan => {
                 let b = sbuf.or(rbuf).ok_or(missing)?;
                 format!("{fam} {} 0 {}", b.count, b.dt)
             }
-            "reduce_scatter" => {
+            Family::ReduceScatter => {
                 let (counts, dt) = counts_buf(
                     world_order(ListKind::RecvCounts)?,
                     ev.args.get(Slot::DtypeSize),
                 )?;
                 format!("reducescatter {} 0 {dt}", join(&counts))
             }
-            "reduce_scatter_block" => {
+            Family::ReduceScatterBlock => {
                 let b = rbuf.ok_or(missing)?;
                 format!("reducescatter {} 0 {}", join(&vec![b.count; n]), b.dt)
             }
-            "alltoall" | "allgather" => {
+            Family::Alltoall | Family::Allgather => {
                 let s = sbuf.or(rbuf).ok_or(missing)?;
                 let r = rbuf.unwrap_or(s);
                 format!("{fam} {} {} {} {}", s.count, r.count, s.dt, r.dt)
             }
-            "gather" | "scatter" => {
+            Family::Gather | Family::Scatter => {
                 let s = sbuf.or(rbuf).ok_or(missing)?;
                 let r = rbuf.unwrap_or(s);
                 format!(
@@ -1411,7 +1418,7 @@ impl Converter {
                     r.dt
                 )
             }
-            "gatherv" => {
+            Family::Gatherv => {
                 let root = root()?;
                 let recv = if root as usize == me {
                     Some(counts_buf(
@@ -1432,7 +1439,7 @@ impl Converter {
                 let (rc, rdt) = recv.unwrap_or_else(|| (vec![0; n], s.dt));
                 format!("gatherv {} {} {root} {} {rdt}", s.count, join(&rc), s.dt)
             }
-            "allgatherv" => {
+            Family::Allgatherv => {
                 let (rc, rdt) = counts_buf(
                     world_order(ListKind::RecvCounts)?,
                     ev.args.get(Slot::RecvDtypeSize),
@@ -1454,7 +1461,7 @@ impl Converter {
                     format!("allgatherv {} {} {} {rdt}", s.count, join(&rc), s.dt)
                 }
             }
-            "scatterv" => {
+            Family::Scatterv => {
                 let root = root()?;
                 let send = if root as usize == me {
                     Some(counts_buf(
@@ -1475,7 +1482,7 @@ impl Converter {
                 let (sc, sdt) = send.unwrap_or_else(|| (vec![0; n], r.dt));
                 format!("scatterv {} {} {root} {sdt} {}", join(&sc), r.count, r.dt)
             }
-            "alltoallv" => {
+            Family::Alltoallv => {
                 let (rc, rdt) = counts_buf(
                     world_order(ListKind::RecvCounts)?,
                     ev.args.get(Slot::RecvDtypeSize),
@@ -1495,7 +1502,7 @@ impl Converter {
                     join(&rc)
                 )
             }
-            "alltoallw" => {
+            Family::Alltoallw => {
                 let bytes = |counts: ListKind, sizes: ListKind| -> Result<Vec<i64>, Reason> {
                     let c = world_order(counts)?;
                     let s = world_order(sizes)?;

@@ -37,5 +37,6 @@ pub mod consts {
 }
 
 mod engine;
+mod ffi;
 mod intercept;
 mod op;
