@@ -20,7 +20,6 @@ use mpiscope_trace::{Event, Slot, PEER_ANY};
 use super::output::Output;
 use super::reason::{Notes, Reason};
 use super::values::{fmt_flops, Buf};
-use super::TiOptions;
 use crate::ExportError;
 
 /// What starting a request replays.
@@ -144,18 +143,20 @@ pub(super) struct Converter {
 }
 
 impl Converter {
-    /// The converter of `rank` of `world` ranks; writes the `init` line.
+    /// The converter of `rank` of `world` ranks, writing compute bursts at
+    /// `host_speed_flops` and dropping those shorter than `min_compute_ns`; writes the
+    /// `init` line.
     pub(super) fn new(
-        rank: u32,
-        world: u32,
-        opts: &TiOptions,
+        (rank, world): (u32, u32),
+        host_speed_flops: f64,
+        min_compute_ns: u64,
         out: Output,
     ) -> Result<Converter, ExportError> {
         let mut c = Converter {
             rank,
             world,
-            flops_per_ns: opts.host_speed_flops / 1e9,
-            min_compute_ns: opts.min_compute_ns,
+            flops_per_ns: host_speed_flops / 1e9,
+            min_compute_ns,
             out,
             cursor: 0,
             pending_ns: 0,

@@ -277,7 +277,12 @@ fn convert_rank(
     }
     let file = AtomicFile::create_output(out_path, &TI_RANK, opts.force)?;
     let out = Output::new(file, out_path.to_path_buf(), rank);
-    let mut conv = Converter::new(rank, ranks, opts, out)?;
+    let mut conv = Converter::new(
+        (rank, ranks),
+        opts.host_speed_flops,
+        opts.min_compute_ns,
+        out,
+    )?;
     while let Some(ev) = reader.next_event() {
         conv.event(&ev, reader.tables())?;
     }

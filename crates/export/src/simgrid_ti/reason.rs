@@ -1,12 +1,12 @@
 //! Why a call was not replayed as such: the [`Reason`]s counted per function name in
-//! [`super::TiSummary::skipped`], and the text each note says.
+//! `TiSummary::skipped`, and the text each note says.
 
 use std::collections::BTreeMap;
 
 /// Counts of calls not replayed as such, by function name and reason.
 pub(super) type Notes = BTreeMap<String, BTreeMap<Reason, u64>>;
 
-/// Why a call was not replayed as such; the key of a [`super::TiSummary::skipped`] note.
+/// Why a call was not replayed as such; the key of a `TiSummary::skipped` note.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Reason {
     /// The function has no TI action.
