@@ -5,7 +5,8 @@
 //! The methods that turn calls into lines live beside it, one file per concern:
 //! `dispatch.rs` routes each event by its function's family to `p2p.rs` (point-to-point
 //! starts, persistent requests, send-receives), `completion.rs` (waits, tests, cancels,
-//! frees) and `collective.rs`; those three use only this module and the value helpers.
+//! frees) and `collective.rs`; those three use only this module, the reasons and the value
+//! helpers.
 //!
 //! Compute: the time on the main thread between two calls, plus the duration of calls that
 //! are not replayed but folded into compute, accumulates in `pending_ns`; it is written as
