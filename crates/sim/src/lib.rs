@@ -1,5 +1,6 @@
 //! mpiscope's simulator: replays MPI traces and runs MPI skeletons on modeled platforms.
 //!
+//! * [`calibration`]: the measured parameters a platform carries (`mpiscope/*` keys);
 //! * [`platform`]: hosts, links, routes; generators and SimGrid/TOML platform files;
 //! * [`network`]: the flow model (weighted max-min sharing, SimGrid's CM02) and LogGP;
 //! * [`cpu`]: computations sharing a host's cores;
@@ -13,6 +14,7 @@
 //! The simulator knows nothing of MPI libraries or of the command line. Output is a pure
 //! function of (input, platform, configuration, seed).
 
+pub mod calibration;
 pub mod coll;
 pub mod cpu;
 pub mod engine;

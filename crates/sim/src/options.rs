@@ -5,6 +5,7 @@
 //! [`SimConfig::for_platform`] turns them into a configuration; front ends (`mpiscope replay`,
 //! `mpiscope hpl`, `mpiscope plan`) apply their own overrides on top.
 
+use crate::calibration::{Calibration, Key};
 use crate::engine::{NetworkKind, SimConfig};
 use crate::network::loggp::LogGp;
 use crate::network::FlowConfig;
@@ -33,10 +34,11 @@ impl SimConfig {
         let network = match network {
             "flow" => NetworkKind::Flow(FlowConfig::from_options(options)?),
             "smpi" => NetworkKind::Flow(FlowConfig::smpi()),
-            "loggp" => NetworkKind::LogGp(match options.get("mpiscope/loggp") {
-                Some(v) => parse_loggp(v)?,
-                None => LogGp::default(),
-            }),
+            "loggp" => NetworkKind::LogGp(
+                Calibration::read(options, &[Key::LogGp])?
+                    .loggp
+                    .map_or_else(LogGp::default, LogGp::from),
+            ),
             other => {
                 return Err(format!(
                     "network model `{other}`: expected {}",
@@ -44,24 +46,10 @@ impl SimConfig {
                 ))
             }
         };
-        let core_efficiency = match options.get("mpiscope/core-efficiency") {
-            Some(v) => parse_efficiency(v)?,
-            None => Vec::new(),
-        };
-        let oversubscribed_wake_up = match options.get("mpiscope/oversubscribed-wake-up") {
-            Some(v) => v
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|d| d.is_finite() && *d >= 0.0)
-                .ok_or_else(|| {
-                    format!(
-                        "mpiscope/oversubscribed-wake-up `{v}`: expected a non-negative number \
-                         of seconds"
-                    )
-                })?,
-            None => 0.0,
-        };
+        let measured =
+            Calibration::read(options, &[Key::CoreEfficiency, Key::OversubscribedWakeUp])?;
+        let core_efficiency = measured.core_efficiency.unwrap_or_default();
+        let oversubscribed_wake_up = measured.oversubscribed_wake_up.unwrap_or(0.0);
         Ok(SimConfig {
             eager_threshold,
             network,
@@ -70,37 +58,6 @@ impl SimConfig {
             ..SimConfig::default()
         })
     }
-}
-
-/// Per-core speed factors with 1, 2, ... busy cores: positive numbers separated by spaces.
-fn parse_efficiency(v: &str) -> Result<Vec<f64>, String> {
-    v.split_whitespace()
-        .map(|x| x.parse::<f64>().ok().filter(|e| e.is_finite() && *e > 0.0))
-        .collect::<Option<Vec<f64>>>()
-        .filter(|e| !e.is_empty())
-        .ok_or_else(|| {
-            format!(
-                "mpiscope/core-efficiency `{v}`: expected positive speed factors with 1, 2, ... \
-                 busy cores (\"1 0.8\")"
-            )
-        })
-}
-
-/// `L,o,g,G` in seconds (and seconds per byte), as `mpiscope calibrate` writes them.
-fn parse_loggp(v: &str) -> Result<LogGp, String> {
-    let values: Vec<f64> = v
-        .split(',')
-        .map(|x| x.trim().parse::<f64>())
-        .collect::<Result<_, _>>()
-        .ok()
-        .filter(|v: &Vec<f64>| v.len() == 4 && v.iter().all(|x| x.is_finite() && *x >= 0.0))
-        .ok_or_else(|| format!("mpiscope/loggp `{v}` is not four non-negative numbers L,o,g,G"))?;
-    Ok(LogGp {
-        l: Some(values[0]),
-        o: values[1],
-        g: values[2],
-        big_g: Some(values[3]),
-    })
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{NetworkModel, TransferId};
+use crate::calibration::LogGpValues;
 use crate::platform::{HostId, LinkId, Platform, PlatformError};
 use crate::time::Time;
 
@@ -33,6 +34,18 @@ impl Default for LogGp {
             o: 0.0,
             g: 0.0,
             big_g: None,
+        }
+    }
+}
+
+impl From<LogGpValues> for LogGp {
+    /// The parameters `mpiscope calibrate` measured (`mpiscope/loggp`), all four given.
+    fn from(v: LogGpValues) -> LogGp {
+        LogGp {
+            l: Some(v.l),
+            o: v.o,
+            g: v.g,
+            big_g: Some(v.big_g),
         }
     }
 }
