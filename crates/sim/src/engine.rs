@@ -26,21 +26,10 @@ type WaitList = smallvec::SmallVec<[ReqIdx; 2]>;
 
 use crate::coll::{self, Collective, POp, Program, Selector};
 use crate::cpu::{CpuModel, ExecId};
-use crate::network::flow::FlowModel;
-use crate::network::loggp::{LogGp, LogGpModel};
-use crate::network::{FlowConfig, NetworkModel, TransferId};
+use crate::network::{NetworkKind, NetworkModel, TransferId};
 use crate::platform::{HostId, Platform, PlatformError};
 use crate::time::Time;
 use crate::workload::{Action, CommId, Outcome, RankWorkload, ReqHandle, WorkloadError, ANY};
-
-/// Which network model.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NetworkKind {
-    /// Flow-level max-min sharing (SimGrid CM02).
-    Flow(FlowConfig),
-    /// LogGP, no contention.
-    LogGp(LogGp),
-}
 
 /// Simulation parameters.
 #[derive(Debug, Clone)]
@@ -79,7 +68,7 @@ impl Default for SimConfig {
             eager_threshold: 65536,
             selector: Selector::Ompi,
             forced: HashMap::new(),
-            network: NetworkKind::Flow(FlowConfig::default()),
+            network: NetworkKind::default(),
             poll_cost: 0.0,
             timeline: false,
             core_efficiency: Vec::new(),
@@ -472,10 +461,7 @@ impl<'p> Simulation<'p> {
                 ),
             });
         }
-        let net: Box<dyn NetworkModel> = match &config.network {
-            NetworkKind::Flow(c) => Box::new(FlowModel::new(platform, c.clone())),
-            NetworkKind::LogGp(p) => Box::new(LogGpModel::new(platform, p.clone())),
-        };
+        let net = config.network.build(platform);
         let n = workloads.len();
         // Cores of bound ranks, and the CPU queues: one per host, or one per core used.
         let mut placed = vec![0u32; platform.hosts.len()];

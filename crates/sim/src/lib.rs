@@ -25,5 +25,6 @@ pub mod report;
 pub mod time;
 pub mod workload;
 
-pub use engine::{NetworkKind, RankResult, SimConfig, SimError, SimResult, Simulation};
+pub use engine::{RankResult, SimConfig, SimError, SimResult, Simulation};
+pub use network::NetworkKind;
 pub use time::Time;

@@ -6,20 +6,16 @@
 //! `mpiscope hpl`, `mpiscope plan`) apply their own overrides on top.
 
 use crate::calibration::{Calibration, Key};
-use crate::engine::{NetworkKind, SimConfig};
-use crate::network::loggp::LogGp;
-use crate::network::FlowConfig;
+use crate::engine::SimConfig;
+use crate::network;
 use crate::platform::Platform;
 
-/// Network models by the names the command line uses.
-pub const NETWORK_MODELS: &[&str] = &["flow", "smpi", "loggp"];
-
 impl SimConfig {
-    /// The configuration `platform`'s options describe, with the network model `network`
-    /// (`flow`: SimGrid's CM02 with the platform's factors; `smpi`: SMPI's default factors;
-    /// `loggp`: LogGP with the platform's `mpiscope/loggp` values when present). Options read:
-    /// `smpi/send-is-detached-thresh` (default 65536 as in SMPI), the flow model's options
-    /// ([`FlowConfig::from_options`]), `mpiscope/loggp` (`L,o,g,G`) and
+    /// The configuration `platform`'s options describe, with the network model registered
+    /// as `network` ([`network::MODELS`]: `flow`, SimGrid's CM02 with the platform's
+    /// factors; `smpi`, SMPI's default factors; `loggp`, LogGP with the platform's
+    /// `mpiscope/loggp` values when present), which reads its own options. Options read
+    /// besides: `smpi/send-is-detached-thresh` (default 65536 as in SMPI),
     /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores) and
     /// `mpiscope/oversubscribed-wake-up` (seconds). Errors name the option.
     pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
@@ -31,18 +27,12 @@ impl SimConfig {
                 .map_err(|_| format!("smpi/send-is-detached-thresh `{v}` is not a byte count"))?,
             None => 65536,
         };
-        let network = match network {
-            "flow" => NetworkKind::Flow(FlowConfig::from_options(options)?),
-            "smpi" => NetworkKind::Flow(FlowConfig::smpi()),
-            "loggp" => NetworkKind::LogGp(
-                Calibration::read(options, &[Key::LogGp])?
-                    .loggp
-                    .map_or_else(LogGp::default, LogGp::from),
-            ),
-            other => {
+        let network = match network::named(network) {
+            Some(model) => (model.configure)(options)?,
+            None => {
                 return Err(format!(
-                    "network model `{other}`: expected {}",
-                    NETWORK_MODELS.join(", ")
+                    "network model `{network}`: expected {}",
+                    network::NAMES.join(", ")
                 ))
             }
         };
@@ -63,6 +53,8 @@ impl SimConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::network::loggp::LogGp;
+    use crate::network::{FlowConfig, NetworkKind};
     use crate::platform::toml::from_toml_str;
 
     fn platform(config: &str) -> Platform {
@@ -84,27 +76,27 @@ mod tests {
         let c = SimConfig::for_platform(&p, "flow").unwrap();
         assert_eq!(c.eager_threshold, 512);
         assert_eq!(c.core_efficiency, vec![1.0, 0.75]);
-        match c.network {
-            NetworkKind::Flow(f) => assert_eq!(f.bw_factors, vec![(0, 0.5)]),
-            other => panic!("{other:?}"),
-        }
+        let flow = c.network.params::<FlowConfig>().unwrap();
+        assert_eq!(flow.bw_factors, vec![(0, 0.5)]);
         let c = SimConfig::for_platform(&p, "loggp").unwrap();
         assert_eq!(
             c.network,
-            NetworkKind::LogGp(LogGp {
+            NetworkKind::new(LogGp {
                 l: Some(1e-6),
                 o: 2e-7,
                 g: 3e-7,
                 big_g: Some(1e-9)
             })
         );
+        let c = SimConfig::for_platform(&p, "smpi").unwrap();
+        assert_eq!(c.network, NetworkKind::new(FlowConfig::smpi()));
     }
 
     #[test]
     fn defaults_without_options_and_errors_name_the_option() {
         let c = SimConfig::for_platform(&platform(""), "flow").unwrap();
         assert_eq!(c.eager_threshold, 65536);
-        assert_eq!(c.network, NetworkKind::Flow(FlowConfig::default()));
+        assert_eq!(c.network, NetworkKind::new(FlowConfig::default()));
         let e = SimConfig::for_platform(&platform("\"mpiscope/loggp\" = \"1,2\""), "loggp")
             .unwrap_err();
         assert!(e.contains("mpiscope/loggp"), "{e}");
@@ -123,6 +115,6 @@ mod tests {
             assert!(e.contains("core-efficiency"), "{e}");
         }
         let e = SimConfig::for_platform(&platform(""), "packet").unwrap_err();
-        assert!(e.contains("packet"), "{e}");
+        assert_eq!(e, "network model `packet`: expected flow, smpi, loggp");
     }
 }
