@@ -1,14 +1,64 @@
-//! A simulation configured by a platform file's own options.
+//! A simulation's parameters ([`SimConfig`]), and the configuration a platform file's own
+//! options describe.
 //!
 //! A platform carries the parameters that were measured with it (eager threshold, SMPI
 //! factors, LogGP values, written by `mpiscope calibrate` or found in a SimGrid `<config>`).
 //! [`SimConfig::for_platform`] turns them into a configuration; front ends (`mpiscope replay`,
 //! `mpiscope hpl`, `mpiscope plan`) apply their own overrides on top.
 
+use std::collections::HashMap;
+
 use crate::calibration::{Calibration, Key};
-use crate::engine::SimConfig;
-use crate::network;
+use crate::coll::{Collective, Selector};
+use crate::network::{self, NetworkKind};
 use crate::platform::Platform;
+
+/// Simulation parameters.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// Sends strictly below this many bytes return at once (SMPI's `send-is-detached-thresh`).
+    pub eager_threshold: u64,
+    /// Decision rules for collectives.
+    pub selector: Selector,
+    /// Algorithms forced by name, per collective.
+    pub forced: HashMap<Collective, String>,
+    /// Network model.
+    pub network: NetworkKind,
+    /// Simulated cost of an `MPI_Test` or `MPI_Iprobe` call, in seconds.
+    pub poll_cost: f64,
+    /// Record per-rank timelines (for Chrome trace export).
+    pub timeline: bool,
+    /// Per-core speed factor when `k` cores of a host are busy, at index `k - 1` (the last
+    /// entry beyond; empty: every core at full speed). See [`crate::cpu`].
+    pub core_efficiency: Vec<f64>,
+    /// Oversubscribed cores (more ranks bound to a core than one, with
+    /// [`SimConfig::bind_to_core`]): a rank waiting in MPI whose message arrives while its
+    /// core computes for another rank resumes this many seconds later, or as soon as a
+    /// computation on the core ends (0: at once): see [`crate::engine`]. Unbound ranks
+    /// never wait so: the kernel moves them between cores, and a host-wide rule (wait
+    /// whenever every core computes) predicted HPL on 4 ranks and 2 cores 5x too slow.
+    pub oversubscribed_wake_up: f64,
+    /// Bind each rank to one core of its host, the `k`-th rank placed on a host to core
+    /// `k mod cores` (`mpirun --bind-to core --map-by core`); otherwise a host's
+    /// computations share all its cores.
+    pub bind_to_core: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            eager_threshold: 65536,
+            selector: Selector::Ompi,
+            forced: HashMap::new(),
+            network: NetworkKind::default(),
+            poll_cost: 0.0,
+            timeline: false,
+            core_efficiency: Vec::new(),
+            oversubscribed_wake_up: 0.0,
+            bind_to_core: false,
+        }
+    }
+}
 
 impl SimConfig {
     /// The configuration `platform`'s options describe, with the network model registered
@@ -54,7 +104,7 @@ impl SimConfig {
 mod tests {
     use super::*;
     use crate::network::loggp::LogGp;
-    use crate::network::{FlowConfig, NetworkKind};
+    use crate::network::FlowConfig;
     use crate::platform::toml::from_toml_str;
 
     fn platform(config: &str) -> Platform {
