@@ -4,7 +4,7 @@
 //! ignored in silence.
 //!
 //! Readers call [`check_key`] once per key and keep its message, with the file and line,
-//! as an [`OptionWarning`] in [`super::Platform::warnings`]; front ends print them.
+//! as an [`OptionWarning`] in [`crate::platform::Platform::warnings`]; front ends print them.
 
 use crate::calibration::Key;
 

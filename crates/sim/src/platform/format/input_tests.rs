@@ -3,7 +3,7 @@
 
 use super::toml::from_toml_str;
 use super::xml::{from_simgrid_xml_str, MAX_DEPTH};
-use super::Platform;
+use crate::platform::Platform;
 
 fn xml(body: &str) -> String {
     format!("<?xml version='1.0'?>\n<platform version=\"4.1\">\n{body}\n</platform>\n")
