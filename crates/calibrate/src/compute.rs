@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use mpiscope_sim::calibration::{KernelCost, Key};
+
 use crate::CalibrationError;
 
 /// A timed BLAS kernel.
@@ -35,6 +37,16 @@ impl Kernel {
             Kernel::Dtrsm => "dtrsm",
             Kernel::Panel => "panel",
             Kernel::Laswp => "laswp",
+        }
+    }
+
+    /// The platform key its model is written under (`mpiscope/<name>`).
+    pub fn key(self) -> Key {
+        match self {
+            Kernel::Dgemm => Key::Dgemm,
+            Kernel::Dtrsm => Key::Dtrsm,
+            Kernel::Panel => Key::Panel,
+            Kernel::Laswp => Key::Laswp,
         }
     }
 
@@ -183,6 +195,16 @@ pub fn fit_kernel(
     })
 }
 
+impl KernelFit {
+    /// The fitted model as the simulator reads it.
+    pub fn cost(&self) -> KernelCost {
+        KernelCost {
+            per_work: self.seconds_per_work,
+            per_element: self.seconds_per_element,
+        }
+    }
+}
+
 /// The host's compute model: the dgemm fit (its speed is the host's) and the dtrsm fit
 /// when dtrsm was timed, both with the lower-order term, plus the seed's one-term fits for
 /// comparison.
@@ -301,6 +323,13 @@ mod tests {
         assert!(one.max_error > 0.1 && one.r2 < f.r2, "{one:?}");
         let m = ComputeModel::fit(&s).unwrap();
         assert_eq!(m.fits().count(), 1);
+    }
+
+    #[test]
+    fn kernels_are_written_under_their_names() {
+        for k in [Kernel::Dgemm, Kernel::Dtrsm, Kernel::Panel, Kernel::Laswp] {
+            assert_eq!(k.key().name(), format!("mpiscope/{}", k.name()));
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! So [`Strided::from_runs`] takes several runs (`scripts/bench-hpl-real.sh` makes one after
 //! each `hpcc` launch) and keeps the slowest.
 
+use mpiscope_sim::calibration::Calibration;
 use serde::Serialize;
 
 use crate::large::large_message_slope;
@@ -96,13 +97,17 @@ impl Strided {
 
     /// The platform `[config]` lines.
     pub fn config_lines(&self) -> String {
+        let measured = Calibration {
+            pack: Some(self.extra_per_byte),
+            ..Calibration::default()
+        };
         format!(
             "# messages sent from a strided layout (HPL's panel): {:.2} GB/s against {:.2} \
-             contiguous, over {} sizes\n\"mpiscope/pack\" = {:e}\n",
+             contiguous, over {} sizes\n{}",
             self.gigabytes_per_second(),
             self.contiguous / 1e9,
             self.samples,
-            self.extra_per_byte
+            measured.to_config()
         )
     }
 }

@@ -73,8 +73,9 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     let platform = platform::load(&a.platform)
         .map_err(|e| anyhow!("cannot load the platform {}: {e}", a.platform.display()))?;
     crate::inputs::warn_about_platform(&platform);
-    if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
-        bail!("--network {}: expected flow, smpi or loggp", a.network);
+    if mpiscope_sim::network::named(&a.network).is_none() {
+        let expected = mpiscope_sim::network::alternatives();
+        bail!("--network {}: expected {expected}", a.network);
     }
     let mut config = SimConfig::for_platform(&platform, &a.network)
         .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;

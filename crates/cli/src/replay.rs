@@ -11,11 +11,12 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use mpiscope_sim::coll::{Collective, Selector};
-use mpiscope_sim::network::parse_factors;
+use mpiscope_sim::network::loggp::LogGp;
+use mpiscope_sim::network::{parse_factors, FlowConfig};
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
 use mpiscope_sim::workload::{structural, ti, trace, RankWorkload};
-use mpiscope_sim::{NetworkKind, SimConfig, Simulation};
+use mpiscope_sim::{SimConfig, Simulation};
 
 /// Options of `mpiscope replay`.
 #[derive(Args, Debug)]
@@ -130,8 +131,9 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         .with_context(|| format!("cannot load the platform {}", a.platform.display()))?;
     crate::inputs::warn_about_platform(&platform);
     // Options carried by the platform file (SimGrid's names), then ours on top.
-    if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
-        bail!("--network {}: expected flow, smpi or loggp", a.network);
+    if mpiscope_sim::network::named(&a.network).is_none() {
+        let expected = mpiscope_sim::network::alternatives();
+        bail!("--network {}: expected {expected}", a.network);
     }
     let mut config = SimConfig::for_platform(&platform, &a.network)
         .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
@@ -151,46 +153,45 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             None => Ok(()),
         }
     };
-    match &mut config.network {
-        NetworkKind::Flow(flow) => {
-            model_flags(&[("--loggp", a.loggp.is_some())], "loggp")?;
-            if let Some(spec) = &a.lat_factor {
-                flow.lat_factors =
-                    parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
-            }
-            if let Some(spec) = &a.bw_factor {
-                flow.bw_factors =
-                    parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
-            }
-            if let Some(w) = a.weight_s {
-                flow.weight_s = w;
-            }
+    // Each model's own flags.
+    if config.network.params::<LogGp>().is_none() {
+        model_flags(&[("--loggp", a.loggp.is_some())], "loggp")?;
+    }
+    if config.network.params::<FlowConfig>().is_none() {
+        model_flags(
+            &[
+                ("--lat-factor", a.lat_factor.is_some()),
+                ("--bw-factor", a.bw_factor.is_some()),
+                ("--weight-s", a.weight_s.is_some()),
+            ],
+            "flow or smpi",
+        )?;
+    }
+    if let Some(flow) = config.network.params_mut::<FlowConfig>() {
+        if let Some(spec) = &a.lat_factor {
+            flow.lat_factors =
+                parse_factors(spec).map_err(|e| anyhow!("--lat-factor {spec}: {e}"))?;
         }
-        NetworkKind::LogGp(p) => {
-            model_flags(
-                &[
-                    ("--lat-factor", a.lat_factor.is_some()),
-                    ("--bw-factor", a.bw_factor.is_some()),
-                    ("--weight-s", a.weight_s.is_some()),
-                ],
-                "flow or smpi",
-            )?;
-            if let Some(s) = &a.loggp {
-                let v: Vec<f64> = s
-                    .split(',')
-                    .map(|x| x.trim().parse::<f64>())
-                    .collect::<Result<_, _>>()
-                    .ok()
-                    .filter(|v: &Vec<f64>| {
-                        v.len() == 2 && v.iter().all(|x| x.is_finite() && *x >= 0.0)
-                    })
-                    .with_context(|| {
-                        format!("--loggp {s}: expected O,G, two non-negative numbers of seconds")
-                    })?;
-                p.o = v[0];
-                p.g = v[1];
-            }
+        if let Some(spec) = &a.bw_factor {
+            flow.bw_factors =
+                parse_factors(spec).map_err(|e| anyhow!("--bw-factor {spec}: {e}"))?;
         }
+        if let Some(w) = a.weight_s {
+            flow.weight_s = w;
+        }
+    }
+    if let (Some(p), Some(s)) = (config.network.params_mut::<LogGp>(), &a.loggp) {
+        let v: Vec<f64> = s
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .ok()
+            .filter(|v: &Vec<f64>| v.len() == 2 && v.iter().all(|x| x.is_finite() && *x >= 0.0))
+            .with_context(|| {
+                format!("--loggp {s}: expected O,G, two non-negative numbers of seconds")
+            })?;
+        p.o = v[0];
+        p.g = v[1];
     }
     let mut forced = HashMap::new();
     for f in &a.algorithms {

@@ -25,65 +25,42 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use mpiscope_sim::calibration::{Calibration, KernelCost, Key};
 use mpiscope_sim::workload::{Action, Outcome, RankWorkload, ReqHandle, WorkloadError};
 
 use crate::dat::{Bcast, Pivots, Polls, Run, Swap};
 
-/// Kernel time models from a calibrated platform's `[config]`.
+/// Kernel time models from a calibrated platform's `[config]` (see
+/// [`mpiscope_sim::calibration`]); `None`: the kernel's flop count at the host speed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Kernels {
-    /// `mpiscope/dgemm` = "a c": t = a m n k + c m n.
-    pub dgemm: Option<(f64, f64)>,
-    /// `mpiscope/dtrsm` = "b c": t = b m^2 n + c m n (m the triangle's order).
-    pub dtrsm: Option<(f64, f64)>,
-    /// `mpiscope/panel` = "p c": the panel factorization of m x n, t = p n^2 (m - n/3) +
-    /// c m n (its flops, then its elements).
-    pub panel: Option<(f64, f64)>,
+    /// `mpiscope/dgemm`: t = a m n k + c m n.
+    pub dgemm: Option<KernelCost>,
+    /// `mpiscope/dtrsm`: t = b m^2 n + c m n (m the triangle's order).
+    pub dtrsm: Option<KernelCost>,
+    /// `mpiscope/panel`: the panel factorization of m x n, t = p n^2 (m - n/3) + c m n
+    /// (its flops, then its elements).
+    pub panel: Option<KernelCost>,
     /// `mpiscope/pack`: seconds per byte that a message sent from a strided layout costs
     /// beyond a contiguous one (the root's panel, which lies in the matrix, to the
     /// receivers' contiguous workspaces); `None`: neglected.
     pub pack: Option<f64>,
-    /// `mpiscope/laswp` = "g 0": the row gather before the row swaps' messages
-    /// (HPL_dlaswp01T) moves `rows x columns` elements in `g` seconds each; `None`:
-    /// neglected.
-    pub laswp: Option<(f64, f64)>,
+    /// `mpiscope/laswp`: the row gather before the row swaps' messages (HPL_dlaswp01T)
+    /// moves `rows x columns` elements in `g + c` seconds each; `None`: neglected.
+    pub laswp: Option<KernelCost>,
 }
 
 impl Kernels {
-    /// Reads `mpiscope/dgemm`, `mpiscope/dtrsm`, `mpiscope/panel`, `mpiscope/pack` and
-    /// `mpiscope/laswp` from a platform's options.
+    /// Reads `mpiscope/dgemm`, `mpiscope/dtrsm`, `mpiscope/panel`, `mpiscope/laswp` and
+    /// `mpiscope/pack` from a platform's options.
     pub fn from_config(config: &BTreeMap<String, String>) -> Result<Kernels, String> {
-        let two = |key: &str| -> Result<Option<(f64, f64)>, String> {
-            let Some(v) = config.get(key) else {
-                return Ok(None);
-            };
-            let x: Vec<f64> = v
-                .split_whitespace()
-                .map(str::parse)
-                .collect::<Result<_, _>>()
-                .map_err(|_| format!("{key} `{v}` is not two numbers"))?;
-            match x[..] {
-                [a, c] if a.is_finite() && c.is_finite() && a >= 0.0 => Ok(Some((a, c))),
-                _ => Err(format!("{key} `{v}` is not two numbers (seconds)")),
-            }
-        };
+        let c = Calibration::read(config, &Key::KERNELS)?;
         Ok(Kernels {
-            dgemm: two("mpiscope/dgemm")?,
-            dtrsm: two("mpiscope/dtrsm")?,
-            panel: two("mpiscope/panel")?,
-            laswp: two("mpiscope/laswp")?,
-            pack: match config.get("mpiscope/pack") {
-                None => None,
-                Some(v) => Some(
-                    v.trim()
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|x| x.is_finite() && *x >= 0.0)
-                        .ok_or_else(|| {
-                            format!("mpiscope/pack `{v}` is not a non-negative number (seconds per byte)")
-                        })?,
-                ),
-            },
+            dgemm: c.dgemm,
+            dtrsm: c.dtrsm,
+            panel: c.panel,
+            pack: c.pack,
+            laswp: c.laswp,
         })
     }
 
@@ -91,7 +68,10 @@ impl Kernels {
     pub fn dgemm_flops(&self, m: u64, n: u64, k: u64, speed: f64) -> f64 {
         let (m, n, k) = (m as f64, n as f64, k as f64);
         match self.dgemm {
-            Some((a, c)) => ((a * m * n * k + c * m * n) * speed).max(0.0),
+            Some(KernelCost {
+                per_work: a,
+                per_element: c,
+            }) => ((a * m * n * k + c * m * n) * speed).max(0.0),
             None => 2.0 * m * n * k,
         }
     }
@@ -100,7 +80,10 @@ impl Kernels {
     /// `flops` (its rank-one update) on `rows` rows: the panel model's share of it.
     pub fn panel_column_flops(&self, flops: f64, rows: u64, speed: f64) -> f64 {
         match self.panel {
-            Some((p, c)) => ((p * flops + c * rows as f64) * speed).max(0.0),
+            Some(KernelCost {
+                per_work: p,
+                per_element: c,
+            }) => ((p * flops + c * rows as f64) * speed).max(0.0),
             None => flops,
         }
     }
@@ -109,7 +92,10 @@ impl Kernels {
     /// exchanging them with) a row-swap workspace: 0 without `mpiscope/laswp`.
     pub fn laswp_flops(&self, rows: u64, n: u64, speed: f64) -> f64 {
         match self.laswp {
-            Some((g, c)) => ((g + c) * rows as f64 * n as f64 * speed).max(0.0),
+            Some(KernelCost {
+                per_work: g,
+                per_element: c,
+            }) => ((g + c) * rows as f64 * n as f64 * speed).max(0.0),
             None => 0.0,
         }
     }
@@ -118,7 +104,10 @@ impl Kernels {
     pub fn dtrsm_flops(&self, t: u64, n: u64, speed: f64) -> f64 {
         let (t, n) = (t as f64, n as f64);
         match self.dtrsm {
-            Some((b, c)) => ((b * t * t * n + c * t * n) * speed).max(0.0),
+            Some(KernelCost {
+                per_work: b,
+                per_element: c,
+            }) => ((b * t * t * n + c * t * n) * speed).max(0.0),
             None => t * t * n,
         }
     }

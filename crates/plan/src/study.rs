@@ -470,12 +470,12 @@ pub fn value_text(v: &toml::Value) -> String {
 }
 
 fn check_network(name: &str) -> Result<(), String> {
-    if mpiscope_sim::options::NETWORK_MODELS.contains(&name) {
+    if mpiscope_sim::network::named(name).is_some() {
         Ok(())
     } else {
         Err(format!(
             "`{name}`: expected {}",
-            mpiscope_sim::options::NETWORK_MODELS.join(", ")
+            mpiscope_sim::network::NAMES.join(", ")
         ))
     }
 }

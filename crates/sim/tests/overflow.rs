@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use mpiscope_sim::platform::{cluster, ClusterSpec, Platform};
 use mpiscope_sim::workload::{Action, Outcome, RankWorkload, WorkloadError};
-use mpiscope_sim::{NetworkKind, SimConfig, SimError, Simulation, Time};
+use mpiscope_sim::{SimConfig, SimError, Simulation, Time};
 
 struct Script(VecDeque<Action>);
 
@@ -111,14 +111,12 @@ fn sleeps_and_transfers_past_the_horizon_are_overflows() {
     ));
     assert_eq!(rank, 2);
     assert!(text.contains("rank 2 sleeps"), "{text}");
-    // A terabyte at 1 B/s: 1e12 s. The receiver is blocked too; the sender is named.
+    // A terabyte at 1 B/s: 1e12 s, on every network model. The receiver is blocked too;
+    // the sender is named.
     let slow = cluster(ClusterSpec::new(2, 1.0, 1e-6)).unwrap();
-    for network in [
-        NetworkKind::Flow(Default::default()),
-        NetworkKind::LogGp(Default::default()),
-    ] {
+    for model in mpiscope_sim::network::MODELS {
         let config = SimConfig {
-            network,
+            network: (model.configure)(&Default::default()).unwrap(),
             ..SimConfig::default()
         };
         let (rank, text) = overflow_of(simulate(
@@ -126,8 +124,12 @@ fn sleeps_and_transfers_past_the_horizon_are_overflows() {
             config,
             vec![vec![send(1, 1 << 40)], vec![recv(0, 1 << 40)]],
         ));
-        assert_eq!(rank, 0, "{text}");
-        assert!(text.contains("waiting for send to 1"), "{text}");
+        assert_eq!(rank, 0, "{}: {text}", model.name);
+        assert!(
+            text.contains("waiting for send to 1"),
+            "{}: {text}",
+            model.name
+        );
     }
 }
 

@@ -349,7 +349,7 @@ fn smpi_model(topo: Topology) {
     let (xml, hf) = platform_files(tmp.path(), topo);
     let index = record(tmp.path(), "p2p_mix", &[], 16, &xml, &hf);
     let config = SimConfig {
-        network: mpiscope_sim::NetworkKind::Flow(mpiscope_sim::network::FlowConfig::smpi()),
+        network: mpiscope_sim::NetworkKind::new(mpiscope_sim::network::FlowConfig::smpi()),
         ..SimConfig::default()
     };
     let ours = our_time(&index, &xml, &hf, config);

@@ -358,7 +358,13 @@ fn calibrated_kernels_turn_seconds_into_flops() {
     config.insert("mpiscope/dgemm".to_owned(), "1e-10 2e-9".to_owned());
     config.insert("mpiscope/dtrsm".to_owned(), "3e-10 0".to_owned());
     let k = Kernels::from_config(&config).unwrap();
-    assert_eq!(k.dgemm, Some((1e-10, 2e-9)));
+    assert_eq!(
+        k.dgemm,
+        Some(KernelCost {
+            per_work: 1e-10,
+            per_element: 2e-9
+        })
+    );
     // dgemm 100 x 10 x 10: 1e-10 * 1e4 + 2e-9 * 1e3 = 3e-6 s, at 1 Gf/s 3000 flops.
     assert!((k.dgemm_flops(100, 10, 10, 1e9) - 3000.0).abs() < 1e-6);
     // dtrsm triangle 10, 100 columns: 3e-10 * 1e4 = 3e-6 s.
@@ -467,7 +473,10 @@ fn strided_panels_pay_the_pack_cost_on_both_sides() {
 #[test]
 fn row_swaps_copy_rows_around_their_messages() {
     let kernels = Kernels {
-        laswp: Some((1e-9, 0.0)),
+        laswp: Some(KernelCost {
+            per_work: 1e-9,
+            per_element: 0.0,
+        }),
         ..Kernels::default()
     };
     // 2 x 1, N 1000, NB 100, spread-roll swaps: panel 0's U is 100 rows of the 901 columns

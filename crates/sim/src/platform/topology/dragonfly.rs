@@ -26,7 +26,9 @@
 //! A host sending to itself uses its loopback if any, else goes to its router and back.
 
 use super::cluster::ClusterSpec;
-use super::{check_host_id, HostId, LinkId, Parts, Platform, PlatformError, Routing, Sharing};
+use crate::platform::{
+    check_host_id, HostId, LinkId, Parts, Platform, PlatformError, Routing, Sharing,
+};
 
 /// A dragonfly: a cluster description plus the topology.
 #[derive(Debug, Clone, PartialEq)]
@@ -232,6 +234,47 @@ pub(crate) fn build(
 ) -> Result<BuiltDragonfly, PlatformError> {
     let cs = &spec.cluster;
     cs.check_common("dragonfly")?;
+    let (routers, n_hosts) = check_sizes(spec)?;
+    let radicals = cs.radicals_for(n_hosts, "dragonfly")?;
+    let (hosts, loopbacks, host_limiters) = cs.add_hosts(&radicals, parts);
+    let mut router_limiters = Vec::new();
+    if let Some(bw) = cs.limiter {
+        let mut id = 2 * n_hosts as u64;
+        for _ in 0..routers {
+            id -= 1;
+            router_limiters.push(parts.add_link(
+                format!("{}_link_{}_limiter", cs.id, id),
+                bw,
+                0.0,
+                Sharing::Shared,
+            ));
+        }
+    }
+    let plan = CablePlan::new(spec, routers, parts);
+    let (node_links, green, black, blue) = plan.wire(spec, routers, n_hosts, parts)?;
+    Ok(BuiltDragonfly {
+        routing: DragonflyRouting {
+            g: spec.groups,
+            c: spec.chassis,
+            b: spec.routers,
+            n: spec.nodes,
+            node_links,
+            green,
+            black,
+            blue,
+            router_limiters,
+            host_limiters,
+            loopbacks,
+            hosts: n_hosts,
+        },
+        hosts,
+    })
+}
+
+/// The routers and hosts, once every count is checked: positive, not too many, enough
+/// routers per group for the blue cables.
+fn check_sizes(spec: &DragonflySpec) -> Result<(usize, usize), PlatformError> {
+    let cs = &spec.cluster;
     let (g, c, b, n) = (spec.groups, spec.chassis, spec.routers, spec.nodes);
     if [
         g,
@@ -266,160 +309,144 @@ pub(crate) fn build(
             c as u64 * b as u64
         )));
     }
-    let (routers, n_hosts) = (routers as usize, total as usize);
-    let radicals = cs.radicals_for(n_hosts, "dragonfly")?;
-    let mut hosts = Vec::with_capacity(n_hosts);
-    let mut loopbacks = Vec::new();
-    let mut host_limiters = Vec::new();
-    for (i, &r) in radicals.iter().enumerate() {
-        hosts.push(parts.add_host(cs.host_name(r), &cs.host));
-        if let Some(lb) = &cs.loopback {
-            loopbacks.push(parts.add_link(
-                format!("{}_link_{}_loopback", cs.id, r),
-                lb.bandwidth,
-                lb.latency,
-                lb.sharing(),
-            ));
-        }
-        if let Some(bw) = cs.limiter {
-            host_limiters.push(parts.add_link(
-                format!("{}_link_{}_limiter", cs.id, i),
-                bw,
-                0.0,
-                Sharing::Shared,
-            ));
-        }
-    }
-    let mut router_limiters = Vec::new();
-    if let Some(bw) = cs.limiter {
-        let mut id = 2 * total;
-        for _ in 0..routers {
-            id -= 1;
-            router_limiters.push(parts.add_link(
-                format!("{}_link_{}_limiter", cs.id, id),
-                bw,
-                0.0,
-                Sharing::Shared,
-            ));
-        }
-    }
-    let (bw, lat, policy) = (cs.bandwidth, cs.latency, cs.sharing);
-    let mut uid = || {
-        let u = parts.dragonfly_links;
-        parts.dragonfly_links += 1;
-        u
-    };
-    let mut names = Vec::new();
-    // Local links.
-    for r in 0..routers {
-        for node in 0..n {
-            names.push((
-                format!("local_link_from_router_{r}_to_node_{node}_{}", uid()),
-                1,
-            ));
-        }
-    }
-    let mut green_pairs = Vec::new();
-    for i in 0..(g * c) as usize {
-        for j in 0..b as usize {
-            for k in j + 1..b as usize {
-                names.push((
-                    format!(
-                        "green_link_in_chassis_{}_between_routers_{j}_and_{k}_{}",
-                        i % c as usize,
-                        uid()
-                    ),
-                    spec.router_links,
+    Ok((routers as usize, total as usize))
+}
+
+/// A dragonfly's cables in SimGrid's order (local, green, black, blue), each with its name
+/// and bandwidth multiple, and the router ports each green, black and blue one joins.
+struct CablePlan {
+    /// (name, multiple of the cluster's bandwidth).
+    names: Vec<(String, u32)>,
+    /// (router, port, router, port) of each green cable.
+    green: Vec<(usize, usize, usize, usize)>,
+    /// (router, port, router, port) of each black cable.
+    black: Vec<(usize, usize, usize, usize)>,
+    /// The two routers of each blue cable.
+    blue: Vec<(usize, usize)>,
+}
+
+impl CablePlan {
+    /// The cables of `spec` with `routers` routers (numbered by the run's dragonfly link
+    /// counter in `parts`).
+    fn new(spec: &DragonflySpec, routers: usize, parts: &mut Parts) -> CablePlan {
+        let (g, c, b, n) = (spec.groups, spec.chassis, spec.routers, spec.nodes);
+        let mut uid = || {
+            let u = parts.dragonfly_links;
+            parts.dragonfly_links += 1;
+            u
+        };
+        let mut plan = CablePlan {
+            names: Vec::new(),
+            green: Vec::new(),
+            black: Vec::new(),
+            blue: Vec::new(),
+        };
+        // Local links.
+        for r in 0..routers {
+            for node in 0..n {
+                plan.names.push((
+                    format!("local_link_from_router_{r}_to_node_{node}_{}", uid()),
+                    1,
                 ));
-                green_pairs.push((i * b as usize + j, k, i * b as usize + k, j));
             }
         }
-    }
-    let mut black_pairs = Vec::new();
-    for i in 0..g as usize {
-        for j in 0..c as usize {
-            for k in j + 1..c as usize {
-                for l in 0..b as usize {
-                    names.push((
+        for i in 0..(g * c) as usize {
+            for j in 0..b as usize {
+                for k in j + 1..b as usize {
+                    plan.names.push((
                         format!(
-                            "black_link_in_group_{i}_between_chassis_{j}_and_{k}_blade_{l}_{}",
+                            "green_link_in_chassis_{}_between_routers_{j}_and_{k}_{}",
+                            i % c as usize,
                             uid()
                         ),
-                        spec.chassis_links,
+                        spec.router_links,
                     ));
-                    let (cb, bb) = (c as usize * b as usize, b as usize);
-                    black_pairs.push((i * cb + j * bb + l, k, i * cb + k * bb + l, j));
+                    plan.green
+                        .push((i * b as usize + j, k, i * b as usize + k, j));
                 }
             }
         }
-    }
-    let mut blue_pairs = Vec::new();
-    let per_group = c as usize * b as usize;
-    for i in 0..g as usize {
-        for j in i + 1..g as usize {
-            let (ri, rj) = (i * per_group + j, j * per_group + i);
-            names.push((
-                format!(
-                    "blue_link_between_group_{i}_and_{j}_routers_{ri}_and_{rj}_{}",
-                    uid()
-                ),
-                spec.group_links,
-            ));
-            blue_pairs.push((ri, rj));
+        for i in 0..g as usize {
+            for j in 0..c as usize {
+                for k in j + 1..c as usize {
+                    for l in 0..b as usize {
+                        plan.names.push((
+                            format!(
+                                "black_link_in_group_{i}_between_chassis_{j}_and_{k}_blade_{l}_{}",
+                                uid()
+                            ),
+                            spec.chassis_links,
+                        ));
+                        let (cb, bb) = (c as usize * b as usize, b as usize);
+                        plan.black
+                            .push((i * cb + j * bb + l, k, i * cb + k * bb + l, j));
+                    }
+                }
+            }
         }
+        let per_group = c as usize * b as usize;
+        for i in 0..g as usize {
+            for j in i + 1..g as usize {
+                let (ri, rj) = (i * per_group + j, j * per_group + i);
+                plan.names.push((
+                    format!(
+                        "blue_link_between_group_{i}_and_{j}_routers_{ri}_and_{rj}_{}",
+                        uid()
+                    ),
+                    spec.group_links,
+                ));
+                plan.blue.push((ri, rj));
+            }
+        }
+        plan
     }
-    let mut cables = names
-        .into_iter()
-        .map(|(name, mult)| parts.add_cable(&name, bw * mult as f64, lat, policy));
-    let mut node_links = Vec::with_capacity(n_hosts);
-    for _ in 0..n_hosts {
-        node_links.push(
+
+    /// Adds the cables to `parts`: the node links, and the green, black and blue links of
+    /// every router port.
+    #[allow(clippy::type_complexity)]
+    fn wire(
+        self,
+        spec: &DragonflySpec,
+        routers: usize,
+        n_hosts: usize,
+        parts: &mut Parts,
+    ) -> Result<(Vec<(LinkId, LinkId)>, Vec<LinkId>, Vec<LinkId>, Vec<LinkId>), PlatformError> {
+        let cs = &spec.cluster;
+        let (b, c) = (spec.routers as usize, spec.chassis as usize);
+        let (bw, lat, policy) = (cs.bandwidth, cs.latency, cs.sharing);
+        let mut cables = self
+            .names
+            .into_iter()
+            .map(|(name, mult)| parts.add_cable(&name, bw * mult as f64, lat, policy));
+        let mut next = || {
             cables
                 .next()
-                .ok_or_else(|| PlatformError::Invalid("dragonfly".into()))?,
-        );
+                .ok_or_else(|| PlatformError::Invalid("dragonfly".into()))
+        };
+        let mut node_links = Vec::with_capacity(n_hosts);
+        for _ in 0..n_hosts {
+            node_links.push(next()?);
+        }
+        let mut green = vec![NONE; routers * b];
+        for (r1, k1, r2, k2) in self.green {
+            let (up, down) = next()?;
+            green[r1 * b + k1] = up;
+            green[r2 * b + k2] = down;
+        }
+        let mut black = vec![NONE; routers * c];
+        for (r1, k1, r2, k2) in self.black {
+            let (up, down) = next()?;
+            black[r1 * c + k1] = up;
+            black[r2 * c + k2] = down;
+        }
+        let mut blue = vec![NONE; routers];
+        for (ri, rj) in self.blue {
+            let (up, down) = next()?;
+            blue[ri] = up;
+            blue[rj] = down;
+        }
+        Ok((node_links, green, black, blue))
     }
-    let mut green = vec![NONE; routers * b as usize];
-    for (r1, k1, r2, k2) in green_pairs {
-        let (up, down) = cables
-            .next()
-            .ok_or_else(|| PlatformError::Invalid("dragonfly".into()))?;
-        green[r1 * b as usize + k1] = up;
-        green[r2 * b as usize + k2] = down;
-    }
-    let mut black = vec![NONE; routers * c as usize];
-    for (r1, k1, r2, k2) in black_pairs {
-        let (up, down) = cables
-            .next()
-            .ok_or_else(|| PlatformError::Invalid("dragonfly".into()))?;
-        black[r1 * c as usize + k1] = up;
-        black[r2 * c as usize + k2] = down;
-    }
-    let mut blue = vec![NONE; routers];
-    for (ri, rj) in blue_pairs {
-        let (up, down) = cables
-            .next()
-            .ok_or_else(|| PlatformError::Invalid("dragonfly".into()))?;
-        blue[ri] = up;
-        blue[rj] = down;
-    }
-    Ok(BuiltDragonfly {
-        routing: DragonflyRouting {
-            g,
-            c,
-            b,
-            n,
-            node_links,
-            green,
-            black,
-            blue,
-            router_limiters,
-            host_limiters,
-            loopbacks,
-            hosts: n_hosts,
-        },
-        hosts,
-    })
 }
 
 impl Routing for DragonflyRouting {

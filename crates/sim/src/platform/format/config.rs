@@ -4,7 +4,9 @@
 //! ignored in silence.
 //!
 //! Readers call [`check_key`] once per key and keep its message, with the file and line,
-//! as an [`OptionWarning`] in [`super::Platform::warnings`]; front ends print them.
+//! as an [`OptionWarning`] in [`crate::platform::Platform::warnings`]; front ends print them.
+
+use crate::calibration::Key;
 
 /// An option of a platform file that the simulator does not use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,7 +36,8 @@ pub enum Format {
     Toml,
 }
 
-/// The options mpiscope reads, by SimGrid's name when SimGrid has one.
+/// The options mpiscope reads, by SimGrid's name when SimGrid has one; the measured
+/// parameters ([`crate::calibration::Key`]) besides.
 pub const READ: &[&str] = &[
     "network/model",
     "network/weight-S",
@@ -44,14 +47,6 @@ pub const READ: &[&str] = &[
     "smpi/lat-factor",
     "smpi/bw-factor",
     "smpi/send-is-detached-thresh",
-    "mpiscope/loggp",
-    "mpiscope/core-efficiency",
-    "mpiscope/oversubscribed-wake-up",
-    "mpiscope/dgemm",
-    "mpiscope/dtrsm",
-    "mpiscope/panel",
-    "mpiscope/pack",
-    "mpiscope/laswp",
 ];
 
 /// Read from SimGrid XML only (a TOML platform says `loopback = { ... }`).
@@ -158,7 +153,10 @@ const SIMGRID_FAMILIES: &[&str] = &["tracing/", "contexts/", "model-check/", "pl
 
 /// Why option `key` of a platform in `format` is not used, or `None` when mpiscope reads it.
 pub fn check_key(key: &str, format: Format) -> Option<String> {
-    if READ.contains(&key) || (format == Format::Xml && XML_ONLY.contains(&key)) {
+    if READ.contains(&key)
+        || Key::named(key).is_some()
+        || (format == Format::Xml && XML_ONLY.contains(&key))
+    {
         return None;
     }
     if XML_ONLY.contains(&key) {
@@ -174,7 +172,9 @@ pub fn check_key(key: &str, format: Format) -> Option<String> {
     }
     let hint = READ
         .iter()
-        .chain(XML_ONLY)
+        .copied()
+        .chain(Key::ALL.iter().map(|k| k.name()))
+        .chain(XML_ONLY.iter().copied())
         .filter(|k| close(k, key))
         .map(|k| format!(" (did you mean `{k}`?)"))
         .next()
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn read_keys_pass_and_the_others_are_named() {
-        for k in READ {
+        for k in READ.iter().copied().chain(Key::ALL.map(Key::name)) {
             assert_eq!(check_key(k, Format::Toml), None, "{k}");
             assert_eq!(check_key(k, Format::Xml), None, "{k}");
         }
@@ -228,6 +228,8 @@ mod tests {
             e.starts_with("unknown option `smpi/bw-factr` (did you mean `smpi/bw-factor`?)"),
             "{e}"
         );
+        let e = check_key("mpiscope/dgem", Format::Toml).unwrap();
+        assert!(e.contains("(did you mean `mpiscope/dgemm`?)"), "{e}");
         let e = check_key("colour", Format::Toml).unwrap();
         assert_eq!(
             e,

@@ -13,7 +13,7 @@
 //! shared cable) — SimGrid's behaviour, measured: a same-host message costs two private
 //! latencies plus the backbone's.
 
-use super::{
+use crate::platform::{
     check_bandwidth, check_host, check_host_id, check_latency, HostId, HostSpec, LinkId,
     LinkPolicy, Parts, Platform, PlatformError, Routing, Sharing,
 };
@@ -54,8 +54,8 @@ impl LoopbackSpec {
 }
 
 /// A cluster: hosts, their private cables and what connects them. The same description
-/// serves the topologies ([`super::FatTreeSpec`], [`super::TorusSpec`],
-/// [`super::DragonflySpec`]), which ignore `backbone` and `router_id`, as SimGrid does.
+/// serves the topologies ([`super::fat_tree::FatTreeSpec`],
+/// [`super::torus::TorusSpec`], [`super::dragonfly::DragonflySpec`]), which ignore `backbone` and `router_id`, as SimGrid does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClusterSpec {
     /// Cluster name, used in link names.
@@ -135,6 +135,40 @@ impl ClusterSpec {
             )));
         }
         Ok(self.radicals[..n].to_vec())
+    }
+
+    /// Adds the hosts of radicals `radicals`, each with its loopback and limiter when the
+    /// cluster has them: (hosts, loopbacks, limiters). The topologies whose switches are
+    /// numbered after the hosts (fat trees, dragonflies) start so.
+    pub(crate) fn add_hosts(
+        &self,
+        radicals: &[u64],
+        parts: &mut Parts,
+    ) -> (Vec<HostId>, Vec<LinkId>, Vec<LinkId>) {
+        let c = self;
+        let mut hosts = Vec::with_capacity(radicals.len());
+        let mut loopbacks = Vec::new();
+        let mut limiters = Vec::new();
+        for (i, &r) in radicals.iter().enumerate() {
+            hosts.push(parts.add_host(c.host_name(r), &c.host));
+            if let Some(lb) = &c.loopback {
+                loopbacks.push(parts.add_link(
+                    format!("{}_link_{}_loopback", c.id, r),
+                    lb.bandwidth,
+                    lb.latency,
+                    lb.sharing(),
+                ));
+            }
+            if let Some(bw) = c.limiter {
+                limiters.push(parts.add_link(
+                    format!("{}_link_{}_limiter", c.id, i),
+                    bw,
+                    0.0,
+                    Sharing::Shared,
+                ));
+            }
+        }
+        (hosts, loopbacks, limiters)
     }
 
     /// Checks the link and host characteristics shared by all cluster kinds.

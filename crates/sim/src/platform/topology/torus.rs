@@ -15,7 +15,7 @@
 //! [`PlatformError::NoRoute`]. Limiters (if any) are added before every hop and at the end.
 
 use super::cluster::ClusterSpec;
-use super::{
+use crate::platform::{
     check_host_id, no_route, HostId, LinkId, Parts, Platform, PlatformError, Routing, Sharing,
 };
 

@@ -3,7 +3,7 @@
 
 use super::toml::from_toml_str;
 use super::xml::{from_simgrid_xml_str, MAX_DEPTH};
-use super::Platform;
+use crate::platform::Platform;
 
 fn xml(body: &str) -> String {
     format!("<?xml version='1.0'?>\n<platform version=\"4.1\">\n{body}\n</platform>\n")
@@ -159,4 +159,34 @@ fn unknown_options_are_warned_about_once_with_their_line() {
     )
     .unwrap();
     assert!(p.warnings.is_empty());
+}
+
+/// The calibrated values written to a platform's `[config]` read back the same, from a
+/// TOML platform and from a SimGrid XML one, without warnings.
+#[test]
+fn calibration_round_trips_through_both_formats() {
+    use crate::calibration::{self, Calibration, Key};
+    let c = calibration::sample();
+    let text = format!(
+        "[cluster]\nhosts = 2\nbandwidth = \"1GBps\"\nlatency = \"1us\"\n\n[config]\n{}",
+        c.to_config()
+    );
+    let p = from_toml_str(&text, "p.toml").unwrap();
+    assert_eq!(warnings(&p), Vec::<String>::new());
+    assert_eq!(Calibration::from_config(&p.config).unwrap(), c);
+    // In XML the values are attributes: the TOML quoting goes.
+    let props: String = Key::ALL
+        .iter()
+        .filter_map(|&k| c.line(k))
+        .map(|l| {
+            let (k, v) = l.trim_end().split_once(" = ").unwrap();
+            format!("<prop id={k} value=\"{}\"/>\n", v.trim_matches('"'))
+        })
+        .collect();
+    let text = xml(&format!(
+        "<config>\n{props}</config>\n<zone id=\"z\" routing=\"Full\"><host id=\"h\" speed=\"1Gf\"/></zone>"
+    ));
+    let p = from_simgrid_xml_str(&text, "p.xml").unwrap();
+    assert_eq!(warnings(&p), Vec::<String>::new());
+    assert_eq!(Calibration::from_config(&p.config).unwrap(), c);
 }

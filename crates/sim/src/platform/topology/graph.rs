@@ -20,7 +20,7 @@ use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use super::cluster::LoopbackSpec;
-use super::{
+use crate::platform::{
     check_bandwidth, check_host, check_host_id, check_latency, no_route, HostId, HostSpec, LinkId,
     LinkPolicy, Parts, Platform, PlatformError, Routing,
 };
@@ -351,6 +351,77 @@ impl Routing for GraphRouting {
     }
 }
 
+/// The edges of a graph, as declared.
+struct Edges {
+    /// Directed edges between distinct vertices in declaration order (forward, then
+    /// reverse if symmetric): (from, to, links).
+    directed: Vec<(u32, u32, Vec<LinkId>)>,
+    /// Per host: its route to itself, as (start, length) in `edge_links`.
+    self_routes: Vec<Option<(u32, u32)>>,
+    /// The links of the self routes.
+    edge_links: Vec<LinkId>,
+}
+
+/// The edges of `spec` between vertices numbered by `vertex` (hosts first, `n_hosts` of
+/// them), their links resolved in `table`.
+fn edges(
+    spec: &GraphSpec,
+    vertex: &HashMap<&str, u32>,
+    table: &LinkTable,
+    n_hosts: u32,
+) -> Result<Edges, PlatformError> {
+    let mut directed: Vec<(u32, u32, Vec<LinkId>)> = Vec::new();
+    let mut self_routes = vec![None; n_hosts as usize];
+    let mut edge_links = Vec::new();
+    for e in &spec.edges {
+        let v = |name: &str| {
+            vertex
+                .get(name)
+                .copied()
+                .ok_or_else(|| PlatformError::Invalid(format!("edge: no host or router `{name}`")))
+        };
+        let (a, b) = (v(&e.src)?, v(&e.dst)?);
+        if e.links.is_empty() {
+            return Err(PlatformError::Invalid(format!(
+                "edge {} -> {} has no links",
+                e.src, e.dst
+            )));
+        }
+        let fwd: Vec<LinkId> = e
+            .links
+            .iter()
+            .map(|r| table.resolve(r, false))
+            .collect::<Result<_, _>>()
+            .map_err(PlatformError::Invalid)?;
+        if a == b {
+            if a < n_hosts {
+                let s = edge_links.len() as u32;
+                edge_links.extend_from_slice(&fwd);
+                self_routes[a as usize] = Some((s, fwd.len() as u32));
+            }
+            continue;
+        }
+        if e.symmetric {
+            let back: Vec<LinkId> = e
+                .links
+                .iter()
+                .rev()
+                .map(|r| table.resolve(r, true))
+                .collect::<Result<_, _>>()
+                .map_err(PlatformError::Invalid)?;
+            directed.push((a, b, fwd));
+            directed.push((b, a, back));
+        } else {
+            directed.push((a, b, fwd));
+        }
+    }
+    Ok(Edges {
+        directed,
+        self_routes,
+        edge_links,
+    })
+}
+
 /// A graph platform with shortest-latency routing (see the module documentation).
 pub fn graph(spec: GraphSpec) -> Result<Platform, PlatformError> {
     let mut parts = Parts::default();
@@ -399,52 +470,11 @@ pub fn graph(spec: GraphSpec) -> Result<Platform, PlatformError> {
         None => None,
     };
     let n = n_hosts as usize + spec.routers.len();
-    // Directed edges in declaration order (forward, then reverse if symmetric).
-    let mut directed: Vec<(u32, u32, Vec<LinkId>)> = Vec::new();
-    let mut self_routes = vec![None; n_hosts as usize];
-    let mut edge_links = Vec::new();
-    for e in &spec.edges {
-        let v = |name: &str| {
-            vertex
-                .get(name)
-                .copied()
-                .ok_or_else(|| PlatformError::Invalid(format!("edge: no host or router `{name}`")))
-        };
-        let (a, b) = (v(&e.src)?, v(&e.dst)?);
-        if e.links.is_empty() {
-            return Err(PlatformError::Invalid(format!(
-                "edge {} -> {} has no links",
-                e.src, e.dst
-            )));
-        }
-        let fwd: Vec<LinkId> = e
-            .links
-            .iter()
-            .map(|r| table.resolve(r, false))
-            .collect::<Result<_, _>>()
-            .map_err(PlatformError::Invalid)?;
-        if a == b {
-            if a < n_hosts {
-                let s = edge_links.len() as u32;
-                edge_links.extend_from_slice(&fwd);
-                self_routes[a as usize] = Some((s, fwd.len() as u32));
-            }
-            continue;
-        }
-        if e.symmetric {
-            let back: Vec<LinkId> = e
-                .links
-                .iter()
-                .rev()
-                .map(|r| table.resolve(r, true))
-                .collect::<Result<_, _>>()
-                .map_err(PlatformError::Invalid)?;
-            directed.push((a, b, fwd));
-            directed.push((b, a, back));
-        } else {
-            directed.push((a, b, fwd));
-        }
-    }
+    let Edges {
+        directed,
+        self_routes,
+        mut edge_links,
+    } = edges(&spec, &vertex, &table, n_hosts)?;
     // CSR, stable by source.
     let mut order: Vec<usize> = (0..directed.len()).collect();
     order.sort_by_key(|&i| directed[i].0);

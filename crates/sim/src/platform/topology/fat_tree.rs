@@ -22,7 +22,9 @@
 //! the cluster has one, else goes up to its first switch and back down.
 
 use super::cluster::ClusterSpec;
-use super::{check_host_id, HostId, LinkId, Parts, Platform, PlatformError, Routing, Sharing};
+use crate::platform::{
+    check_host_id, HostId, LinkId, Parts, Platform, PlatformError, Routing, Sharing,
+};
 
 /// A fat tree: a cluster description plus the tree shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -251,15 +253,89 @@ pub(crate) struct BuiltFatTree {
 }
 
 /// Adds a fat tree's hosts and links to `parts`.
-#[allow(clippy::needless_range_loop)] // levels index several parallel vectors
 pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTree, PlatformError> {
     let c = &spec.cluster;
     c.check_common("fat tree")?;
+    let levels = check_shape(spec)?;
+    let (per_level, total_cables) = sizes(spec)?;
+    let n_hosts = per_level[0] as usize;
+    let radicals = c.radicals_for(n_hosts, "fat tree")?;
+    let (hosts, loopbacks, mut limiters) = c.add_hosts(&radicals, parts);
+    let mut level_start = Vec::with_capacity(levels + 2);
+    let mut acc = 0u32;
+    for &n in &per_level {
+        level_start.push(acc);
+        acc += n as u32;
+    }
+    level_start.push(acc);
+    // Switch limiters: SimGrid ids count down from 2N-1.
+    let mut switch_id = 2 * n_hosts as i64;
+    let mut ids: Vec<i64> = (0..n_hosts as i64).collect();
+    for &n in &per_level[1..] {
+        for _ in 0..n {
+            switch_id -= 1;
+            ids.push(switch_id);
+            if let Some(bw) = c.limiter {
+                limiters.push(parts.add_link(
+                    format!("{}_link_{}_limiter", c.id, switch_id),
+                    bw,
+                    0.0,
+                    Sharing::Shared,
+                ));
+            }
+        }
+    }
+    let wiring = Wiring {
+        spec,
+        per_level: &per_level,
+        level_start: &level_start,
+        ids: &ids,
+    };
+    let ports = wiring.cables(parts, total_cables)?;
+    let (port_base, parent_ports, port_stride) = port_layout(spec, &per_level);
+    debug_assert_eq!(
+        port_base[levels] + per_level[levels] * port_stride[levels],
+        ports.len() as u64
+    );
+    let prefix = |v: &[u32]| {
+        let mut p = Vec::with_capacity(levels + 1);
+        let mut acc = 1u64;
+        p.push(acc);
+        for &x in v {
+            acc *= x as u64;
+            p.push(acc);
+        }
+        p
+    };
+    Ok(BuiltFatTree {
+        routing: FatTreeRouting {
+            levels,
+            down: spec.down.clone(),
+            up: spec.up.clone(),
+            parallel: spec.parallel.clone(),
+            up_prefix: prefix(&spec.up),
+            down_prefix: prefix(&spec.down),
+            level_start,
+            port_base,
+            parent_ports,
+            port_stride,
+            ports,
+            limiters,
+            loopbacks,
+            hosts: n_hosts,
+        },
+        hosts,
+    })
+}
+
+/// The number of levels, once the down, up and parallel vectors are checked: one
+/// positive value per level each.
+fn check_shape(spec: &FatTreeSpec) -> Result<usize, PlatformError> {
     let levels = spec.down.len();
     if levels == 0 || spec.up.len() != levels || spec.parallel.len() != levels {
         return Err(PlatformError::Invalid(format!(
             "fat tree `{}`: the down, up and parallel vectors must have one value per level",
-            c.id
+            spec.cluster.id
         )));
     }
     if spec
@@ -271,12 +347,18 @@ pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTre
     {
         return Err(PlatformError::Invalid(format!(
             "fat tree `{}`: all counts must be positive",
-            c.id
+            spec.cluster.id
         )));
     }
-    // Sizes, with overflow checks.
+    Ok(levels)
+}
+
+/// The nodes of each level (hosts first) and the cables, refused when too many (sizes
+/// computed with overflow checks).
+fn sizes(spec: &FatTreeSpec) -> Result<(Vec<u64>, u64), PlatformError> {
     const MAX_NODES: u64 = 1 << 24;
     const MAX_LINKS: u64 = 1 << 26;
+    let levels = spec.down.len();
     let mut per_level = Vec::with_capacity(levels + 1);
     per_level.push(
         spec.down
@@ -301,8 +383,8 @@ pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTre
         .try_fold(0u64, |a, &n| a.checked_add(n))
         .unwrap_or(u64::MAX);
     let mut total_cables = 0u64;
-    for l in 0..levels {
-        let c = per_level[l]
+    for (l, &n) in per_level[..levels].iter().enumerate() {
+        let c = n
             .saturating_mul(spec.up[l] as u64)
             .saturating_mul(spec.parallel[l] as u64);
         total_cables = total_cables.saturating_add(c);
@@ -310,107 +392,87 @@ pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTre
     if total_nodes > MAX_NODES || total_cables > MAX_LINKS {
         return Err(PlatformError::Invalid(format!(
             "fat tree `{}` is too large ({total_nodes} nodes, {total_cables} cables)",
-            c.id
+            spec.cluster.id
         )));
     }
-    let n_hosts = per_level[0] as usize;
-    let radicals = c.radicals_for(n_hosts, "fat tree")?;
+    Ok((per_level, total_cables))
+}
 
-    // Hosts, with their loopback and limiter.
-    let mut hosts = Vec::with_capacity(n_hosts);
-    let mut loopbacks = Vec::new();
-    let mut limiters = Vec::new();
-    for (i, &r) in radicals.iter().enumerate() {
-        hosts.push(parts.add_host(c.host_name(r), &c.host));
-        if let Some(lb) = &c.loopback {
-            loopbacks.push(parts.add_link(
-                format!("{}_link_{}_loopback", c.id, r),
-                lb.bandwidth,
-                lb.latency,
-                lb.sharing(),
-            ));
-        }
-        if let Some(bw) = c.limiter {
-            limiters.push(parts.add_link(
-                format!("{}_link_{}_limiter", c.id, i),
-                bw,
-                0.0,
-                Sharing::Shared,
-            ));
-        }
+/// Per level: where its nodes' ports start, how many parent ports a node has, and how
+/// many ports in all (parent ports, then child ports, node after node).
+fn port_layout(spec: &FatTreeSpec, per_level: &[u64]) -> (Vec<u64>, Vec<u64>, Vec<u64>) {
+    let levels = spec.down.len();
+    let mut port_base = Vec::with_capacity(levels + 1);
+    let mut parent_ports = Vec::with_capacity(levels + 1);
+    let mut port_stride = Vec::with_capacity(levels + 1);
+    let mut acc = 0u64;
+    for (l, &n) in per_level.iter().enumerate() {
+        let (p, c) = node_ports(spec, l);
+        let (p, c) = (u64::from(p), u64::from(c));
+        port_base.push(acc);
+        parent_ports.push(p);
+        port_stride.push(p + c);
+        acc += n * (p + c);
     }
+    (port_base, parent_ports, port_stride)
+}
 
-    let mut level_start = Vec::with_capacity(levels + 2);
-    let mut acc = 0u32;
-    for &n in &per_level {
-        level_start.push(acc);
-        acc += n as u32;
-    }
-    level_start.push(acc);
-    let nodes = acc as usize;
+/// The parent and child ports of a node of level `l`.
+fn node_ports(spec: &FatTreeSpec, l: usize) -> (u32, u32) {
+    let levels = spec.down.len();
+    let parents = if l < levels {
+        spec.up[l] * spec.parallel[l]
+    } else {
+        0
+    };
+    let children = if l > 0 {
+        spec.down[l - 1] * spec.parallel[l - 1]
+    } else {
+        0
+    };
+    (parents, children)
+}
 
-    // Switch limiters: SimGrid ids count down from 2N-1.
-    let mut switch_id = 2 * n_hosts as i64;
-    let mut ids: Vec<i64> = (0..n_hosts as i64).collect();
-    for l in 1..=levels {
-        for _ in 0..per_level[l] {
-            switch_id -= 1;
-            ids.push(switch_id);
-            if let Some(bw) = c.limiter {
-                limiters.push(parts.add_link(
-                    format!("{}_link_{}_limiter", c.id, switch_id),
-                    bw,
-                    0.0,
-                    Sharing::Shared,
-                ));
+/// What the cables of a fat tree join: its shape and numbering.
+struct Wiring<'a> {
+    spec: &'a FatTreeSpec,
+    /// Nodes per level (hosts first).
+    per_level: &'a [u64],
+    /// First node of each level.
+    level_start: &'a [u32],
+    /// SimGrid's id of each node (hosts, then switches), for link names.
+    ids: &'a [i64],
+}
+
+impl Wiring<'_> {
+    /// Labels: per node, one digit per level, its position in mixed radix (the down
+    /// counts below the node's level, the up counts from it).
+    fn labels(&self) -> Vec<u32> {
+        let spec = self.spec;
+        let levels = spec.down.len();
+        let nodes = self.level_start[levels + 1] as usize;
+        let mut labels = vec![0u32; nodes * levels];
+        for (l, &n) in self.per_level.iter().enumerate() {
+            let radix: Vec<u32> = (0..levels)
+                .map(|t| if t + 1 > l { spec.down[t] } else { spec.up[t] })
+                .collect();
+            for pos in 0..n {
+                let node = self.level_start[l] as usize + pos as usize;
+                let mut x = pos;
+                for (t, &r) in radix.iter().enumerate() {
+                    labels[node * levels + t] = (x % r as u64) as u32;
+                    x /= r as u64;
+                }
             }
         }
+        labels
     }
 
-    // Labels.
-    let mut labels = vec![0u32; nodes * levels];
-    for l in 0..=levels {
-        let radix: Vec<u32> = (0..levels)
-            .map(|t| if t + 1 > l { spec.down[t] } else { spec.up[t] })
-            .collect();
-        for pos in 0..per_level[l] {
-            let node = level_start[l] as usize + pos as usize;
-            let mut x = pos;
-            for t in 0..levels {
-                labels[node * levels + t] = (x % radix[t] as u64) as u32;
-                x /= radix[t] as u64;
-            }
-        }
-    }
-
-    // Ports.
-    let mut parent_start = Vec::with_capacity(nodes + 1);
-    let mut child_start = Vec::with_capacity(nodes + 1);
-    let mut n_ports = 0u32;
-    for l in 0..=levels {
-        let n_parent_ports = if l < levels {
-            spec.up[l] * spec.parallel[l]
-        } else {
-            0
-        };
-        let n_child_ports = if l > 0 {
-            spec.down[l - 1] * spec.parallel[l - 1]
-        } else {
-            0
-        };
-        for _ in 0..per_level[l] {
-            parent_start.push(n_ports);
-            n_ports += n_parent_ports;
-            child_start.push(n_ports);
-            n_ports += n_child_ports;
-        }
-    }
-    parent_start.push(n_ports);
-    child_start.push(n_ports);
-    let mut ports = vec![u32::MAX; n_ports as usize];
-
-    // Stride of each label digit for the nodes of level l (position = Σ digit·stride).
-    let strides = |l: usize| -> Vec<u64> {
+    /// Stride of each label digit for the nodes of level `l` (position = sum of digit x
+    /// stride).
+    fn strides(&self, l: usize) -> Vec<u64> {
+        let spec = self.spec;
+        let levels = spec.down.len();
         let mut s = Vec::with_capacity(levels);
         let mut acc = 1u64;
         for t in 0..levels {
@@ -418,105 +480,76 @@ pub(crate) fn build(spec: &FatTreeSpec, parts: &mut Parts) -> Result<BuiltFatTre
             acc *= if t + 1 > l { spec.down[t] } else { spec.up[t] } as u64;
         }
         s
-    };
+    }
 
-    // Cables: for each node (level by level, by position), for each parent (by position),
-    // for each parallel cable.
-    let mut tree_links = Vec::with_capacity(total_cables as usize);
-    for l in 0..levels {
-        let parent_strides = strides(l + 1);
-        for pos in 0..per_level[l] {
-            let child = level_start[l] + pos as u32;
-            let clabel: Vec<u32> =
-                labels[child as usize * levels..(child as usize + 1) * levels].to_vec();
-            // Parent position with digit l set to 0.
-            let base: u64 = (0..levels)
-                .filter(|&t| t != l)
-                .map(|t| clabel[t] as u64 * parent_strides[t])
-                .sum();
-            for v in 0..spec.up[l] {
-                let parent = level_start[l + 1] + (base + v as u64 * parent_strides[l]) as u32;
-                for j in 0..spec.parallel[l] {
-                    let uid = parts.fat_tree_links;
-                    parts.fat_tree_links += 1;
-                    let name = format!(
-                        "link_from_{}_{}_{}",
-                        ids[child as usize], ids[parent as usize], uid
-                    );
-                    let (up, down) = parts.add_cable(&name, c.bandwidth, c.latency, c.sharing);
-                    let idx = tree_links.len() as u32;
-                    tree_links.push(TreeLink {
-                        upper: parent,
-                        lower: child,
-                        up,
-                        down,
-                    });
-                    let parent_port = clabel[l] + j * spec.down[l];
-                    let child_port = v + j * spec.up[l];
-                    ports[(child_start[parent as usize] + parent_port) as usize] = idx;
-                    ports[(parent_start[child as usize] + child_port) as usize] = idx;
+    /// Adds the cables, in SimGrid's order (for each node, level by level and by
+    /// position, for each parent by position, for each parallel cable), and returns the
+    /// cable of every port.
+    fn cables(&self, parts: &mut Parts, total_cables: u64) -> Result<Vec<TreeLink>, PlatformError> {
+        let spec = self.spec;
+        let c = &spec.cluster;
+        let levels = spec.down.len();
+        let labels = self.labels();
+        let mut parent_start = Vec::new();
+        let mut child_start = Vec::new();
+        let mut n_ports = 0u32;
+        for (l, &n) in self.per_level.iter().enumerate() {
+            let (parents, children) = node_ports(spec, l);
+            for _ in 0..n {
+                parent_start.push(n_ports);
+                n_ports += parents;
+                child_start.push(n_ports);
+                n_ports += children;
+            }
+        }
+        parent_start.push(n_ports);
+        child_start.push(n_ports);
+        let mut ports = vec![u32::MAX; n_ports as usize];
+        let mut tree_links = Vec::with_capacity(total_cables as usize);
+        for l in 0..levels {
+            let parent_strides = self.strides(l + 1);
+            for pos in 0..self.per_level[l] {
+                let child = self.level_start[l] + pos as u32;
+                let clabel = &labels[child as usize * levels..(child as usize + 1) * levels];
+                // Parent position with digit l set to 0.
+                let base: u64 = (0..levels)
+                    .filter(|&t| t != l)
+                    .map(|t| clabel[t] as u64 * parent_strides[t])
+                    .sum();
+                for v in 0..spec.up[l] {
+                    let parent =
+                        self.level_start[l + 1] + (base + v as u64 * parent_strides[l]) as u32;
+                    for j in 0..spec.parallel[l] {
+                        let uid = parts.fat_tree_links;
+                        parts.fat_tree_links += 1;
+                        let name = format!(
+                            "link_from_{}_{}_{}",
+                            self.ids[child as usize], self.ids[parent as usize], uid
+                        );
+                        let (up, down) = parts.add_cable(&name, c.bandwidth, c.latency, c.sharing);
+                        let idx = tree_links.len() as u32;
+                        tree_links.push(TreeLink {
+                            upper: parent,
+                            lower: child,
+                            up,
+                            down,
+                        });
+                        let parent_port = clabel[l] + j * spec.down[l];
+                        let child_port = v + j * spec.up[l];
+                        ports[(child_start[parent as usize] + parent_port) as usize] = idx;
+                        ports[(parent_start[child as usize] + child_port) as usize] = idx;
+                    }
                 }
             }
         }
-    }
-    if ports.contains(&u32::MAX) {
-        return Err(PlatformError::Invalid(format!(
-            "fat tree `{}`: some switch ports are not connected",
-            c.id
-        )));
-    }
-    let prefix = |v: &[u32]| {
-        let mut p = Vec::with_capacity(levels + 1);
-        let mut acc = 1u64;
-        p.push(acc);
-        for &x in v {
-            acc *= x as u64;
-            p.push(acc);
+        if ports.contains(&u32::MAX) {
+            return Err(PlatformError::Invalid(format!(
+                "fat tree `{}`: some switch ports are not connected",
+                c.id
+            )));
         }
-        p
-    };
-    let mut port_base = Vec::with_capacity(levels + 1);
-    let mut parent_ports = Vec::with_capacity(levels + 1);
-    let mut port_stride = Vec::with_capacity(levels + 1);
-    let mut acc = 0u64;
-    for l in 0..=levels {
-        let p = if l < levels {
-            (spec.up[l] * spec.parallel[l]) as u64
-        } else {
-            0
-        };
-        let c = if l > 0 {
-            (spec.down[l - 1] * spec.parallel[l - 1]) as u64
-        } else {
-            0
-        };
-        port_base.push(acc);
-        parent_ports.push(p);
-        port_stride.push(p + c);
-        acc += per_level[l] * (p + c);
+        Ok(ports.into_iter().map(|i| tree_links[i as usize]).collect())
     }
-    debug_assert_eq!(acc, ports.len() as u64);
-    debug_assert!(parent_start.iter().zip(&child_start).all(|(&p, &c)| c >= p));
-    let ports = ports.into_iter().map(|i| tree_links[i as usize]).collect();
-    Ok(BuiltFatTree {
-        routing: FatTreeRouting {
-            levels,
-            down: spec.down.clone(),
-            up: spec.up.clone(),
-            parallel: spec.parallel.clone(),
-            up_prefix: prefix(&spec.up),
-            down_prefix: prefix(&spec.down),
-            level_start,
-            port_base,
-            parent_ports,
-            port_stride,
-            ports,
-            limiters,
-            loopbacks,
-            hosts: n_hosts,
-        },
-        hosts,
-    })
 }
 
 impl Routing for FatTreeRouting {

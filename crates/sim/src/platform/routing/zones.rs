@@ -18,11 +18,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::cluster::StarRouting;
-use super::dragonfly::DragonflyRouting;
-use super::fat_tree::FatTreeRouting;
-use super::torus::TorusRouting;
-use super::{HostId, LinkId, PlatformError, Routing};
+use crate::platform::topology::cluster::StarRouting;
+use crate::platform::topology::dragonfly::DragonflyRouting;
+use crate::platform::topology::fat_tree::FatTreeRouting;
+use crate::platform::topology::torus::TorusRouting;
+use crate::platform::{check_host_id, HostId, LinkId, PlatformError, Routing};
 
 /// Something routes go from or to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -693,8 +693,8 @@ impl ZoneTree {
 impl Routing for ZoneTree {
     fn route(&self, src: HostId, dst: HostId, out: &mut Vec<LinkId>) -> Result<(), PlatformError> {
         let n = self.host_loc.len();
-        super::check_host_id(src, n)?;
-        super::check_host_id(dst, n)?;
+        check_host_id(src, n)?;
+        check_host_id(dst, n)?;
         let start = out.len();
         let (zs, sv) = self.host_loc[src as usize];
         let (zd, dv) = self.host_loc[dst as usize];
