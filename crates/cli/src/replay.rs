@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use mpiscope_sim::coll::{Collective, Selector};
+use mpiscope_sim::coll::Selector;
 use mpiscope_sim::network::parse_factors;
 use mpiscope_sim::platform::{self, Mapping};
 use mpiscope_sim::report::{write_chrome_trace, Report};
@@ -99,27 +99,6 @@ pub struct ReplayArgs {
     quiet: bool,
 }
 
-fn collective_named(s: &str) -> Option<Collective> {
-    Some(match s {
-        "barrier" => Collective::Barrier,
-        "bcast" => Collective::Bcast,
-        "reduce" => Collective::Reduce,
-        "allreduce" => Collective::Allreduce,
-        "alltoall" => Collective::Alltoall,
-        "alltoallv" => Collective::Alltoallv,
-        "gather" => Collective::Gather,
-        "gatherv" => Collective::Gatherv,
-        "scatter" => Collective::Scatter,
-        "scatterv" => Collective::Scatterv,
-        "allgather" => Collective::Allgather,
-        "allgatherv" => Collective::Allgatherv,
-        "reduce_scatter" | "reducescatter" => Collective::ReduceScatter,
-        "scan" => Collective::Scan,
-        "exscan" => Collective::Exscan,
-        _ => return None,
-    })
-}
-
 /// Runs `mpiscope replay`.
 pub fn replay(a: ReplayArgs) -> Result<i32> {
     if let Some(path) = &a.timeline {
@@ -194,21 +173,9 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     }
     let mut forced = HashMap::new();
     for f in &a.algorithms {
-        let (c, n) = f
-            .split_once('=')
-            .with_context(|| format!("--algorithm {f}: expected COLL=NAME"))?;
-        let kind = collective_named(c)
-            .with_context(|| format!("--algorithm {f}: unknown collective `{c}`"))?;
-        mpiscope_sim::coll::algorithms(kind)
-            .iter()
-            .find(|k| **k == n)
-            .with_context(|| {
-                format!(
-                    "--algorithm {f}: no {c} algorithm `{n}` (known: {})",
-                    mpiscope_sim::coll::algorithms(kind).join(", ")
-                )
-            })?;
-        forced.insert(kind, n.to_owned());
+        let (kind, name) =
+            mpiscope_sim::coll::parse_forced(f).map_err(|e| anyhow!("--algorithm {f}: {e}"))?;
+        forced.insert(kind, name.to_owned());
     }
     config.forced = forced;
 
