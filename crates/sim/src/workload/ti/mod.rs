@@ -71,9 +71,9 @@ impl SkippedLines {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let key = match &error {
             WorkloadError::Syntax { path, line, .. } => (path.clone(), *line),
-            WorkloadError::Io { path, .. } | WorkloadError::Unsupported { path, .. } => {
-                (path.clone(), 0)
-            }
+            WorkloadError::Io { path, .. }
+            | WorkloadError::Open { path, .. }
+            | WorkloadError::Unsupported { path, .. } => (path.clone(), 0),
         };
         if s.seen.insert(key) && s.first.len() < Self::KEPT {
             s.first.push(error.to_string());
