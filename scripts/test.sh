@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR=never
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-# The SLURM tests (crates/cli/tests/slurm.rs) start a one-machine SLURM with scripts/slurm.sh
+# The SLURM tests (crates/cli/tests/cli/slurm.rs) start a one-machine SLURM with scripts/slurm.sh
 # and stop it themselves; should the test run die first, it is stopped here (unless it was up
 # before this script started).
 if ./scripts/slurm.sh status >/dev/null 2>&1; then

@@ -278,7 +278,7 @@ fn predict_in(
         &replay.display().to_string(),
     )?;
     if json {
-        crate::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
+        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
         return Ok(0);
     }
     let mut s = format!(
@@ -306,7 +306,7 @@ fn predict_in(
             e
         );
     }
-    crate::write_stdout(&s)?;
+    crate::outputs::write_stdout(&s)?;
     Ok(0)
 }
 

@@ -342,6 +342,60 @@ fn tool(names: &[&str]) -> Result<String> {
     )
 }
 
+/// Writes the benchmark program and compiles it with `cc` into a temporary directory
+/// (removed when the returned handle is dropped); returns the handle and the executable.
+fn compile_bench(cc: &str) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir()?;
+    let src = dir.path().join("overlap_alltoall.c");
+    let exe = dir.path().join("overlap_alltoall");
+    std::fs::write(&src, BENCH_SOURCE)?;
+    let st = Command::new(cc)
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .with_context(|| format!("cannot run {cc}"))?;
+    if !st.success() {
+        bail!("{cc} failed on the benchmark program");
+    }
+    Ok((dir, exe))
+}
+
+/// The value after `key` in a line of the benchmark's output (NaN if absent).
+fn field(line: &str, key: &str) -> f64 {
+    let mut it = line.split_whitespace();
+    while let Some(w) = it.next() {
+        if w == key {
+            return it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+        }
+    }
+    f64::NAN
+}
+
+/// Prints the rows as JSON or as a table.
+fn print_bench(b: &BenchArgs, t: f64, rows: &[BenchRow]) -> Result<()> {
+    if b.json {
+        println!("{}", serde_json::to_string_pretty(rows)?);
+    } else {
+        println!(
+            "T-NBC collective alone: {t:.0} us; {} ranks, {} bytes per peer, {} repetitions, {} (times in us, medians of the slowest rank)\n",
+            b.ranks, b.bytes, b.reps, b.kind
+        );
+        println!("| scenario | variant | CURC | CRC | pure | cpu | ovrl | init | OSU overlap | IMB overlap | hidden | model | data |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for r in rows {
+            println!(
+                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}% | {:.1}% | {:.0} | {:.0} | {} |",
+                r.scenario, r.variant, r.curc_us, r.crc_us, r.pure_us, r.cpu_us, r.ovrl_us,
+                r.init_us, r.overlap_osu_pct, r.overlap_imb_pct, r.hidden_us, r.model_us,
+                if r.data_ok { "ok" } else { "WRONG" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `mpiscope overlap bench`.
 fn bench(b: BenchArgs) -> Result<i32> {
     let (cc, run) = match b.flavour.as_str() {
         "openmpi" => (
@@ -364,19 +418,7 @@ fn bench(b: BenchArgs) -> Result<i32> {
         );
     }
     let lib = launch::find_library("mpiscope_overlap", &b.flavour, b.preload.as_ref())?;
-    let dir = tempfile::tempdir()?;
-    let src = dir.path().join("overlap_alltoall.c");
-    let exe = dir.path().join("overlap_alltoall");
-    std::fs::write(&src, BENCH_SOURCE)?;
-    let st = Command::new(&cc)
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .with_context(|| format!("cannot run {cc}"))?;
-    if !st.success() {
-        bail!("{cc} failed on the benchmark program");
-    }
+    let (_dir, exe) = compile_bench(&cc)?;
     let root = unsafe { libc::geteuid() } == 0;
     let measure = |variant: &str, curc: f64, crc: f64| -> Result<String> {
         let mut c = Command::new(&run);
@@ -412,15 +454,6 @@ fn bench(b: BenchArgs) -> Result<i32> {
             );
         }
         Ok(text)
-    };
-    let field = |line: &str, key: &str| -> f64 {
-        let mut it = line.split_whitespace();
-        while let Some(w) = it.next() {
-            if w == key {
-                return it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
-            }
-        }
-        f64::NAN
     };
     // T: the T-NBC collective alone; the scenarios scale with it (the seed's ratios).
     let t = field(&measure("t-nbc", 0.0, 0.0)?, "pure_us");
@@ -463,23 +496,6 @@ fn bench(b: BenchArgs) -> Result<i32> {
             });
         }
     }
-    if b.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        println!(
-            "T-NBC collective alone: {t:.0} us; {} ranks, {} bytes per peer, {} repetitions, {} (times in us, medians of the slowest rank)\n",
-            b.ranks, b.bytes, b.reps, b.kind
-        );
-        println!("| scenario | variant | CURC | CRC | pure | cpu | ovrl | init | OSU overlap | IMB overlap | hidden | model | data |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for r in &rows {
-            println!(
-                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}% | {:.1}% | {:.0} | {:.0} | {} |",
-                r.scenario, r.variant, r.curc_us, r.crc_us, r.pure_us, r.cpu_us, r.ovrl_us,
-                r.init_us, r.overlap_osu_pct, r.overlap_imb_pct, r.hidden_us, r.model_us,
-                if r.data_ok { "ok" } else { "WRONG" }
-            );
-        }
-    }
+    print_bench(&b, t, &rows)?;
     Ok(if rows.iter().all(|r| r.data_ok) { 0 } else { 1 })
 }

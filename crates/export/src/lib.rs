@@ -10,7 +10,8 @@
 //! draw messages.
 //!
 //! Exporters read a run directory through [`mpiscope_trace::RunDir`] and stream each rank's
-//! events, so memory stays small whatever the trace size.
+//! events, so memory stays small whatever the trace size. [`Format`] names the formats, for
+//! command lines, help and errors.
 
 use std::path::PathBuf;
 
@@ -24,6 +25,80 @@ pub use chrome::{export_chrome, ChromeSummary};
 pub use otf2::{export_otf2, Otf2Summary};
 pub use paraver::{export_paraver, ParaverSummary};
 pub use simgrid_ti::{export_simgrid_ti, TiOptions, TiSummary};
+
+/// An export format, by the name command lines give it (`--format simgrid-ti`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// SimGrid time-independent traces ([`simgrid_ti`]).
+    SimgridTi,
+    /// Chrome trace event JSON for Perfetto ([`chrome`]).
+    Chrome,
+    /// Paraver's `.prv`, `.pcf` and `.row` ([`paraver`]).
+    Paraver,
+    /// An OTF2 archive ([`otf2`]).
+    Otf2,
+}
+
+impl Format {
+    /// Every format, in the order help lists them.
+    pub const ALL: [Format; 4] = [
+        Format::SimgridTi,
+        Format::Chrome,
+        Format::Paraver,
+        Format::Otf2,
+    ];
+
+    /// The format's name (`simgrid-ti`, `chrome`, `paraver`, `otf2`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::SimgridTi => "simgrid-ti",
+            Format::Chrome => "chrome",
+            Format::Paraver => "paraver",
+            Format::Otf2 => "otf2",
+        }
+    }
+
+    /// What the format is for and what the export writes, for help.
+    pub fn description(self) -> &'static str {
+        match self {
+            Format::SimgridTi => {
+                "SimGrid time-independent traces: the directory OUT with OUT/index.txt, for \
+                 `smpirun -replay`"
+            }
+            Format::Chrome => "one Chrome trace JSON file for Perfetto (calls, message arrows)",
+            Format::Paraver => "Paraver's OUT.prv, OUT.pcf and OUT.row",
+            Format::Otf2 => "the OTF2 archive OUT/traces.otf2 (Vampir, Scalasca)",
+        }
+    }
+
+    /// Every format's name, for messages: `simgrid-ti, chrome, paraver, otf2`.
+    pub fn names() -> String {
+        Format::ALL.map(Format::name).join(", ")
+    }
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+
+    /// The format called `s`; the error lists the formats.
+    fn from_str(s: &str) -> Result<Format, String> {
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown format `{s}`: supported formats: {}",
+                    Format::names()
+                )
+            })
+    }
+}
 
 /// Why an export failed. Every variant names the file or directory concerned (and the byte
 /// offset in the trace file when the problem has one).
@@ -83,4 +158,23 @@ pub enum ExportError {
         /// What is wrong.
         message: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Format;
+
+    #[test]
+    fn formats_read_back_from_their_names() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+            assert_eq!(f.to_string(), f.name());
+            assert!(!f.description().is_empty());
+        }
+        let e = "vtf".parse::<Format>().unwrap_err();
+        assert_eq!(
+            e,
+            "unknown format `vtf`: supported formats: simgrid-ti, chrome, paraver, otf2"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! name = "HPL on pruned fat trees"
-//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } or { ti = "index.txt" };
+//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } (or a structural form:
+//!                                     # { trace = "form.json.gz" }) or { ti = "index.txt" };
 //!                                     # optional: `mpiscope plan --trace DIR` gives it
 //! network = "flow"                    # flow (default) | smpi | loggp
 //! mapping = "sequential"              # baseline placement (see `Mapping`'s syntax)
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::point::MpiSettings;
 use crate::PlanError;
 
 /// What runs at every point.
@@ -48,7 +50,8 @@ use crate::PlanError;
 pub enum WorkloadSpec {
     /// An HPL.dat: the HPL skeleton, every configuration the file lists.
     Hpl(PathBuf),
-    /// An mpiscope run directory, replayed.
+    /// An mpiscope run directory or a structural form (`mpiscope structure --save`),
+    /// replayed.
     Trace(PathBuf),
     /// A SimGrid time-independent trace index, replayed.
     Ti(PathBuf),
@@ -154,6 +157,9 @@ pub struct Study {
     /// `duration x traced_speed` flops. `None`: bursts keep their traced durations on the
     /// base platform's hosts, and only `scale.speed` changes them.
     pub traced_speed: Option<f64>,
+    /// The modeled MPI library's settings for every point (the command line gives them;
+    /// the defaults keep the platform's).
+    pub mpi: MpiSettings,
     /// How axes combine.
     pub mode: Mode,
     /// Swept parameters.
@@ -272,6 +278,7 @@ impl Study {
             network,
             mapping,
             traced_speed,
+            mpi: MpiSettings::default(),
             mode,
             axes,
             figures: f.figure,

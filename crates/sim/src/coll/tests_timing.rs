@@ -421,25 +421,9 @@ fn regression_times_of_the_design_note() {
 /// Parses a case `p collective algorithm size [root]`: `size` is the count (every rank) or a
 /// comma-separated per-rank count vector; `-` as algorithm means the selector's choice.
 fn parse_case(line: &str) -> (u32, Collective, Option<String>, Vec<u64>, u32) {
-    use Collective::*;
     let f: Vec<&str> = line.split_whitespace().collect();
     let p: u32 = f[0].parse().unwrap();
-    let kind = match f[1] {
-        "barrier" => Barrier,
-        "bcast" => Bcast,
-        "reduce" => Reduce,
-        "allreduce" => Allreduce,
-        "alltoall" => Alltoall,
-        "alltoallv" => Alltoallv,
-        "allgather" => Allgather,
-        "allgatherv" => Allgatherv,
-        "gather" => Gather,
-        "scatter" => Scatter,
-        "reducescatter" => ReduceScatter,
-        "scan" => Scan,
-        "exscan" => Exscan,
-        k => panic!("{k}"),
-    };
+    let kind = Collective::from_name(f[1]).unwrap_or_else(|| panic!("{}", f[1]));
     let forced = (f[2] != "-").then(|| f[2].to_string());
     let counts: Vec<u64> = if f[3].contains(',') {
         f[3].split(',').map(|x| x.parse().unwrap()).collect()

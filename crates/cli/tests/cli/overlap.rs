@@ -3,9 +3,7 @@
 //! still kill with SIGSEGV, the access trace recovers an FT-like reading order exactly, runs
 //! with priorities give the same results, and `mpiscope overlap predict` reads a trace.
 
-mod common;
-
-use common::{build, mpi_lock, mpiscope, profile_dir, run_traced, tempdir, Mpi};
+use crate::common::{build, mpi_lock, mpiscope, profile_dir, run_traced, tempdir, Mpi};
 use std::process::Command;
 
 fn overlap_lib(mpi: Mpi) -> std::path::PathBuf {

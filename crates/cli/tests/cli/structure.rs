@@ -3,12 +3,12 @@
 //! program comes back with its exact iteration count, nested as in the source, and ranks
 //! fall into the classes their roles give them.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
 
-use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
 use serde_json::Value;
 
 /// Traces `program args` on 4 ranks; returns `mpiscope structure --json` of the run.

@@ -3,11 +3,11 @@
 //! (Open MPI and MPICH): exact bytes and messages per pair in the JSON, the tables in the
 //! text report, and the three heat maps drawn by headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 
-use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
 use serde_json::Value;
 
 /// Rank x rank (messages, bytes) of the point-to-point and collective traffic that

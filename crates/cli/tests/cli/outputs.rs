@@ -4,15 +4,15 @@
 //! paths from input files stay inside the output directory; `bench --predict` works in a
 //! private temporary directory.
 
-mod common;
+use crate::common;
 // The synthetic trace writer of the export tests (it allows its own unused helpers).
-#[path = "../../export/tests/common/mod.rs"]
+#[path = "../../../export/tests/common/mod.rs"]
 mod synthetic;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
 use mpiscope_trace::Slot;
 
 /// A small synthetic run of two ranks (a message each way) in `dir/run`.

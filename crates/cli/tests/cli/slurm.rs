@@ -3,19 +3,19 @@
 //! up before the test). Traced jobs run as in production: `srun` in an allocation, `mpirun`
 //! in an `sbatch` script, a job ended at its time limit, a job cancelled, a study shared by
 //! `srun`'s tasks. Each scenario adds a row to the `slurm` section of `docs/FAULTS.md`
-//! (`MPISCOPE_BLESS=1 cargo test --release -p mpiscope --test slurm` rewrites it).
+//! (`MPISCOPE_BLESS=1 cargo test --release -p mpiscope --test cli -- slurm::` rewrites it).
 //!
 //! A machine that cannot run slurmd makes `slurm.sh up` exit 3 with the reason: the test
 //! then prints it and passes only after writing it to `target/slurm-unavailable.txt`.
 //! Any other failure to start SLURM fails the test.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::Mpi;
+use crate::common::Mpi;
 
 /// Rounds of work before the fault (`faults MODE ROUNDS PIDFILE`).
 const ROUNDS: usize = 500;
@@ -681,5 +681,5 @@ fn slurm() {
     }
     drop(s);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    common::bless_section("slurm", &rows, "--test slurm");
+    common::bless_section("slurm", &rows, "--test cli -- slurm::");
 }

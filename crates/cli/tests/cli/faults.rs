@@ -1,20 +1,20 @@
 //! The fault suite: traced jobs that end badly, under a real `mpirun` (Open MPI and MPICH).
 //! Each scenario checks what the record keeps and what `mpiscope report` says, and adds a
 //! row to the `faults` section of `docs/FAULTS.md` (`MPISCOPE_BLESS=1 cargo test --release
-//! -p mpiscope --test faults` rewrites it).
+//! -p mpiscope --test cli -- faults::` rewrites it).
 //!
 //! The program is `tests/programs/misc/faults.c`: a fixed amount of work (500 rounds of
 //! `MPI_Sendrecv` and `MPI_Allreduce`), then a deadlock, an `MPI_Abort`, a caught SIGTERM, or
 //! a normal end.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Mpi;
+use crate::common::Mpi;
 
 /// Rounds of work before the fault.
 const ROUNDS: usize = 500;
@@ -707,5 +707,5 @@ fn faults() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    common::bless_section("faults", &rows, "--test faults");
+    common::bless_section("faults", &rows, "--test cli -- faults::");
 }

@@ -2,12 +2,10 @@
 //! modeled cluster, hand-written SimGrid time-independent traces checked against the model's
 //! analytic times, and bad inputs that must give a clear error (never a panic).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
+use crate::common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
 
 /// A flat SimGrid cluster of `hosts` hosts: 1 GB/s, 10 us private split-duplex links, 1 Gf.
 fn cluster(dir: &Path, hosts: u32) -> PathBuf {

@@ -1,13 +1,13 @@
 //! `mpiscope export --format chrome|paraver` on traces of real runs: the files parse, every
 //! message end is paired with its start, Paraver's records are sorted and complete.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
 use serde_json::Value;
 
 fn traced(program: &str, args: &[&str], dir: &Path) -> PathBuf {

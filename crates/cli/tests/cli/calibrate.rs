@@ -1,12 +1,10 @@
 //! `mpiscope calibrate`: benchmark results in, a platform out that makes `mpiscope replay`
 //! reproduce the measured point-to-point times (the loop of measure, calibrate, simulate).
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{mpi_lock, mpiscope, tempdir};
+use crate::common::{mpi_lock, mpiscope, tempdir};
 
 /// One-way time of the synthetic machine: eager below 4 KiB, rendezvous above.
 fn one_way(bytes: u64) -> f64 {

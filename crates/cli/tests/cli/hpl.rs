@@ -1,12 +1,10 @@
 //! End-to-end tests of `mpiscope hpl`: an `HPL.dat` with every broadcast, both depths and
 //! every swap variant simulated on a small SimGrid cluster, HPL's output format, the JSON.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{mpiscope, tempdir};
+use crate::common::{mpiscope, tempdir};
 
 /// HPL.dat with the given Ns, grids, BCASTs, DEPTHs and SWAP.
 fn dat(dir: &Path, ns: &str, ps: &str, qs: &str, bcasts: &str, depths: &str, swap: u32) -> String {

@@ -2,12 +2,10 @@
 //! time-independent trace whose times are known analytically, resumed, rerun point by
 //! point, shared between two "launcher ranks", and bad studies.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{mpi_lock, mpiscope, tempdir, Mpi};
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
 
 /// Rank 0 computes 1 Gflop then sends 100 MB to rank 1.
 fn workload(dir: &Path) {

@@ -24,7 +24,7 @@
 //!   files cannot be committed).
 //! * `timeout_s` (optional, default 60): a run that takes longer is a hang.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -271,5 +271,5 @@ fn every_malformed_input_gets_a_clear_error() {
         outcomes.len(),
         failures.join("\n")
     );
-    common::bless_section("corpus", &table(&outcomes), "--test corpus");
+    common::bless_section("corpus", &table(&outcomes), "--test cli -- corpus::");
 }

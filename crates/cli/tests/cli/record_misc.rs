@@ -5,7 +5,7 @@
 //!
 //! Test programs live in `tests/programs/fortran` and `tests/programs/misc`.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Mpi, Run};
+use crate::common::{Mpi, Run};
 use mpiscope_trace::{CommKind, Event, Lang, ListKind, RunDir, Slot, Tables, Trailer, PEER_ANY};
 
 // ------------------------------------------------------------------------------- helpers

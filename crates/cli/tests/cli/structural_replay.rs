@@ -5,12 +5,10 @@
 //! of their position, so the replay loses the run-to-run noise that the slowest rank of
 //! each step accumulates), and a file whose size does not grow with the iteration count.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
+use crate::common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
 use serde_json::Value;
 
 fn cluster(dir: &Path) -> PathBuf {
