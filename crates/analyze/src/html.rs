@@ -1,8 +1,8 @@
 //! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
-//! SVG (no script, no external file): calls per function on a log scale (seed 000's
+//! SVG (no script, no external file): calls per function on a log scale ([Polivanov 2012]'s
 //! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
 //! bursts, the communication matrices (point-to-point, collective, both) as heat maps, a timeline of the middle of the run's
-//! communicating part, and the loop structure of each class of ranks (seed 003's notation).
+//! communicating part, and the loop structure of each class of ranks ([Grosclaude 2012]'s notation).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -635,7 +635,7 @@ fn curves(
     s
 }
 
-/// The scaling page of `mpiscope compare --html` (seed 000's Figure 4): a table of the
+/// The scaling page of `mpiscope compare --html` ([Polivanov 2012]'s Figure 4): a table of the
 /// runs, then curves against the rank count of the compute bursts' harmonic mean and mean,
 /// the calls per rank and the bytes per call of the busiest functions, and the MPI time
 /// fraction.

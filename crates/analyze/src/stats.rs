@@ -62,10 +62,10 @@ pub struct RankStats {
     pub bursts: u64,
     /// Their mean, seconds.
     pub burst_mean_s: f64,
-    /// Their harmonic mean (seed 000's measure of how closely calls follow each other),
+    /// Their harmonic mean ([Polivanov 2012]'s measure of how closely calls follow each other),
     /// seconds; bursts of 0 ns are left out.
     pub burst_harmonic_mean_s: f64,
-    /// Compute time over MPI time (seed 003's granularity).
+    /// Compute time over MPI time ([Grosclaude 2012]'s granularity).
     pub granularity: f64,
     /// Threads that made MPI calls.
     pub threads: u32,

@@ -1,6 +1,6 @@
-//! The program's loop structure, recovered from a trace (seed 003): each rank's
+//! The program's loop structure, recovered from a trace ([Grosclaude 2012]): each rank's
 //! communication calls and the compute bursts between them become symbols, compressed
-//! losslessly into nested loops (`mpiscope_structure`), printed in the seed's notation
+//! losslessly into nested loops (`mpiscope_structure`), printed in [Grosclaude 2012]'s notation
 //! (`(CPU2: 1308792.75 + Allreduce2: 128.75)[4]: 5235686`, times in microseconds), and
 //! ranks with the same structure are grouped (SPMD classes, master/worker roles).
 //!
@@ -24,7 +24,7 @@ use crate::AnalyzeError;
 /// How much of a call goes into its symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
-    /// Call and callsite (the seed's choice: "destination processes or data sizes are
+    /// Call and callsite ([Grosclaude 2012]'s choice: "destination processes or data sizes are
     /// pruned").
     Low,
     /// Also the peer relative to the rank and the size class.
@@ -36,7 +36,7 @@ pub enum Detail {
 pub enum Algorithm {
     /// Online loop folding, linear time ([`mpiscope_structure::fold`]).
     Fold,
-    /// The seed's runs-and-digrams algorithm ([`mpiscope_structure::seed`]).
+    /// [Grosclaude 2012]'s runs-and-digrams algorithm ([`mpiscope_structure::seed`]).
     Seed,
 }
 
@@ -346,7 +346,7 @@ fn value(v: f64) -> String {
 }
 
 impl Structure {
-    /// The seed's text: per class of ranks, one numbered line per top-level item; a loop or
+    /// [Grosclaude 2012]'s text: per class of ranks, one numbered line per top-level item; a loop or
     /// sequence line ends with its total. Times in microseconds, averaged over the ranks of
     /// the class.
     pub fn to_text(&self) -> String {

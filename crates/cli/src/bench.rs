@@ -22,7 +22,7 @@ pub struct BenchArgs {
     /// `--predict PLATFORM` (trace the run,
     /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
     /// of `--predict` in DIR), `--force` (replace an output file of another kind; with
-    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in the seed's syntax or as
+    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or as
     /// long options.
     #[arg(
         trailing_var_arg = true,

@@ -9,7 +9,7 @@
 //!   blocking, records each rank's first touches of the received sub-messages into
 //!   `DIR/access-<rank>.jsonl`, and writes the consensus order per call site to
 //!   `DIR/order.json`.
-//! * `mpiscope overlap bench`: the overlap micro-benchmark (seed 001, Table 1).
+//! * `mpiscope overlap bench`: the overlap micro-benchmark ([Li 2010], Table 1).
 //! * `mpiscope overlap predict RUN`: what T-NBC would hide, from an mpiscope trace.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub struct OverlapArgs {
 
 #[derive(Subcommand, Debug)]
 enum OverlapCommand {
-    /// Overlap micro-benchmark: MPI_Alltoall followed by computation, the seed's five
+    /// Overlap micro-benchmark: MPI_Alltoall followed by computation, [Li 2010]'s five
     /// scenarios, blocking vs T-NBC vs MPI_Ialltoall + MPI_Wait.
     Bench(BenchArgs),
     /// Predict what T-NBC would hide for a traced run (`mpiscope trace` directory).
@@ -68,7 +68,7 @@ struct RunArgs {
     stats: bool,
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
-    /// data is read first (seed 001, section 5.2.2).
+    /// data is read first ([Li 2010], section 5.2.2).
     #[arg(long, value_name = "N")]
     ranks_per_node: Option<u32>,
     /// MPI flavour of the program: auto, openmpi, mpich.
@@ -97,7 +97,7 @@ struct BenchArgs {
     /// Computation: sleep (no CPU contention with the progress thread) or spin.
     #[arg(long, default_value = "sleep")]
     kind: String,
-    /// Scenarios to run, among a b c d e (seed 001, Table 1).
+    /// Scenarios to run, among a b c d e ([Li 2010], Table 1).
     #[arg(long, default_value = "abcde")]
     scenarios: String,
     /// MPI: openmpi or mpich.
@@ -455,7 +455,7 @@ fn bench(b: BenchArgs) -> Result<i32> {
         }
         Ok(text)
     };
-    // T: the T-NBC collective alone; the scenarios scale with it (the seed's ratios).
+    // T: the T-NBC collective alone; the scenarios scale with it ([Li 2010]'s ratios).
     let t = field(&measure("t-nbc", 0.0, 0.0)?, "pure_us");
     let mut rows = Vec::new();
     for s in b.scenarios.chars() {

@@ -22,7 +22,7 @@ pub struct StructureArgs {
     /// message size class.
     #[arg(long, default_value = "low", value_parser = ["low", "high"])]
     detail: String,
-    /// `fold` (linear-time loop folding) or `seed` (seed 003's runs and digrams).
+    /// `fold` (linear-time loop folding) or `seed` ([Grosclaude 2012]'s runs and digrams).
     #[arg(long, default_value = "fold", value_parser = ["fold", "seed"])]
     algorithm: String,
     /// Print JSON (the tree with per-position statistics) instead of text.

@@ -1,4 +1,4 @@
-//! T-NBC preload library (issue 7, seed 001): returns from MPI_Alltoall, MPI_Alltoallv and
+//! T-NBC preload library ([Li 2010]): returns from MPI_Alltoall, MPI_Alltoallv and
 //! MPI_Bcast early and completes them from a progress thread while the application computes,
 //! guarding the buffers with `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
 //! mode, records the order in which the program first reads what it received.

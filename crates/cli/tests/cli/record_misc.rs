@@ -1677,7 +1677,7 @@ fn hpcc_openmpi() {
     }
     assert_eq!(ip["recorded"], recorded);
 
-    // Seed 000 found MPI_Iprobe the most frequent call of HPL. Over the whole of hpcc that is
+    // [Polivanov 2012] found MPI_Iprobe the most frequent call of HPL. Over the whole of hpcc that is
     // MPI_Testany (MPIRandomAccess polls with it); within the HPL section, which comes last
     // and starts by building its process grid (MPI_Comm_split), it must be MPI_Iprobe.
     let mut hpl_start = None;
@@ -1746,7 +1746,7 @@ fn hpcc_openmpi() {
     }
 
     // Understand: the structure and the HTML report of the whole run complete, and the page
-    // renders (seed 000's calls-per-function figure, compute and MPI per rank).
+    // renders ([Polivanov 2012]'s calls-per-function figure, compute and MPI per rank).
     let o = Command::new(common::mpiscope())
         .arg("structure")
         .arg(&trace)

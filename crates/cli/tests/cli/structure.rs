@@ -88,7 +88,7 @@ fn ep(mpi: Mpi) {
         ["CPU", "MPI_Bcast", "CPU", "MPI_Barrier", "loop[7]"],
         "{s}"
     );
-    // The seed's algorithm finds the same loop.
+    // [Grosclaude 2012]'s algorithm finds the same loop.
     let tmp = tempdir();
     let s = structure_of(mpi, "ep", &["5"], &["--algorithm", "seed"], tmp.path());
     let l = loops(&s["classes"][0]["nodes"]);
