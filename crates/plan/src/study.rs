@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::point::MpiSettings;
+use crate::mpi::MpiSettings;
 use crate::PlanError;
 
 /// What runs at every point.
