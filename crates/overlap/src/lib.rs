@@ -21,6 +21,7 @@
     non_camel_case_types,
     non_snake_case,
     dead_code,
+    missing_docs,
     clippy::all
 )]
 pub mod mpi {
@@ -28,7 +29,7 @@ pub mod mpi {
 }
 
 /// Values of `mpi.h` macros that bindgen cannot evaluate.
-#[allow(dead_code)]
+#[allow(dead_code, missing_docs)]
 pub mod consts {
     use crate::mpi::*;
     use core::ffi::c_void;

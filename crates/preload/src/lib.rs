@@ -40,6 +40,7 @@
     non_camel_case_types,
     non_snake_case,
     dead_code,
+    missing_docs,
     clippy::all
 )]
 pub mod mpi {
@@ -47,7 +48,7 @@ pub mod mpi {
 }
 
 /// Values of `mpi.h` macros that bindgen cannot evaluate.
-#[allow(dead_code)]
+#[allow(dead_code, missing_docs)]
 pub mod consts {
     use crate::mpi::*;
     use core::ffi::c_void;
@@ -88,6 +89,7 @@ pub mod threads;
     unused_unsafe,
     unused_variables,
     unused_mut,
+    missing_docs,
     non_snake_case
 )]
 pub mod wrappers {
