@@ -38,7 +38,7 @@ struct ExportFormat(Format);
 
 /// Every format as a clap value, in [`Format::ALL`]'s order.
 const FORMATS: [ExportFormat; Format::ALL.len()] = {
-    let mut all = [ExportFormat(Format::SimgridTi); Format::ALL.len()];
+    let mut all = [ExportFormat(Format::ALL[0]); Format::ALL.len()];
     let mut i = 0;
     while i < all.len() {
         all[i] = ExportFormat(Format::ALL[i]);
@@ -61,59 +61,15 @@ impl clap::ValueEnum for ExportFormat {
 pub fn export(a: ExportArgs) -> Result<i32> {
     let run = crate::inputs::open_run(&a.dir)?;
     crate::inputs::announce_input(&run);
-    let output = &a.output;
-    match a.format.0 {
-        Format::SimgridTi => {
-            let opts = mpiscope_export::TiOptions {
-                host_speed_flops: a.flops,
-                min_compute_ns: a.min_compute_ns,
-                force: a.force,
-            };
-            let s = mpiscope_export::export_simgrid_ti(&run, output, &opts)?;
-            eprintln!(
-                "mpiscope: wrote {} actions for {} ranks to {} (replay: smpirun -replay {}/index.txt ...)",
-                s.actions,
-                s.ranks,
-                output.display(),
-                output.display()
-            );
-            for note in &s.skipped {
-                eprintln!("mpiscope: note: {note}");
-            }
-        }
-        Format::Chrome => {
-            let s = mpiscope_export::export_chrome(&run, output, a.force)?;
-            eprintln!(
-                "mpiscope: wrote {} calls and {} messages ({} received) of {} ranks to {} (open in https://ui.perfetto.dev)",
-                s.calls,
-                s.sends,
-                s.receives,
-                s.ranks,
-                output.display()
-            );
-        }
-        Format::Otf2 => {
-            let s = mpiscope_export::export_otf2(&run, output, a.force)?;
-            eprintln!(
-                "mpiscope: wrote {} events ({} sends, {} receives) of {} ranks, {} locations to {}/traces.otf2",
-                s.events,
-                s.sends,
-                s.receives,
-                s.ranks,
-                s.locations,
-                output.display()
-            );
-        }
-        Format::Paraver => {
-            let s = mpiscope_export::export_paraver(&run, output, a.force)?;
-            eprintln!(
-                "mpiscope: wrote {} records ({} communications) of {} ranks to {}.prv/.pcf/.row",
-                s.records,
-                s.communications,
-                s.ranks,
-                output.display()
-            );
-        }
+    let options = mpiscope_export::ExportOptions {
+        host_speed_flops: a.flops,
+        min_compute_ns: a.min_compute_ns,
+        force: a.force,
+    };
+    let written = a.format.0.export(&run, &a.output, &options)?;
+    eprintln!("mpiscope: {}", written.message);
+    for note in &written.notes {
+        eprintln!("mpiscope: note: {note}");
     }
     Ok(0)
 }

@@ -44,6 +44,26 @@ fn json_str(s: &str) -> String {
     o
 }
 
+/// `--format chrome`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "chrome",
+    description: "one Chrome trace JSON file for Perfetto (calls, message arrows)",
+    export: |run, out, options| {
+        let s = export_chrome(run, out, options.force)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} calls and {} messages ({} received) of {} ranks to {} (open in https://ui.perfetto.dev)",
+                s.calls,
+                s.sends,
+                s.receives,
+                s.ranks,
+                out.display()
+            ),
+            notes: Vec::new(),
+        })
+    },
+};
+
 /// Writes `run` as Chrome trace JSON to the file `out` (atomically; an existing file that
 /// is not an mpiscope Chrome trace is replaced only with `force`).
 pub fn export_chrome(run: &RunDir, out: &Path, force: bool) -> Result<ChromeSummary, ExportError> {

@@ -10,10 +10,13 @@
 //! draw messages.
 //!
 //! Exporters read a run directory through [`mpiscope_trace::RunDir`] and stream each rank's
-//! events, so memory stays small whatever the trace size. [`Format`] names the formats, for
-//! command lines, help and errors.
+//! events, so memory stays small whatever the trace size. Each format's module registers
+//! itself with a [`Registration`] (name, description, export function) listed in
+//! [`Format::ALL`]: the command line, help and errors take the formats from there.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use mpiscope_trace::RunDir;
 
 pub mod chrome;
 pub mod otf2;
@@ -26,49 +29,82 @@ pub use otf2::{export_otf2, Otf2Summary};
 pub use paraver::{export_paraver, ParaverSummary};
 pub use simgrid_ti::{export_simgrid_ti, TiOptions, TiSummary};
 
-/// An export format, by the name command lines give it (`--format simgrid-ti`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// SimGrid time-independent traces ([`simgrid_ti`]).
-    SimgridTi,
-    /// Chrome trace event JSON for Perfetto ([`chrome`]).
-    Chrome,
-    /// Paraver's `.prv`, `.pcf` and `.row` ([`paraver`]).
-    Paraver,
-    /// An OTF2 archive ([`otf2`]).
-    Otf2,
+/// What every export is given: the tools' formats take the options they use and leave the
+/// others.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExportOptions {
+    /// Host speed (flop/s) turning compute bursts into flop counts (simgrid-ti).
+    pub host_speed_flops: f64,
+    /// Compute bursts shorter than this many ns are dropped (simgrid-ti).
+    pub min_compute_ns: u64,
+    /// Replace an existing output that mpiscope did not write (never a directory, a
+    /// symbolic link or a special file).
+    pub force: bool,
 }
+
+impl Default for ExportOptions {
+    fn default() -> ExportOptions {
+        ExportOptions {
+            host_speed_flops: 1e9,
+            min_compute_ns: 0,
+            force: false,
+        }
+    }
+}
+
+/// What an export wrote, for its user: one sentence, and notes on what it left out.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Written {
+    /// What was written where, and what opens it.
+    pub message: String,
+    /// Calls or ranks the format could not carry, one line each.
+    pub notes: Vec<String>,
+}
+
+/// An export format offered by name: each format's module defines one, [`Format::ALL`]
+/// lists them (adding a format is its module plus one line there).
+#[derive(Debug)]
+pub struct Registration {
+    /// Its name (`--format NAME`).
+    pub name: &'static str,
+    /// What it is for and what the export writes, for help.
+    pub description: &'static str,
+    /// Writes the run to the output path (a file, a directory or a base name, as the
+    /// description says).
+    pub export: fn(&RunDir, &Path, &ExportOptions) -> Result<Written, ExportError>,
+}
+
+/// An export format, by the name command lines give it (`--format simgrid-ti`).
+#[derive(Debug, Clone, Copy)]
+pub struct Format(&'static Registration);
 
 impl Format {
     /// Every format, in the order help lists them.
     pub const ALL: [Format; 4] = [
-        Format::SimgridTi,
-        Format::Chrome,
-        Format::Paraver,
-        Format::Otf2,
+        Format(&simgrid_ti::FORMAT),
+        Format(&chrome::FORMAT),
+        Format(&paraver::FORMAT),
+        Format(&otf2::FORMAT),
     ];
 
     /// The format's name (`simgrid-ti`, `chrome`, `paraver`, `otf2`).
     pub fn name(self) -> &'static str {
-        match self {
-            Format::SimgridTi => "simgrid-ti",
-            Format::Chrome => "chrome",
-            Format::Paraver => "paraver",
-            Format::Otf2 => "otf2",
-        }
+        self.0.name
     }
 
     /// What the format is for and what the export writes, for help.
     pub fn description(self) -> &'static str {
-        match self {
-            Format::SimgridTi => {
-                "SimGrid time-independent traces: the directory OUT with OUT/index.txt, for \
-                 `smpirun -replay`"
-            }
-            Format::Chrome => "one Chrome trace JSON file for Perfetto (calls, message arrows)",
-            Format::Paraver => "Paraver's OUT.prv, OUT.pcf and OUT.row",
-            Format::Otf2 => "the OTF2 archive OUT/traces.otf2 (Vampir, Scalasca)",
-        }
+        self.0.description
+    }
+
+    /// Writes `run` in this format to `out`.
+    pub fn export(
+        self,
+        run: &RunDir,
+        out: &Path,
+        options: &ExportOptions,
+    ) -> Result<Written, ExportError> {
+        (self.0.export)(run, out, options)
     }
 
     /// Every format's name, for messages: `simgrid-ti, chrome, paraver, otf2`.
@@ -76,6 +112,14 @@ impl Format {
         Format::ALL.map(Format::name).join(", ")
     }
 }
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Format {}
 
 impl std::fmt::Display for Format {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

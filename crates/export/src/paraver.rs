@@ -132,6 +132,25 @@ fn with_ext(base: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `--format paraver`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "paraver",
+    description: "Paraver's OUT.prv, OUT.pcf and OUT.row",
+    export: |run, out, options| {
+        let s = export_paraver(run, out, options.force)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} records ({} communications) of {} ranks to {}.prv/.pcf/.row",
+                s.records,
+                s.communications,
+                s.ranks,
+                out.display()
+            ),
+            notes: Vec::new(),
+        })
+    },
+};
+
 /// Writes `run` as `base.prv`, `base.pcf` and `base.row` (atomically, the three put in
 /// place once all are complete; existing files of other kinds are replaced only with
 /// `force`).

@@ -193,6 +193,27 @@ fn write_error(out: &Path, what: &str) -> ExportError {
     }
 }
 
+/// `--format otf2`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "otf2",
+    description: "the OTF2 archive OUT/traces.otf2 (Vampir, Scalasca)",
+    export: |run, out, options| {
+        let s = export_otf2(run, out, options.force)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} events ({} sends, {} receives) of {} ranks, {} locations to {}/traces.otf2",
+                s.events,
+                s.sends,
+                s.receives,
+                s.ranks,
+                s.locations,
+                out.display()
+            ),
+            notes: Vec::new(),
+        })
+    },
+};
+
 /// Writes `run` as the OTF2 archive `out/traces.otf2` (with `out/traces.def` and
 /// `out/traces/`). The archive is written in a private directory inside `out` and moved
 /// into place when complete; an earlier archive is replaced only when mpiscope wrote it

@@ -181,6 +181,31 @@ pub struct TiSummary {
     pub skipped: Vec<String>,
 }
 
+/// `--format simgrid-ti`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "simgrid-ti",
+    description: "SimGrid time-independent traces: the directory OUT with OUT/index.txt, for \
+                  `smpirun -replay`",
+    export: |run, out, options| {
+        let ti = TiOptions {
+            host_speed_flops: options.host_speed_flops,
+            min_compute_ns: options.min_compute_ns,
+            force: options.force,
+        };
+        let s = export_simgrid_ti(run, out, &ti)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} actions for {} ranks to {} (replay: smpirun -replay {}/index.txt ...)",
+                s.actions,
+                s.ranks,
+                out.display(),
+                out.display()
+            ),
+            notes: s.skipped,
+        })
+    },
+};
+
 /// Converts the run in `run` into SimGrid TI traces in `out_dir` (created if needed):
 /// `rank-N.txt` for each rank and `index.txt` listing them by absolute path.
 ///
