@@ -1,5 +1,7 @@
 //! Message patterns checked against HPL's algorithms, expected values derived by hand.
 
+use mpiscope_sim::calibration::KernelCost;
+
 use super::*;
 
 fn sends(plan: &BcastPlan) -> Vec<(u32, u64)> {
@@ -350,38 +352,6 @@ fn one_process_computes_lu_flops() {
         let hpl = run.flops();
         assert!((f - hpl).abs() / hpl < 0.005, "depth {depth}: {f} vs {hpl}");
     }
-}
-
-#[test]
-fn calibrated_kernels_turn_seconds_into_flops() {
-    let mut config = BTreeMap::new();
-    config.insert("mpiscope/dgemm".to_owned(), "1e-10 2e-9".to_owned());
-    config.insert("mpiscope/dtrsm".to_owned(), "3e-10 0".to_owned());
-    let k = Kernels::from_config(&config).unwrap();
-    assert_eq!(
-        k.dgemm,
-        Some(KernelCost {
-            per_work: 1e-10,
-            per_element: 2e-9
-        })
-    );
-    // dgemm 100 x 10 x 10: 1e-10 * 1e4 + 2e-9 * 1e3 = 3e-6 s, at 1 Gf/s 3000 flops.
-    assert!((k.dgemm_flops(100, 10, 10, 1e9) - 3000.0).abs() < 1e-6);
-    // dtrsm triangle 10, 100 columns: 3e-10 * 1e4 = 3e-6 s.
-    assert!((k.dtrsm_flops(10, 100, 1e9) - 3000.0).abs() < 1e-6);
-    // Without a model: the flop counts.
-    assert_eq!(Kernels::default().dgemm_flops(100, 10, 10, 1e9), 20000.0);
-    assert_eq!(Kernels::default().dtrsm_flops(10, 100, 1e9), 10000.0);
-    // The panel model: 1e-9 s per flop and 1e-8 s per element, at 1 Gf/s.
-    assert_eq!(k.panel, None);
-    assert_eq!(k.panel_column_flops(5000.0, 100, 1e9), 5000.0);
-    config.insert("mpiscope/panel".to_owned(), "1e-9 1e-8".to_owned());
-    let k = Kernels::from_config(&config).unwrap();
-    assert!((k.panel_column_flops(5000.0, 100, 1e9) - 6000.0).abs() < 1e-6);
-    config.insert("mpiscope/dtrsm".to_owned(), "fast".to_owned());
-    assert!(Kernels::from_config(&config)
-        .unwrap_err()
-        .contains("mpiscope/dtrsm"));
 }
 
 /// The first `count` messages and packs of `rank` on a `p x q` grid (1ring broadcast,
