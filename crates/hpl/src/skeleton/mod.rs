@@ -23,6 +23,7 @@
 //!   `2*mp*(jb-i-1) + mp` flops for column `i`, whatever PFACT/RFACT/NBMIN/NDIV (they change
 //!   HPL's blocking, not its flop count or its per-column pivot exchanges).
 
+mod grid;
 mod kernels;
 
 use std::collections::VecDeque;
@@ -31,31 +32,10 @@ use mpiscope_sim::workload::{Action, Outcome, RankWorkload, ReqHandle, WorkloadE
 
 use crate::dat::{Bcast, Pivots, Polls, Run, Swap};
 
+pub use grid::{local, numroc};
 pub use kernels::Kernels;
 
-/// HPL_numroc with the first block on process 0: how many of the indices `0..n` (blocks
-/// of `nb`, dealt cyclically) process `proc` of `nprocs` owns.
-pub fn numroc(n: u64, nb: u64, proc: u32, nprocs: u32) -> u64 {
-    let (proc, nprocs) = (u64::from(proc), u64::from(nprocs));
-    let blocks = n / nb;
-    let base = blocks / nprocs * nb;
-    let extra = blocks % nprocs;
-    if proc < extra {
-        base + nb
-    } else if proc == extra {
-        base + n % nb
-    } else {
-        base
-    }
-}
-
-/// How many of the indices `start..end` process `proc` owns.
-pub fn local(start: u64, end: u64, nb: u64, proc: u32, nprocs: u32) -> u64 {
-    if end <= start {
-        return 0;
-    }
-    numroc(end, nb, proc, nprocs) - numroc(start, nb, proc, nprocs)
-}
+use grid::{add, ip2_mask, sub};
 
 /// One message of a communication pattern, peers given as positions (process column for
 /// broadcasts, process row for swaps and pivots).
@@ -90,25 +70,6 @@ pub enum Msg {
         /// Synchronous send.
         sync: bool,
     },
-}
-
-fn add(a: u32, b: u32, n: u32) -> u32 {
-    (a + b) % n
-}
-
-fn sub(a: u32, b: u32, n: u32) -> u32 {
-    (a + n - b % n) % n
-}
-
-/// Largest power of two <= `k` (1 for k <= 1) and the matching mask (2 ip2 - 1).
-fn ip2_mask(k: u32) -> (u32, u32) {
-    let (mut ip2, mut mask, mut k) = (1u32, 1u32, k);
-    while k > 1 {
-        k >>= 1;
-        ip2 <<= 1;
-        mask = (mask << 1) | 1;
-    }
-    (ip2, mask)
 }
 
 /// A rank's part in one panel broadcast: the column it must see a message from before

@@ -15,16 +15,6 @@ fn sends(plan: &BcastPlan) -> Vec<(u32, u64)> {
 }
 
 #[test]
-fn numroc_deals_blocks_cyclically() {
-    // N = 10, NB = 3, 2 processes: blocks [0,3) [6,9) on 0 (6), [3,6) [9,10) on 1 (4).
-    assert_eq!(numroc(10, 3, 0, 2), 6);
-    assert_eq!(numroc(10, 3, 1, 2), 4);
-    // Columns 3..10 (7 of them): process 0 has 6,7,8; process 1 has 3,4,5,9.
-    assert_eq!(local(3, 10, 3, 0, 2), 3);
-    assert_eq!(local(3, 10, 3, 1, 2), 4);
-}
-
-#[test]
 fn one_ring_passes_along_the_row() {
     // Q = 4, root 1: 1 -> 2 -> 3 -> 0; 0's next is the root, it stops.
     let p = |me| bcast_plan(Bcast::OneRing, 4, 1, me, 10);
