@@ -2,6 +2,7 @@
 //! row copies around the swaps' messages.
 
 use mpiscope_sim::calibration::KernelCost;
+use mpiscope_sim::workload::{Action, Outcome};
 
 use super::*;
 
