@@ -476,12 +476,14 @@ impl HplRank {
     }
 }
 
-impl RankWorkload for HplRank {
-    fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
-        // The action behind a phase's callsite (whose outcome is nothing).
-        if let Some(a) = self.stash.take() {
-            return Some(Ok(a));
-        }
+/// The steps of [`HplRank::next`]: taking in an outcome, and the queue items that return
+/// an action of their own.
+impl HplRank {
+    /// Takes in the outcome of the last action: a clock reading; how an aggregated polled
+    /// update ended (its columns left queued again, after the pending broadcast's messages
+    /// if the probe found them); or the answer of a probe of the pending broadcast (its
+    /// messages queued if found).
+    fn take_outcome(&mut self, last: Outcome) {
         if let Outcome::Time(t) = last {
             self.clocks.push(t);
         }
@@ -508,6 +510,109 @@ impl RankWorkload for HplRank {
                 }
             }
         }
+    }
+
+    /// [`Item::Poll`]: the pending broadcast's `Iprobe` to return (its answer awaited), or,
+    /// if the broadcast needs no probe, its messages queued at once.
+    fn poll(&mut self) -> Option<Action> {
+        match &self.pending {
+            None => None,
+            Some(Pending { probe: None, .. }) => {
+                let p = self.pending.take().expect("pending");
+                self.prepend(p.actions, phase::BCAST);
+                None
+            }
+            Some(Pending {
+                probe: Some((src, tag)),
+                ..
+            }) => {
+                let (src, tag) = (*src, *tag);
+                self.awaiting_probe = true;
+                Some(Action::Iprobe {
+                    src: i64::from(src),
+                    tag,
+                    comm: 0,
+                })
+            }
+        }
+    }
+
+    /// [`Item::Finish`]: the pending broadcast's messages queued, and its blocking `Probe`
+    /// to return first if it has one.
+    fn finish(&mut self) -> Option<Action> {
+        let p = self.pending.take()?;
+        self.prepend(p.actions, phase::BCAST);
+        let (src, tag) = p.probe?;
+        Some(Action::Probe {
+            src: i64::from(src),
+            tag,
+            comm: 0,
+        })
+    }
+
+    /// [`Item::Update`]: the next computation of a trailing update with `left` columns to
+    /// go (`None` if it has no flops). While a broadcast is pending and polled, that is one
+    /// chunk of nb columns (the rest queued after a poll), or with [`Polls::Aggregated`] all
+    /// the chunks followed by a probe as one [`Action::ComputeWhilePolling`].
+    fn update_step(&mut self, left: u64, mp: u64, jb: u64, poll: bool) -> Option<Action> {
+        let nb = self.s.run.nb;
+        // The chunks of nb columns followed by a probe (all but the last piece)
+        // run as one action that stops after the chunk the broadcast arrives in.
+        let polled = left.saturating_sub(1) / nb;
+        let aggregate = poll && self.s.run.polls == Polls::Aggregated;
+        if let (
+            true,
+            Some(Pending {
+                probe: Some((src, tag)),
+                ..
+            }),
+            1..,
+        ) = (aggregate, &self.pending, polled)
+        {
+            let kern = self.s.kernels;
+            let flops =
+                kern.dtrsm_flops(jb, nb, self.speed) + kern.dgemm_flops(mp, nb, jb, self.speed);
+            let action = Action::ComputeWhilePolling {
+                flops,
+                chunks: polled,
+                src: i64::from(*src),
+                tag: *tag,
+                comm: 0,
+            };
+            self.polled_update = Some((left, mp, jb));
+            return Some(action);
+        }
+        let chunk = if poll && self.pending.is_some() {
+            left.min(self.s.run.nb)
+        } else {
+            left
+        };
+        let kern = self.s.kernels;
+        let flops =
+            kern.dtrsm_flops(jb, chunk, self.speed) + kern.dgemm_flops(mp, chunk, jb, self.speed);
+        if chunk < left {
+            self.queue.push_front(Item::Update {
+                left: left - chunk,
+                mp,
+                jb,
+                poll,
+            });
+            self.queue.push_front(Item::Poll);
+        }
+        if flops > 0.0 {
+            return Some(Action::Compute { flops });
+        }
+        None
+    }
+}
+
+impl RankWorkload for HplRank {
+    fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        // The action behind a phase's callsite (whose outcome is nothing).
+        if let Some(a) = self.stash.take() {
+            return Some(Ok(a));
+        }
+        self.take_outcome(last);
         loop {
             let Some(item) = self.queue.pop_front() else {
                 if self.generate() {
@@ -529,86 +634,19 @@ impl RankWorkload for HplRank {
                 }
                 Item::Factor { k, i } => self.factor_column(k, i),
                 Item::FactorMiddle { k } => self.factor_middle(k),
-                Item::Poll => match &self.pending {
-                    None => {}
-                    Some(Pending { probe: None, .. }) => {
-                        let p = self.pending.take().expect("pending");
-                        self.prepend(p.actions, phase::BCAST);
-                    }
-                    Some(Pending {
-                        probe: Some((src, tag)),
-                        ..
-                    }) => {
-                        let (src, tag) = (*src, *tag);
-                        self.awaiting_probe = true;
-                        let probe = Action::Iprobe {
-                            src: i64::from(src),
-                            tag,
-                            comm: 0,
-                        };
+                Item::Poll => {
+                    if let Some(probe) = self.poll() {
                         return self.emit(phase::BCAST, probe);
                     }
-                },
+                }
                 Item::Finish => {
-                    if let Some(p) = self.pending.take() {
-                        self.prepend(p.actions, phase::BCAST);
-                        if let Some((src, tag)) = p.probe {
-                            let probe = Action::Probe {
-                                src: i64::from(src),
-                                tag,
-                                comm: 0,
-                            };
-                            return self.emit(phase::BCAST, probe);
-                        }
+                    if let Some(probe) = self.finish() {
+                        return self.emit(phase::BCAST, probe);
                     }
                 }
                 Item::Update { left, mp, jb, poll } => {
-                    let nb = self.s.run.nb;
-                    // The chunks of nb columns followed by a probe (all but the last piece)
-                    // run as one action that stops after the chunk the broadcast arrives in.
-                    let polled = left.saturating_sub(1) / nb;
-                    let aggregate = poll && self.s.run.polls == Polls::Aggregated;
-                    if let (
-                        true,
-                        Some(Pending {
-                            probe: Some((src, tag)),
-                            ..
-                        }),
-                        1..,
-                    ) = (aggregate, &self.pending, polled)
-                    {
-                        let kern = self.s.kernels;
-                        let flops = kern.dtrsm_flops(jb, nb, self.speed)
-                            + kern.dgemm_flops(mp, nb, jb, self.speed);
-                        let action = Action::ComputeWhilePolling {
-                            flops,
-                            chunks: polled,
-                            src: i64::from(*src),
-                            tag: *tag,
-                            comm: 0,
-                        };
-                        self.polled_update = Some((left, mp, jb));
-                        return self.emit(phase::UPDATE, action);
-                    }
-                    let chunk = if poll && self.pending.is_some() {
-                        left.min(self.s.run.nb)
-                    } else {
-                        left
-                    };
-                    let kern = self.s.kernels;
-                    let flops = kern.dtrsm_flops(jb, chunk, self.speed)
-                        + kern.dgemm_flops(mp, chunk, jb, self.speed);
-                    if chunk < left {
-                        self.queue.push_front(Item::Update {
-                            left: left - chunk,
-                            mp,
-                            jb,
-                            poll,
-                        });
-                        self.queue.push_front(Item::Poll);
-                    }
-                    if flops > 0.0 {
-                        return self.emit(phase::UPDATE, Action::Compute { flops });
+                    if let Some(compute) = self.update_step(left, mp, jb, poll) {
+                        return self.emit(phase::UPDATE, compute);
                     }
                 }
             }
