@@ -18,6 +18,8 @@ use mpiscope_trace::{
     CommKind, Event, ListKind, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY,
 };
 
+use mpiscope_mpispec::Family;
+
 use super::callsites::{CallsiteKey, Callsites};
 use super::collective;
 use crate::workload::{Action, CommId, ReqHandle, WorkloadError, ANY};
@@ -239,12 +241,12 @@ impl Translator {
 
     /// The actions of one event.
     fn translate(&mut self, t: &Tables, name: &str, ev: &Event) -> Result<(), WorkloadError> {
-        let fam = mpiscope_mpispec::family(name);
+        let fam = Family::of(name);
         let call = Call {
             t,
             name,
             ev,
-            fam: &fam,
+            fam,
             nb: mpiscope_mpispec::is_nonblocking(name),
         };
         let a = &ev.args;
@@ -264,19 +266,25 @@ impl Translator {
         if mpiscope_mpispec::is_persistent(name) {
             return self.persistent(&call);
         }
-        match fam.as_str() {
-            "send" | "ssend" | "bsend" | "rsend" => self.send(&call)?,
-            "recv" | "mrecv" => self.recv(&call)?,
-            "sendrecv" | "sendrecv_replace" => self.sendrecv(&call)?,
-            "start" | "startall" => self.start(ev),
-            "wait" | "waitall" | "waitany" | "waitsome" | "test" | "testall" | "testany"
-            | "testsome" => self.complete(&call),
-            "probe" | "mprobe" | "improbe" | "iprobe" => self.probe(&call)?,
-            _ if mpiscope_mpispec::is_collective(name) && !fam.starts_with("neighbor") => {
+        match fam {
+            _ if fam.is_send() => self.send(&call)?,
+            Family::Recv | Family::Mrecv => self.recv(&call)?,
+            Family::Sendrecv | Family::SendrecvReplace => self.sendrecv(&call)?,
+            Family::Start | Family::Startall => self.start(ev),
+            Family::Wait
+            | Family::Waitall
+            | Family::Waitany
+            | Family::Waitsome
+            | Family::Test
+            | Family::Testall
+            | Family::Testany
+            | Family::Testsome => self.complete(&call),
+            Family::Probe | Family::Mprobe | Family::Improbe => self.probe(&call)?,
+            _ if mpiscope_mpispec::is_collective(name) && !fam.is_neighbor() => {
                 self.collective(&call)?
             }
-            "init" | "init_thread" => {}
-            "finalize" => {
+            Family::Init | Family::InitThread => {}
+            Family::Finalize => {
                 self.queue.push_back(Action::Finalize);
                 self.ended = true;
             }
@@ -298,7 +306,7 @@ impl Translator {
         let lc = self.comm_of(c)?;
         let a = &c.ev.args;
         if let Some(id) = a.get(Slot::Request) {
-            let send = !matches!(c.fam, "recv" | "precv");
+            let send = !matches!(c.fam, Family::Recv | Family::Precv);
             self.persistent.insert(
                 id,
                 Persistent {
@@ -333,7 +341,7 @@ impl Translator {
             bytes: c.bytes(Slot::Bytes),
             comm: lc.id,
             req: c.request(),
-            sync: c.fam == "ssend",
+            sync: c.fam == Family::Ssend,
         });
         Ok(())
     }
@@ -416,7 +424,7 @@ impl Translator {
                 .get(Slot::StatusTag)
                 .or(a.get(Slot::RecvTag))
                 .unwrap_or(TAG_ANY);
-            let rb = if c.fam == "sendrecv" {
+            let rb = if c.fam == Family::Sendrecv {
                 c.bytes(Slot::RecvBytes)
             } else {
                 c.bytes(Slot::Bytes)
@@ -504,7 +512,7 @@ impl Translator {
                         .unwrap_or(done.request as ReqHandle)
                 })
                 .collect();
-        let failed_test = c.fam.starts_with("test") && c.ev.args.get(Slot::Flag) == Some(0);
+        let failed_test = c.fam.is_test() && c.ev.args.get(Slot::Flag) == Some(0);
         if !failed_test && !reqs.is_empty() {
             self.queue.push_back(Action::Wait { reqs });
         }
@@ -513,7 +521,9 @@ impl Translator {
     /// Probes: failed polls are skipped; a successful one waits for the message.
     fn probe(&mut self, c: &Call) -> Result<(), WorkloadError> {
         let a = &c.ev.args;
-        let polled = c.fam == "improbe" || c.fam == "iprobe";
+        // `MPI_Iprobe` (family `Probe`, non-blocking) and `MPI_Improbe` poll: only a
+        // successful poll waits for its message.
+        let polled = c.nb || c.fam == Family::Improbe;
         if polled && a.get(Slot::Flag) != Some(1) {
             return Ok(());
         }
@@ -556,7 +566,7 @@ impl Translator {
         } else {
             self.comm_rank(&lc, root_world).unwrap_or(0)
         };
-        let args = collective::args(c.ev, c.fam, lc.size, me, root);
+        let args = collective::args(c.ev, c.fam.name(), lc.size, me, root);
         self.queue.push_back(Action::Collective {
             args,
             comm: lc.id,
@@ -572,7 +582,7 @@ struct Call<'a> {
     t: &'a Tables,
     name: &'a str,
     ev: &'a Event,
-    fam: &'a str,
+    fam: Family,
     /// The non-blocking variant.
     nb: bool,
 }
@@ -618,3 +628,6 @@ impl Translator {
         self.translate(t, name, ev)
     }
 }
+
+#[cfg(test)]
+mod tests;
