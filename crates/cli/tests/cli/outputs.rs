@@ -6,7 +6,7 @@
 
 use crate::common;
 // The synthetic trace writer of the export tests (it allows its own unused helpers).
-#[path = "../../../export/tests/common/mod.rs"]
+#[path = "../../../export/tests/export/common.rs"]
 mod synthetic;
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,6 @@
 //! Exact TI text produced from small synthetic traces.
 
-mod common;
-
-use common::{lines, p2p, write_run, SELF, WORLD};
+use crate::common::{lines, p2p, write_run, SELF, WORLD};
 use mpiscope_export::{export_simgrid_ti, ExportError, TiOptions};
 use mpiscope_trace::{
     CommDef, CommKind, ListKind, RunDir, Slot, NO_VALUE, PEER_ANY, PEER_NULL, TAG_ANY,

@@ -1,9 +1,9 @@
 //! Exported synthetic traces replayed by SimGrid (`smpirun -replay`). SimGrid must be
 //! installed: these tests fail, saying so, when `smpirun` is missing.
 
-mod common;
+use crate::common;
 
-use common::{p2p, replay, write_run, WORLD};
+use crate::common::{p2p, replay, write_run, WORLD};
 use mpiscope_export::{export_simgrid_ti, TiOptions};
 use mpiscope_trace::{ListKind, RunDir, Slot, NO_VALUE, PEER_ANY, TAG_ANY};
 

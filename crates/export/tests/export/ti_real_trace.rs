@@ -5,13 +5,13 @@
 //! `cargo build --release -p mpiscope-preload-openmpi` (or its path in
 //! `MPISCOPE_PRELOAD_OPENMPI`); the test fails, saying which is missing, without them.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{replay, require_program};
+use crate::common::{replay, require_program};
 use mpiscope_export::{export_simgrid_ti, TiOptions};
 use mpiscope_trace::RunDir;
 
