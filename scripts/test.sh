@@ -27,7 +27,7 @@ trap stop_slurm EXIT
 cargo fmt --all -- --check
 cargo build --workspace --release --all-targets
 cargo clippy --workspace --release --all-targets -- -D warnings
-cargo test --workspace --release -- --test-threads=2
+cargo test --workspace --release --no-fail-fast -- --test-threads=2
 
 # Time-boxed fuzzing of every parser of outside input (skipped, with a note, where
 # cargo-fuzz cannot be installed).

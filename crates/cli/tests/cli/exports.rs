@@ -177,7 +177,10 @@ fn chrome_pairs_nonblocking_messages() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("'vampir'") && err.contains("--format"), "{err}");
+    assert!(
+        err.contains("'vampir'") && err.contains("--format"),
+        "{err}"
+    );
     // Every format is offered, from the one registry.
     assert!(err.contains("simgrid-ti, chrome, paraver, otf2"), "{err}");
 }
