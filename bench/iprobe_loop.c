@@ -1,4 +1,4 @@
-/* Recorder overhead benchmark: a tight MPI_Iprobe loop (seed 000: HPL polls with Iprobe
+/* Recorder overhead benchmark: a tight MPI_Iprobe loop ([Polivanov 2012]: HPL polls with Iprobe
  * thousands of times per message).
  *
  *   iprobe_loop CALLS REPS

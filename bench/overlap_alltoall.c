@@ -1,4 +1,4 @@
-/* Overlap micro-benchmark of MPI_Alltoall (seed 001, section 6.2 and Table 1).
+/* Overlap micro-benchmark of MPI_Alltoall ([Li 2010], section 6.2 and Table 1).
  *
  * Usage: overlap_alltoall MODE BYTES_PER_PEER REPS CURC_US CRC_US KIND
  *   MODE   blocking | ialltoall (under LD_PRELOAD=libmpiscope_overlap_*.so, "blocking" is T-NBC)

@@ -3,7 +3,7 @@
 # of `mpiscope report` (`profile`, all ranks in parallel) timed on its own in CPU time by
 # `crates/analyze/examples/report_passes.rs`, on two traced programs:
 #   1. Debian's hpcc at 4 ranks (HPL N=800, PTRANS, FFT, ...; MPI_Iprobe sampled 1 in 1000),
-#      the input of crates/cli/tests/record_misc.rs: about 4.3 M events, 10 bytes each;
+#      the input of crates/cli/tests/cli/record_misc/hpcc.rs: about 4.3 M events, 10 bytes each;
 #   2. tests/programs/npb/halo.c, 200,000 iterations at 4 ranks: 4.1 M events, 30 bytes each
 #      (every MPI_Waitall carries request and completion lists).
 # Then the whole `mpiscope report --json` on the hpcc trace (process start, every pass).
@@ -20,7 +20,7 @@ rm -rf "$out" && mkdir -p "$out/hpcc"
 # The hpcc input of the record tests.
 python3 - "$out/hpcc/hpccinf.txt" <<'PY'
 import sys
-s = open("crates/cli/tests/record_misc.rs").read()
+s = open("crates/cli/tests/cli/record_misc/hpcc.rs").read()
 start = s.index('const HPCC_INPUT: &str = "\\\n') + len('const HPCC_INPUT: &str = "\\\n')
 open(sys.argv[1], "w").write(s[start:s.index('";', start)])
 PY

@@ -13,7 +13,7 @@ packages=(
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
   libotf2-trace-dev otf2-tools    # OTF2 export (libotf2) and its check (otf2-print)
   chromium                        # renders the HTML reports in tests (headless)
-  slurm-wlm munge                 # a one-machine SLURM for crates/cli/tests/slurm.rs (scripts/slurm.sh)
+  slurm-wlm munge                 # a one-machine SLURM for crates/cli/tests/cli/slurm.rs (scripts/slurm.sh)
 )
 
 missing=()

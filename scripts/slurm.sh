@@ -23,7 +23,7 @@
 #
 # Some machines cannot run slurmd (no /proc of their own, a sandbox that refuses its
 # sockets): `up` then exits 3 with the reason and the daemons' logs, and the SLURM tests
-# (crates/cli/tests/slurm.rs) pass only after writing that reason to
+# (crates/cli/tests/cli/slurm.rs) pass only after writing that reason to
 # target/slurm-unavailable.txt.
 set -euo pipefail
 

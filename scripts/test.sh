@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR=never
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-# The SLURM tests (crates/cli/tests/slurm.rs) start a one-machine SLURM with scripts/slurm.sh
+# The SLURM tests (crates/cli/tests/cli/slurm.rs) start a one-machine SLURM with scripts/slurm.sh
 # and stop it themselves; should the test run die first, it is stopped here (unless it was up
 # before this script started).
 if ./scripts/slurm.sh status >/dev/null 2>&1; then
@@ -27,7 +27,7 @@ trap stop_slurm EXIT
 cargo fmt --all -- --check
 cargo build --workspace --release --all-targets
 cargo clippy --workspace --release --all-targets -- -D warnings
-cargo test --workspace --release -- --test-threads=2
+cargo test --workspace --release --no-fail-fast -- --test-threads=2
 
 # Time-boxed fuzzing of every parser of outside input (skipped, with a note, where
 # cargo-fuzz cannot be installed).

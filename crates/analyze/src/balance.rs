@@ -22,7 +22,7 @@ use mpiscope_trace::{RankReader, RunDir, Slot};
 use serde::Serialize;
 
 use crate::messages::{Item, MessageKey, RankWalk};
-use crate::profile::{PairTraffic, RankStats};
+use crate::stats::{PairTraffic, RankStats};
 use crate::AnalyzeError;
 
 /// Waiting of one rank.
@@ -100,6 +100,50 @@ pub struct Balance {
     pub placement: Option<Placement>,
 }
 
+impl Balance {
+    /// The balance as terminal text: imbalance and waiting, the largest waits, the
+    /// collectives waited in, and the placement suggestion.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "\nBalance: compute imbalance {:.1}%, MPI imbalance {:.1}% ((max / mean - 1) over ranks); \
+             waiting: late sender {:.6} s, late receiver {:.6} s, in collectives {:.6} s",
+            self.compute_imbalance_pct,
+            self.mpi_imbalance_pct,
+            self.late_sender_s,
+            self.late_receiver_s,
+            self.collective_wait_s
+        );
+        for w in self.waits.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  rank {} waited {:.6} s on rank {} ({}, {} messages)",
+                w.waiter, w.seconds, w.on, w.kind, w.messages
+            );
+        }
+        for c in self.collectives.iter().take(5) {
+            let _ = writeln!(
+                s,
+                "  {}: {:.6} s waiting for the last rank over {} calls",
+                c.function, c.seconds, c.instances
+            );
+        }
+        if let Some(p) = &self.placement {
+            let _ = writeln!(
+                s,
+                "  placement, {} ranks per node: {} inter-node bytes in rank order, {} with nodes {:?}",
+                p.ranks_per_node,
+                p.in_order_inter_node_bytes,
+                p.suggested_inter_node_bytes,
+                p.node_of_rank
+            );
+        }
+        s
+    }
+}
+
 fn imbalance(v: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = v.collect();
     if v.is_empty() {
@@ -147,14 +191,51 @@ pub fn balance(
             .collect(),
         ..Balance::default()
     };
-    let mut sends: HashMap<MessageKey, SendSide> = HashMap::new();
-    let mut recvs: Vec<(MessageKey, RecvSide)> = Vec::new();
-    // (communicator key, instance) -> (function, [(rank, enter, exit)]).
-    type Instance = (String, Vec<(u32, u64, u64)>);
-    let mut instances: HashMap<(u64, u64), Instance> = HashMap::new();
-    let mut items = Vec::new();
+    let mut ends = Ends::default();
     for (rank, path) in &run.rank_files {
-        let rank = *rank;
+        ends.read_rank(*rank, path)?;
+    }
+    // Sums in integer nanoseconds: the result does not depend on hash order.
+    let mut late_sender = vec![0u64; n];
+    let mut late_receiver = vec![0u64; n];
+    let mut in_collectives = vec![0u64; n];
+    b.waits = message_waits(&ends, &mut late_sender, &mut late_receiver);
+    b.collectives = collective_waits(ends.instances, &mut in_collectives);
+    for (r, w) in b.per_rank.iter_mut().enumerate() {
+        w.late_sender_s = ns(late_sender[r]);
+        w.late_receiver_s = ns(late_receiver[r]);
+        w.collective_wait_s = ns(in_collectives[r]);
+    }
+    b.late_sender_s = ns(late_sender.iter().sum());
+    b.late_receiver_s = ns(late_receiver.iter().sum());
+    b.collective_wait_s = ns(in_collectives.iter().sum());
+    if let Some(k) = ranks_per_node.filter(|&k| k > 0) {
+        b.placement = Some(placement(n, k, p2p));
+    }
+    Ok(b)
+}
+
+fn ns(v: u64) -> f64 {
+    v as f64 * 1e-9
+}
+
+/// One instance of a blocking collective: its function, and each member's (rank, entry,
+/// exit).
+type Instance = (String, Vec<(u32, u64, u64)>);
+
+/// The message ends and collective instances of the whole run.
+#[derive(Default)]
+struct Ends {
+    sends: HashMap<MessageKey, SendSide>,
+    recvs: Vec<(MessageKey, RecvSide)>,
+    /// By (communicator key, instance number on that communicator).
+    instances: HashMap<(u64, u64), Instance>,
+}
+
+impl Ends {
+    /// Adds the sends, receives and blocking collectives of `rank`'s file.
+    fn read_rank(&mut self, rank: u32, path: &std::path::Path) -> Result<(), AnalyzeError> {
+        let mut items = Vec::new();
         let mut reader = RankReader::open(path)?;
         let mut walk = RankWalk::new(rank);
         let mut names: HashMap<u32, (String, bool)> = HashMap::new();
@@ -167,8 +248,7 @@ pub fn balance(
                     && !mpiscope_mpispec::is_persistent(&n);
                 (n, c)
             });
-            let blocking_collective = *blocking_collective;
-            if blocking_collective {
+            if *blocking_collective {
                 let key = ev
                     .args
                     .get(Slot::Comm)
@@ -176,7 +256,7 @@ pub fn balance(
                     .map(|c| c.key);
                 if let Some(key) = key {
                     let seq = coll_seq.entry(key).or_insert(0);
-                    instances
+                    self.instances
                         .entry((key, *seq))
                         .or_insert_with(|| (name.clone(), Vec::new()))
                         .1
@@ -187,48 +267,60 @@ pub fn balance(
             items.clear();
             walk.items(&reader, name, &ev, &mut items);
             for it in items.drain(..) {
-                match it {
-                    Item::Send {
-                        key,
-                        time,
-                        exit,
-                        blocking,
-                        ..
-                    } => {
-                        sends.insert(
-                            key,
-                            SendSide {
-                                rank,
-                                enter: time,
-                                exit,
-                                blocking,
-                            },
-                        );
-                    }
-                    Item::Recv {
-                        key,
-                        time,
-                        posted,
-                        blocked_from,
-                        ..
-                    } => recvs.push((
-                        key,
-                        RecvSide {
-                            rank,
-                            posted,
-                            blocked_from,
-                            exit: time,
-                        },
-                    )),
-                    Item::Call { .. } => {}
-                }
+                self.add(rank, it);
             }
         }
+        Ok(())
     }
-    let ns = |v: u64| v as f64 * 1e-9;
+
+    /// Keeps the end of a message that `rank`'s walk found.
+    fn add(&mut self, rank: u32, it: Item) {
+        match it {
+            Item::Send {
+                key,
+                time,
+                exit,
+                blocking,
+                ..
+            } => {
+                self.sends.insert(
+                    key,
+                    SendSide {
+                        rank,
+                        enter: time,
+                        exit,
+                        blocking,
+                    },
+                );
+            }
+            Item::Recv {
+                key,
+                time,
+                posted,
+                blocked_from,
+                ..
+            } => self.recvs.push((
+                key,
+                RecvSide {
+                    rank,
+                    posted,
+                    blocked_from,
+                    exit: time,
+                },
+            )),
+            Item::Call { .. } => {}
+        }
+    }
+}
+
+/// The late-sender and late-receiver waits of every paired message, added to each
+/// waiter's total; returns the twenty largest waits of one rank on another.
+fn message_waits(ends: &Ends, late_sender: &mut [u64], late_receiver: &mut [u64]) -> Vec<WaitOn> {
     let mut pairs: HashMap<(u32, u32, bool), (u64, u64)> = HashMap::new();
-    for (key, r) in &recvs {
-        let Some(s) = sends.get(key) else { continue };
+    for (key, r) in &ends.recvs {
+        let Some(s) = ends.sends.get(key) else {
+            continue;
+        };
         // Late sender: the receiver blocked before the send was called.
         let ls = s.enter.min(r.exit).saturating_sub(r.blocked_from);
         if ls > 0 {
@@ -246,21 +338,17 @@ pub fn balance(
             }
         }
     }
-    // Sums in integer nanoseconds: the result does not depend on hash order.
-    let mut late_sender = vec![0u64; n];
-    let mut late_receiver = vec![0u64; n];
-    let mut in_collectives = vec![0u64; n];
+    let mut waits = Vec::new();
     for (&(waiter, on, is_late_sender), &(m, t)) in &pairs {
         if is_late_sender {
             late_sender[waiter as usize] += t;
         } else {
             late_receiver[waiter as usize] += t;
         }
-        let late_sender = is_late_sender;
-        b.waits.push(WaitOn {
+        waits.push(WaitOn {
             waiter,
             on,
-            kind: if late_sender {
+            kind: if is_late_sender {
                 "late sender"
             } else {
                 "late receiver"
@@ -270,12 +358,21 @@ pub fn balance(
             seconds: ns(t),
         });
     }
-    b.waits.sort_by(|a, c| {
+    waits.sort_by(|a, c| {
         c.seconds
             .total_cmp(&a.seconds)
             .then((a.waiter, a.on).cmp(&(c.waiter, c.on)))
     });
-    b.waits.truncate(20);
+    waits.truncate(20);
+    waits
+}
+
+/// The time each member of each collective instance waited for the last one to arrive,
+/// added to each rank's total; returns the waits per function, most first.
+fn collective_waits(
+    instances: HashMap<(u64, u64), Instance>,
+    in_collectives: &mut [u64],
+) -> Vec<CollectiveWait> {
     let mut by_function: HashMap<String, (u64, u64)> = HashMap::new();
     for (function, calls) in instances.into_values() {
         let last = calls.iter().map(|c| c.1).max().unwrap_or(0);
@@ -289,7 +386,7 @@ pub fn balance(
         e.0 += 1;
         e.1 += total;
     }
-    b.collectives = by_function
+    let mut waits: Vec<CollectiveWait> = by_function
         .into_iter()
         .map(|(function, (instances, t))| CollectiveWait {
             function,
@@ -297,23 +394,12 @@ pub fn balance(
             seconds: ns(t),
         })
         .collect();
-    b.collectives.sort_by(|a, c| {
+    waits.sort_by(|a, c| {
         c.seconds
             .total_cmp(&a.seconds)
             .then(a.function.cmp(&c.function))
     });
-    for (r, w) in b.per_rank.iter_mut().enumerate() {
-        w.late_sender_s = ns(late_sender[r]);
-        w.late_receiver_s = ns(late_receiver[r]);
-        w.collective_wait_s = ns(in_collectives[r]);
-    }
-    b.late_sender_s = ns(late_sender.iter().sum());
-    b.late_receiver_s = ns(late_receiver.iter().sum());
-    b.collective_wait_s = ns(in_collectives.iter().sum());
-    if let Some(k) = ranks_per_node.filter(|&k| k > 0) {
-        b.placement = Some(placement(n, k, p2p));
-    }
-    Ok(b)
+    waits
 }
 
 /// Inter-node bytes of a placement.

@@ -1,4 +1,4 @@
-//! Runs of one program side by side (seed 000's scaling study, its Figure 4): per run the
+//! Runs of one program side by side ([Polivanov 2012]'s scaling study, its Figure 4): per run the
 //! rank count, wall time, MPI share, compute bursts (mean and harmonic mean: how closely
 //! MPI calls follow each other), and per function the calls and bytes per rank, so one sees
 //! how counts, sizes and bursts change with the number of ranks.

@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{BatchJob, CommKind, Ending, Event, ListKind, RunDir, Slot, Tables, PEER_ANY};
 use serde::Serialize;
 
@@ -137,35 +138,7 @@ fn rank_pass(
     size: u32,
     symbols: &mut Symbolizer,
 ) -> RankPass {
-    let mut live: HashMap<i64, Req> = HashMap::new();
-    let mut open: Vec<Event> = Vec::new();
-    while let Some((ev, tables)) = reader.next_with_tables() {
-        if ev.unfinished {
-            open.push(ev.clone());
-            continue;
-        }
-        let name = tables.call_name(ev.call);
-        let group = mpiscope_mpispec::group(&name);
-        if group == mpiscope_mpispec::Group::Completion {
-            // A test that found nothing complete leaves its requests pending.
-            let tested = mpiscope_mpispec::family(&name).starts_with("test");
-            if !tested || ev.args.get(Slot::Flag).unwrap_or(0) != 0 {
-                for c in ev.completions() {
-                    live.remove(&c.request);
-                }
-            }
-        } else if let Some(r) = ev.args.get(Slot::Request) {
-            live.insert(
-                r,
-                Req {
-                    peer: ev
-                        .args
-                        .get(Slot::Peer)
-                        .unwrap_or(mpiscope_trace::PEER_UNKNOWN),
-                },
-            );
-        }
-    }
+    let (live, open) = pending(&mut reader);
     let end: Ending = reader.ending();
     let tables = reader.tables();
     let to_s = |ns: u64| ns as f64 / 1e9;
@@ -175,51 +148,7 @@ fn rank_pass(
         let name = tables.call_name(ev.call).into_owned();
         let comm = ev.args.get(Slot::Comm).and_then(|c| comm_text(tables, c));
         let collective = mpiscope_mpispec::is_collective(&name);
-        let mut waits_for = BTreeSet::new();
-        let mut because = String::new();
-        let everyone = |set: &mut BTreeSet<u32>| set.extend((0..size).filter(|&r| r != rank));
-        let add = |set: &mut BTreeSet<u32>, p: i64| {
-            if p >= 0 && (p as u64) < u64::from(size) && p as u32 != rank {
-                set.insert(p as u32);
-            }
-        };
-        let peer = ev.args.get(Slot::Peer);
-        if collective {
-            because = "collective".into();
-        } else if let Some(ids) = ev
-            .list(ListKind::Requests)
-            .map(|l| l.to_vec())
-            .or_else(|| ev.args.get(Slot::Request).map(|r| vec![r]))
-            .filter(|_| mpiscope_mpispec::group(&name) == mpiscope_mpispec::Group::Completion)
-        {
-            because = "requests".into();
-            for id in ids {
-                match live.get(&id) {
-                    Some(r) if r.peer == PEER_ANY => everyone(&mut waits_for),
-                    Some(r) => add(&mut waits_for, r.peer),
-                    None => {}
-                }
-            }
-        } else if let Some(p) = peer {
-            let recv = matches!(
-                mpiscope_mpispec::family(&name).as_str(),
-                "recv" | "probe" | "mprobe" | "sendrecv" | "sendrecv_replace"
-            );
-            because = if recv { "source" } else { "destination" }.into();
-            if p == PEER_ANY {
-                everyone(&mut waits_for);
-            } else {
-                add(&mut waits_for, p);
-            }
-            if let Some(rp) = ev.args.get(Slot::RecvPeer) {
-                because = "destination and source".into();
-                if rp == PEER_ANY {
-                    everyone(&mut waits_for);
-                } else {
-                    add(&mut waits_for, rp);
-                }
-            }
-        }
+        let (waits_for, because) = waits_for(ev, &name, collective, &live, rank, size);
         comms.push(
             comm.as_ref()
                 .map(|(_, key, members)| (*key, members.clone(), collective)),
@@ -228,7 +157,7 @@ fn rank_pass(
             rank,
             thread: ev.thread,
             function: name,
-            peer,
+            peer: ev.args.get(Slot::Peer),
             tag: ev.args.get(Slot::Tag),
             comm: comm.map(|c| c.0),
             callsite: (ev.callsite != 0)
@@ -264,6 +193,106 @@ fn rank_pass(
         },
         comms,
     }
+}
+
+/// Reads a rank's events: the requests still pending at the end (by id), and the calls
+/// in progress.
+fn pending(
+    reader: &mut mpiscope_trace::RankReader<std::io::BufReader<std::fs::File>>,
+) -> (HashMap<i64, Req>, Vec<Event>) {
+    let mut live: HashMap<i64, Req> = HashMap::new();
+    let mut open: Vec<Event> = Vec::new();
+    while let Some((ev, tables)) = reader.next_with_tables() {
+        if ev.unfinished {
+            open.push(ev.clone());
+            continue;
+        }
+        let name = tables.call_name(ev.call);
+        let group = mpiscope_mpispec::group(&name);
+        if group == mpiscope_mpispec::Group::Completion {
+            // A test that found nothing complete leaves its requests pending.
+            let tested = Family::of(&name).is_test();
+            if !tested || ev.args.get(Slot::Flag).unwrap_or(0) != 0 {
+                for c in ev.completions() {
+                    live.remove(&c.request);
+                }
+            }
+        } else if let Some(r) = ev.args.get(Slot::Request) {
+            live.insert(
+                r,
+                Req {
+                    peer: ev
+                        .args
+                        .get(Slot::Peer)
+                        .unwrap_or(mpiscope_trace::PEER_UNKNOWN),
+                },
+            );
+        }
+    }
+    (live, open)
+}
+
+/// The ranks the call in progress `ev` (of function `name`) of `rank` waits for, and why:
+/// the members of a collective (left to the cycle search), the peers of the requests it
+/// completes, its source or destination.
+fn waits_for(
+    ev: &Event,
+    name: &str,
+    collective: bool,
+    live: &HashMap<i64, Req>,
+    rank: u32,
+    size: u32,
+) -> (BTreeSet<u32>, String) {
+    let mut waits_for = BTreeSet::new();
+    let mut because = String::new();
+    let everyone = |set: &mut BTreeSet<u32>| set.extend((0..size).filter(|&r| r != rank));
+    let add = |set: &mut BTreeSet<u32>, p: i64| {
+        if p >= 0 && (p as u64) < u64::from(size) && p as u32 != rank {
+            set.insert(p as u32);
+        }
+    };
+    let peer = ev.args.get(Slot::Peer);
+    if collective {
+        because = "collective".into();
+    } else if let Some(ids) = ev
+        .list(ListKind::Requests)
+        .map(|l| l.to_vec())
+        .or_else(|| ev.args.get(Slot::Request).map(|r| vec![r]))
+        .filter(|_| mpiscope_mpispec::group(name) == mpiscope_mpispec::Group::Completion)
+    {
+        because = "requests".into();
+        for id in ids {
+            match live.get(&id) {
+                Some(r) if r.peer == PEER_ANY => everyone(&mut waits_for),
+                Some(r) => add(&mut waits_for, r.peer),
+                None => {}
+            }
+        }
+    } else if let Some(p) = peer {
+        let recv = matches!(
+            Family::of(name),
+            Family::Recv
+                | Family::Probe
+                | Family::Mprobe
+                | Family::Sendrecv
+                | Family::SendrecvReplace
+        );
+        because = if recv { "source" } else { "destination" }.into();
+        if p == PEER_ANY {
+            everyone(&mut waits_for);
+        } else {
+            add(&mut waits_for, p);
+        }
+        if let Some(rp) = ev.args.get(Slot::RecvPeer) {
+            because = "destination and source".into();
+            if rp == PEER_ANY {
+                everyone(&mut waits_for);
+            } else {
+                add(&mut waits_for, rp);
+            }
+        }
+    }
+    (waits_for, because)
 }
 
 /// Reads every rank's ending and waiting calls, and finds the wait-for cycles.

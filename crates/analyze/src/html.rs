@@ -1,14 +1,15 @@
 //! A self-contained HTML report: the tables of `mpiscope report` and figures drawn as inline
-//! SVG (no script, no external file): calls per function on a log scale (seed 000's
+//! SVG (no script, no external file): calls per function on a log scale ([Polivanov 2012]'s
 //! Figure 2), time per function, compute and MPI time per rank, the distribution of compute
 //! bursts, the communication matrices (point-to-point, collective, both) as heat maps, a timeline of the middle of the run's
-//! communicating part, and the loop structure of each class of ranks (seed 003's notation).
+//! communicating part, and the loop structure of each class of ranks ([Grosclaude 2012]'s notation).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::compare::{Comparison, RunSummary};
 use crate::profile::Profile;
+use crate::report::Report;
 use crate::structure::Structure;
 
 /// One call on the timeline: function, entry and exit (ns), clipped to the window.
@@ -352,9 +353,10 @@ fn heatmap(caption: &str, n: usize, cells: &[(u32, u32, u64, u64)], rgb: (u8, u8
 /// The communication matrices as heat maps (up to 256 ranks): point-to-point (blue),
 /// collective (green) and both (purple) when [`crate::matrix`] was computed, else the
 /// point-to-point pairs of the profile.
-fn matrix(p: &Profile) -> String {
+fn matrix(r: &Report) -> String {
+    let p = &r.profile;
     let n = p.ranks as usize;
-    let Some(m) = &p.matrix else {
+    let Some(m) = &r.matrix else {
         let cells: Vec<_> = p
             .p2p
             .iter()
@@ -413,10 +415,11 @@ fn page_start(title: &str) -> String {
 /// The whole report as one HTML page.
 pub fn report(
     title: &str,
-    p: &Profile,
+    r: &Report,
     structure: Option<&Structure>,
     timeline: Option<&Timeline>,
 ) -> String {
+    let p = &r.profile;
     let mut s = page_start(title);
     let _ = write!(s, "<p>{} ranks, {} recorded events.</p>", p.ranks, p.events);
     let mut by_count: Vec<(String, f64)> = p
@@ -436,7 +439,7 @@ pub fn report(
     s += &bars("Time in each function, all ranks", &by_time, false, &secs);
     s += &per_rank(p);
     s += &burst_histogram(p);
-    s += &matrix(p);
+    s += &matrix(r);
     if let Some(t) = timeline {
         s += &timeline_figure(t);
     }
@@ -632,7 +635,7 @@ fn curves(
     s
 }
 
-/// The scaling page of `mpiscope compare --html` (seed 000's Figure 4): a table of the
+/// The scaling page of `mpiscope compare --html` ([Polivanov 2012]'s Figure 4): a table of the
 /// runs, then curves against the rank count of the compute bursts' harmonic mean and mean,
 /// the calls per rank and the bytes per call of the busiest functions, and the MPI time
 /// fraction.
@@ -730,8 +733,7 @@ mod tests {
             b.contains(">MPI_Send<") && b.contains("width=\"510.0\""),
             "{b}"
         );
-        let p = Profile::default();
-        let html = report("run <1>", &p, None, None);
+        let html = report("run <1>", &Report::default(), None, None);
         let t = Timeline {
             from: 1000,
             to: 3000,

@@ -1,11 +1,15 @@
 //! Reports on mpiscope traces.
 //!
+//! * [`report`]: the whole report of a run, as `mpiscope report` prints it, from the passes
+//!   below;
 //! * [`profile`]: per-function counts, times and bytes, and per-rank compute versus MPI
-//!   time, streamed over every rank in constant memory per rank;
+//!   time, streamed over every rank in constant memory per rank (rows in [`stats`], the
+//!   time window in [`window`]);
 //! * [`dump`]: events as text, one line each;
 //! * [`ending`]: how each rank's record ends, where ranks were waiting, wait-for cycles;
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
 //! * [`matrix`]: messages and bytes rank x rank, point-to-point and collective;
+//! * [`balance`]: load imbalance, wait states and a placement hint;
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
 //!   information.
 
@@ -20,9 +24,12 @@ pub mod messages;
 pub mod overlap;
 pub mod parallel;
 pub mod profile;
+pub mod report;
+pub mod stats;
 pub mod structure;
 pub mod symbols;
 pub mod volume;
+pub mod window;
 
 #[cfg(test)]
 mod testutil;

@@ -1,7 +1,7 @@
 //! The communication matrix: messages and bytes from each world rank (row) to each world
 //! rank (column), for point-to-point traffic, for collectives, and both together.
 //!
-//! Point-to-point cells are the sends the profile counted ([`crate::profile::PairTraffic`]).
+//! Point-to-point cells are the sends the profile counted ([`crate::stats::PairTraffic`]).
 //! Collective cells are the *logical* traffic of each call by MPI semantics, between world
 //! ranks (communicator ranks are translated with the communicator's member list), counted
 //! by the sender only so that every transfer is counted once:
@@ -26,10 +26,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Event, ListKind, RankReader, RunDir, Slot};
 use serde::Serialize;
 
-use crate::profile::{PairTraffic, Window};
+use crate::stats::PairTraffic;
+use crate::window::Window;
 use crate::AnalyzeError;
 
 /// Largest run whose matrix is built (the matrices hold `6 x ranks^2` numbers).
@@ -144,12 +146,12 @@ fn per_peer(counts: Option<&[i64]>, size: u64, sizes: Option<&[i64]>) -> Option<
     )
 }
 
-/// Calls `send(to, bytes)` for every transfer that the collective call `ev` (of family
-/// `family`, see [`mpiscope_mpispec::family`]) made by world rank `me` sends, by the
-/// semantics of the module documentation. `members` are the communicator's world ranks in
-/// communicator rank order. Transfers to `me` itself and empty ones are not reported.
+/// Calls `send(to, bytes)` for every transfer that the collective call `ev` (of `family`)
+/// made by world rank `me` sends, by the semantics of the module documentation. `members`
+/// are the communicator's world ranks in communicator rank order. Transfers to `me` itself
+/// and empty ones are not reported.
 pub fn collective_sends(
-    family: &str,
+    family: Family,
     ev: &Event,
     me: u32,
     members: &[u32],
@@ -184,21 +186,23 @@ pub fn collective_sends(
         }
     };
     match family {
-        "bcast" | "scatter" if root == Some(me) => {
+        Family::Bcast | Family::Scatter if root == Some(me) => {
             each(&vec![bytes; members.len()]);
         }
-        "scatterv" if root == Some(me) => {
+        Family::Scatterv if root == Some(me) => {
             if let Some(v) = per_peer(ev.list(ListKind::SendCounts), dtsize, None) {
                 each(&v);
             }
         }
-        "gather" | "gatherv" | "reduce" => {
+        Family::Gather | Family::Gatherv | Family::Reduce => {
             if let Some(r) = root {
                 to(r, bytes);
             }
         }
-        "allgather" | "alltoall" | "allreduce" => each(&vec![send_or_recv; members.len()]),
-        "allgatherv" => {
+        Family::Allgather | Family::Alltoall | Family::Allreduce => {
+            each(&vec![send_or_recv; members.len()])
+        }
+        Family::Allgatherv => {
             let mine = if bytes > 0 {
                 bytes
             } else {
@@ -208,14 +212,14 @@ pub fn collective_sends(
             };
             each(&vec![mine; members.len()]);
         }
-        "alltoallv" => {
+        Family::Alltoallv => {
             let v = per_peer(ev.list(ListKind::SendCounts), dtsize, None)
                 .or_else(|| per_peer(ev.list(ListKind::RecvCounts), rdtsize, None));
             if let Some(v) = v {
                 each(&v);
             }
         }
-        "alltoallw" => {
+        Family::Alltoallw => {
             let v = per_peer(
                 ev.list(ListKind::SendCounts),
                 0,
@@ -232,13 +236,13 @@ pub fn collective_sends(
                 each(&v);
             }
         }
-        "reduce_scatter_block" => each(&vec![pos(a.get(Slot::RecvBytes)); members.len()]),
-        "reduce_scatter" => {
+        Family::ReduceScatterBlock => each(&vec![pos(a.get(Slot::RecvBytes)); members.len()]),
+        Family::ReduceScatter => {
             if let Some(v) = per_peer(ev.list(ListKind::RecvCounts), dtsize, None) {
                 each(&v);
             }
         }
-        "scan" | "exscan" => {
+        Family::Scan | Family::Exscan => {
             for &m in &members[my + 1..] {
                 to(m, send_or_recv);
             }
@@ -256,7 +260,7 @@ struct Row {
 
 /// How a call id is handled: its C name and family, or `None` when it is not a collective
 /// the matrix counts.
-type Kind = Option<(String, String)>;
+type Kind = Option<(String, Family)>;
 
 fn rank_row<R: std::io::Read>(
     mut reader: RankReader<R>,
@@ -275,9 +279,8 @@ fn rank_row<R: std::io::Read>(
         let kind = kinds.entry(ev.call).or_insert_with(|| {
             let name = tables.call_name(ev.call).into_owned();
             let c = mpiscope_mpispec::classify(&name);
-            let counted = mpiscope_mpispec::is_collective(&name)
-                && !c.persistent
-                && !c.family.starts_with("neighbor_");
+            let counted =
+                mpiscope_mpispec::is_collective(&name) && !c.persistent && !c.family.is_neighbor();
             counted.then_some((name, c.family))
         });
         let Some((name, family)) = kind else { continue };
@@ -303,7 +306,7 @@ fn rank_row<R: std::io::Read>(
         };
         let row = &mut r.row;
         let mut f = FunctionTraffic::default();
-        collective_sends(family, ev, rank, members, |to, b| {
+        collective_sends(*family, ev, rank, members, |to, b| {
             if let Some(c) = row.get_mut(to as usize) {
                 c.0 += 1;
                 c.1 += b;
@@ -448,7 +451,9 @@ mod tests {
 
     fn sends(family: &str, e: &Event, me: u32, members: &[u32]) -> Vec<(u32, u64)> {
         let mut v = Vec::new();
-        collective_sends(family, e, me, members, |to, b| v.push((to, b)));
+        collective_sends(Family::from_name(family), e, me, members, |to, b| {
+            v.push((to, b))
+        });
         v
     }
 

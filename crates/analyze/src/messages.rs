@@ -14,6 +14,7 @@
 
 use std::collections::HashMap;
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Event, ListKind, RankReader, Slot, NO_VALUE};
 
 /// A message: sender, receiver (world ranks), tag, communicator key, and its number among
@@ -137,22 +138,22 @@ impl Role {
     /// `recv`): the non-blocking flag tells them apart again.
     fn of(function: &str) -> Role {
         let c = mpiscope_mpispec::classify(function);
-        let f = c.family.as_str();
+        let f = c.family;
         if c.persistent {
             Role::None
-        } else if matches!(f, "send" | "ssend" | "bsend" | "rsend") {
+        } else if f.is_send() {
             Role::Send {
                 blocking: !c.nonblocking,
             }
-        } else if matches!(f, "sendrecv" | "sendrecv_replace") {
+        } else if matches!(f, Family::Sendrecv | Family::SendrecvReplace) {
             Role::SendRecv
-        } else if matches!(f, "recv" | "mrecv") {
+        } else if matches!(f, Family::Recv | Family::Mrecv) {
             if c.nonblocking {
                 Role::PostRecv
             } else {
                 Role::Recv
             }
-        } else if f.starts_with("wait") || f.starts_with("test") {
+        } else if f.is_wait() || f.is_test() {
             Role::Completion
         } else {
             Role::None

@@ -1,8 +1,8 @@
 //! What T-NBC (transparent non-blocking collectives) would gain for a traced program, before
 //! anyone runs it: for every MPI_Alltoall, MPI_Alltoallv and MPI_Bcast a rank made, the
 //! collective's time `T_comm` and the computation that follows it until the rank's next MPI
-//! call (T-NBC completes the collective there at the latest) go into the seed's model
-//! `T_overlap = min(T_comm - T_init, T_CURC + T_CRC)` (seed 001, formula 3), with `T_init`,
+//! call (T-NBC completes the collective there at the latest) go into [Li 2010]'s model
+//! `T_overlap = min(T_comm - T_init, T_CURC + T_CRC)` ([Li 2010], formula 3), with `T_init`,
 //! the cost of starting the overlapped call, linear in the bytes it receives.
 //!
 //! T-NBC's own collective may be slower than the MPI library's (on shared memory here, 2-3x:

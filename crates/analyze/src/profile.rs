@@ -7,82 +7,18 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mpiscope_trace::{CommKind, RankReader, RunDir, Slot};
+use mpiscope_mpispec::Family;
+use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 use serde::Serialize;
 
 use crate::histogram::LogHistogram;
+pub use crate::stats::{Bursts, CallStats, CallsiteStats, PairTraffic, RankStats};
 use crate::volume::{self, Volume};
+pub use crate::window::Window;
 use crate::AnalyzeError;
 
-/// Statistics of one MPI function over the run.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct CallStats {
-    /// Calls made.
-    pub count: u64,
-    /// Calls recorded as events (fewer than `count` under sampling).
-    pub recorded: u64,
-    /// Calls made through a Fortran binding.
-    pub fortran: u64,
-    /// Total time in recorded calls, seconds.
-    pub time_s: f64,
-    /// Mean time per recorded call, seconds.
-    pub mean_s: f64,
-    /// Longest recorded call, seconds.
-    pub max_s: f64,
-    /// Payload bytes sent plus received (see [`crate::volume`]).
-    pub bytes: u64,
-    /// Payload bytes sent.
-    pub bytes_sent: u64,
-    /// Payload bytes received.
-    pub bytes_received: u64,
-    /// Median time of a recorded call, seconds (within 9%, from a log histogram).
-    pub median_s: f64,
-    /// 90th percentile, seconds.
-    pub p90_s: f64,
-    /// 99th percentile, seconds.
-    pub p99_s: f64,
-    /// Recorded calls by message size (the call's byte count), powers of two: `"1KiB"`
-    /// counts sizes from 1 KiB up to 2 KiB.
-    pub sizes: BTreeMap<String, u64>,
-}
-
-/// Statistics of one rank.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct RankStats {
-    /// World rank.
-    pub rank: u32,
-    /// Host it ran on.
-    pub host: String,
-    /// Events read.
-    pub events: u64,
-    /// From the first call's entry to the last call's exit, seconds.
-    pub wall_s: f64,
-    /// The first call's entry, ns since the run's epoch.
-    pub first_ns: u64,
-    /// The last call's exit, ns since the run's epoch.
-    pub last_ns: u64,
-    /// Time inside recorded MPI calls of the first thread, seconds.
-    pub mpi_s: f64,
-    /// Time between MPI calls of the first thread, seconds.
-    pub compute_s: f64,
-    /// Compute bursts (gaps between consecutive calls of the first thread).
-    pub bursts: u64,
-    /// Their mean, seconds.
-    pub burst_mean_s: f64,
-    /// Their harmonic mean (seed 000's measure of how closely calls follow each other),
-    /// seconds; bursts of 0 ns are left out.
-    pub burst_harmonic_mean_s: f64,
-    /// Compute time over MPI time (seed 003's granularity).
-    pub granularity: f64,
-    /// Threads that made MPI calls.
-    pub threads: u32,
-    /// Did the rank end tracing normally (trailer present)?
-    pub complete: bool,
-    /// How tracing ended, or where the file stops.
-    pub end: String,
-}
-
-/// The whole report.
+/// The statistics of a run: per function, per rank, per callsite, per pair of ranks (the
+/// report's numbers; [`crate::report`] adds the matrices, the balance and the endings).
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Profile {
     /// Number of ranks.
@@ -99,73 +35,8 @@ pub struct Profile {
     pub callsites: Vec<CallsiteStats>,
     /// Point-to-point traffic by (sender, receiver) world ranks, most bytes first.
     pub p2p: Vec<PairTraffic>,
-    /// Load balance and wait states ([`crate::balance`]), for whole runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub balance: Option<crate::balance::Balance>,
-    /// Rank x rank communication matrices ([`crate::matrix`]), when computed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub matrix: Option<crate::matrix::Matrix>,
-    /// How each rank's record ends and where ranks were waiting ([`crate::ending`]), for
-    /// whole runs.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub endings: Option<crate::ending::Endings>,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
-}
-
-/// Compute bursts (time between consecutive MPI calls of a rank's first thread).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Bursts {
-    /// Bursts.
-    pub count: u64,
-    /// Mean, seconds.
-    pub mean_s: f64,
-    /// Harmonic mean over the non-zero bursts, seconds.
-    pub harmonic_mean_s: f64,
-    /// Median, seconds (within 9%).
-    pub median_s: f64,
-    /// 90th percentile, seconds.
-    pub p90_s: f64,
-    /// 99th percentile, seconds.
-    pub p99_s: f64,
-    /// Distribution: (smallest ns of a log-scale bucket, bursts in it).
-    pub histogram: Vec<crate::histogram::Bucket>,
-}
-
-/// One callsite over all ranks.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct CallsiteStats {
-    /// Number, in order of first appearance (rank 0 first).
-    pub callsite: u32,
-    /// MPI function called there.
-    pub function: String,
-    /// `function file:line`, or object file and offset, when known.
-    pub location: Option<String>,
-    /// Ranks that called there.
-    pub ranks: u32,
-    /// Recorded calls.
-    pub count: u64,
-    /// Time in them, seconds.
-    pub time_s: f64,
-    /// Mean per call, seconds.
-    pub mean_s: f64,
-    /// Longest call, seconds.
-    pub max_s: f64,
-    /// Payload bytes sent plus received.
-    pub bytes: u64,
-}
-
-/// Point-to-point messages from one rank to another.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct PairTraffic {
-    /// Sender (world rank).
-    pub from: u32,
-    /// Receiver (world rank).
-    pub to: u32,
-    /// Messages sent.
-    pub messages: u64,
-    /// Payload bytes.
-    pub bytes: u64,
 }
 
 #[derive(Default)]
@@ -236,11 +107,9 @@ pub fn size_class_label(c: u32) -> String {
 /// Does a call of `name` send one point-to-point message when it is called? (`family`
 /// folds the non-blocking forms in; persistent inits send nothing until started.)
 fn is_send(name: &str) -> bool {
+    let family = Family::of(name);
     !mpiscope_mpispec::is_persistent(name)
-        && matches!(
-            mpiscope_mpispec::family(name).as_str(),
-            "send" | "ssend" | "bsend" | "rsend" | "sendrecv" | "sendrecv_replace"
-        )
+        && (family.is_send() || matches!(family, Family::Sendrecv | Family::SendrecvReplace))
 }
 
 /// Statistics of one rank file.
@@ -262,51 +131,91 @@ pub fn profile_rank<R: std::io::Read>(
     rank: u32,
     window: &Window,
 ) -> RankProfile {
-    let mut persistent: HashMap<i64, Volume> = HashMap::new();
-    let mut stats = RankStats {
-        rank,
-        ..RankStats::default()
-    };
-    if let Some(i) = reader.info() {
-        stats.host = i.host.clone();
-    }
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (mut mpi0, mut prev_exit0, mut compute0) = (0u64, None::<u64>, 0u64);
-    let mut bursts = LogHistogram::default();
-    let mut burst_recip = 0.0f64;
-    let mut sites: ById<SiteAcc> = ById::default();
-    let mut sent_to: ById<(u64, u64)> = ById::default();
-    // Per call id: what its events need, worked out at the first one, and its totals.
-    let mut calls: ById<CallInfo> = ById::default();
-    // Per communicator id: the processes a per-process count applies to.
-    let mut comm_peers: ById<u32> = ById::default();
-    let mut threads: Vec<u16> = Vec::new();
+    let mut pass = RankPass::new(rank, reader.info().map(|i| i.host.clone()));
     // Only MPI_Startall's list (of requests) counts here: the others are skipped over.
     reader.lists_only_for(&["MPI_Startall"]);
     while let Some((ev, tables)) = reader.next_with_tables() {
-        if !window.contains(ev.t_enter) {
-            continue;
+        if window.contains(ev.t_enter) {
+            pass.event(ev, tables);
         }
-        stats.events += 1;
-        first = first.min(ev.t_enter);
-        last = last.max(ev.t_exit);
-        if !threads.contains(&ev.thread) {
-            threads.push(ev.thread);
+    }
+    pass.finish(&reader, window)
+}
+
+/// The running totals of one rank's pass over its events.
+struct RankPass {
+    rank: u32,
+    stats: RankStats,
+    /// Volumes of the persistent requests created, by request id.
+    persistent: HashMap<i64, Volume>,
+    /// The first entry and the last exit.
+    first: u64,
+    last: u64,
+    /// The first thread's time in MPI, its last exit, and its time between calls.
+    mpi0: u64,
+    prev_exit0: Option<u64>,
+    compute0: u64,
+    bursts: LogHistogram,
+    burst_recip: f64,
+    sites: ById<SiteAcc>,
+    sent_to: ById<(u64, u64)>,
+    /// Per call id: what its events need, worked out at the first one, and its totals.
+    calls: ById<CallInfo>,
+    /// Per communicator id: the processes a per-process count applies to.
+    comm_peers: ById<u32>,
+    threads: Vec<u16>,
+}
+
+impl RankPass {
+    fn new(rank: u32, host: Option<String>) -> Self {
+        RankPass {
+            rank,
+            stats: RankStats {
+                rank,
+                host: host.unwrap_or_default(),
+                ..RankStats::default()
+            },
+            persistent: HashMap::new(),
+            first: u64::MAX,
+            last: 0,
+            mpi0: 0,
+            prev_exit0: None,
+            compute0: 0,
+            bursts: LogHistogram::default(),
+            burst_recip: 0.0,
+            sites: ById::default(),
+            sent_to: ById::default(),
+            calls: ById::default(),
+            comm_peers: ById::default(),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Counts one event of the window.
+    #[inline]
+    fn event(&mut self, ev: &Event, tables: &Tables) {
+        self.stats.events += 1;
+        self.first = self.first.min(ev.t_enter);
+        self.last = self.last.max(ev.t_exit);
+        if !self.threads.contains(&ev.thread) {
+            self.threads.push(ev.thread);
         }
         let d = ev.duration();
         if ev.thread == 0 {
-            mpi0 += d;
-            if let Some(p) = prev_exit0 {
+            self.mpi0 += d;
+            if let Some(p) = self.prev_exit0 {
                 let gap = ev.t_enter.saturating_sub(p);
-                compute0 += gap;
-                bursts.add(gap);
+                self.compute0 += gap;
+                self.bursts.add(gap);
                 if gap > 0 {
-                    burst_recip += 1e9 / gap as f64;
+                    self.burst_recip += 1e9 / gap as f64;
                 }
             }
-            prev_exit0 = Some(ev.t_exit);
+            self.prev_exit0 = Some(ev.t_exit);
         }
-        let info = calls.get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call));
+        let info = self
+            .calls
+            .get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call));
         let acc = &mut info.acc;
         acc.count += 1 + ev.skipped;
         acc.recorded += 1;
@@ -322,42 +231,21 @@ pub fn profile_rank<R: std::io::Read>(
         }
         let peers = match ev.args.get(Slot::Comm) {
             None => 1,
-            Some(id) => match comm_peers.get(id as u32) {
+            Some(id) => match self.comm_peers.get(id as u32) {
                 Some(&n) => n,
                 None => match peers_of(tables, id as u32) {
                     // Cached once defined (definitions come before their first use).
-                    Some(n) => *comm_peers.get_or_insert_with(id as u32, || n),
+                    Some(n) => *self.comm_peers.get_or_insert_with(id as u32, || n),
                     None => 1,
                 },
             },
         };
-        let v = match info.start {
-            Start::Creates => {
-                if let Some(req) = ev.args.get(Slot::Request) {
-                    persistent.insert(req, volume::persistent_volume(&info.name, ev, rank, peers));
-                }
-                Volume::default()
-            }
-            Start::One => ev
-                .args
-                .get(Slot::Request)
-                .and_then(|r| persistent.get(&r).copied())
-                .unwrap_or_default(),
-            Start::All => ev
-                .list(mpiscope_trace::ListKind::Requests)
-                .unwrap_or(&[])
-                .iter()
-                .filter_map(|r| persistent.get(r))
-                .fold(Volume::default(), |a, v| Volume {
-                    sent: a.sent + v.sent,
-                    received: a.received + v.received,
-                }),
-            Start::No => info.rule.volume(ev, rank, peers),
-        };
+        let v = volume_of(info, &mut self.persistent, ev, self.rank, peers);
+        let acc = &mut info.acc;
         acc.vol.sent += v.sent;
         acc.vol.received += v.received;
         if ev.callsite != 0 {
-            let site = sites.get_or_insert_with(ev.callsite, || SiteAcc {
+            let site = self.sites.get_or_insert_with(ev.callsite, || SiteAcc {
                 function: info.name.clone(),
                 ..SiteAcc::default()
             });
@@ -368,70 +256,137 @@ pub fn profile_rank<R: std::io::Read>(
         }
         if info.send {
             if let Some(peer) = ev.args.get(Slot::Peer).filter(|&p| p >= 0) {
-                let e = sent_to.get_or_insert_with(peer as u32, Default::default);
+                let e = self
+                    .sent_to
+                    .get_or_insert_with(peer as u32, Default::default);
                 e.0 += 1;
                 e.1 += v.sent;
             }
         }
     }
-    let mut by_id: HashMap<u32, Acc> = calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
-    let sites: HashMap<u32, SiteAcc> = sites.into_iter().collect();
-    let sent_to: BTreeMap<u32, (u64, u64)> = sent_to.into_iter().collect();
-    stats.threads = threads.len() as u32;
-    if first != u64::MAX {
-        stats.wall_s = (last - first) as f64 * 1e-9;
-        stats.first_ns = first;
-        stats.last_ns = last;
-    }
-    stats.mpi_s = mpi0 as f64 * 1e-9;
-    stats.compute_s = compute0 as f64 * 1e-9;
-    stats.bursts = bursts.len();
-    if stats.bursts > 0 {
-        stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
-    }
-    if burst_recip > 0.0 {
-        let nonzero = bursts.len()
-            - bursts
-                .buckets()
-                .first()
-                .filter(|b| b.from == 0)
-                .map_or(0, |b| b.count);
-        stats.burst_harmonic_mean_s = nonzero as f64 / burst_recip;
-    }
-    if stats.mpi_s > 0.0 {
-        stats.granularity = stats.compute_s / stats.mpi_s;
-    }
-    let mut warning = None;
-    let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
-    if let Some(t) = reader.trailer() {
-        stats.complete = true;
-        stats.end = t.reason.clone();
-        // Exact counts from the trailer (which covers the whole run, not a window).
-        for c in t.calls.iter().filter(|_| window.is_all()) {
-            by_id.entry(c.id).or_default().count = c.count;
-            if !c.name.is_empty() {
-                trailer_names.insert(c.id, (c.name.clone(), c.fortran));
-            }
+
+    /// The rank's statistics once its events are read: times, bursts, and how its record
+    /// ends; counts from its trailer when it has one and the window is the whole run.
+    fn finish<R: std::io::Read>(self, reader: &RankReader<R>, window: &Window) -> RankProfile {
+        let rank = self.rank;
+        let mut stats = self.stats;
+        let bursts = self.bursts;
+        let mut by_id: HashMap<u32, Acc> =
+            self.calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
+        let sites: HashMap<u32, SiteAcc> = self.sites.into_iter().collect();
+        let sent_to: BTreeMap<u32, (u64, u64)> = self.sent_to.into_iter().collect();
+        stats.threads = self.threads.len() as u32;
+        if self.first != u64::MAX {
+            stats.wall_s = (self.last - self.first) as f64 * 1e-9;
+            stats.first_ns = self.first;
+            stats.last_ns = self.last;
         }
-    } else if let Some(e) = reader.stopped() {
-        stats.end = format!("cut: {e}");
-        warning = Some(format!(
-            "rank {rank}: read up to the last complete block ({e})"
-        ));
-    } else {
-        stats.end = "no trailer (the rank did not finish tracing)".into();
-        warning = Some(format!(
-            "rank {rank}: the trace has no trailer; the rank did not end normally"
-        ));
+        stats.mpi_s = self.mpi0 as f64 * 1e-9;
+        stats.compute_s = self.compute0 as f64 * 1e-9;
+        stats.bursts = bursts.len();
+        if stats.bursts > 0 {
+            stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
+        }
+        if self.burst_recip > 0.0 {
+            let nonzero = bursts.len()
+                - bursts
+                    .buckets()
+                    .first()
+                    .filter(|b| b.from == 0)
+                    .map_or(0, |b| b.count);
+            stats.burst_harmonic_mean_s = nonzero as f64 / self.burst_recip;
+        }
+        if stats.mpi_s > 0.0 {
+            stats.granularity = stats.compute_s / stats.mpi_s;
+        }
+        let mut warning = None;
+        let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
+        if let Some(t) = reader.trailer() {
+            stats.complete = true;
+            stats.end = t.reason.clone();
+            // Exact counts from the trailer (which covers the whole run, not a window).
+            for c in t.calls.iter().filter(|_| window.is_all()) {
+                by_id.entry(c.id).or_default().count = c.count;
+                if !c.name.is_empty() {
+                    trailer_names.insert(c.id, (c.name.clone(), c.fortran));
+                }
+            }
+        } else if let Some(e) = reader.stopped() {
+            stats.end = format!("cut: {e}");
+            warning = Some(format!(
+                "rank {rank}: read up to the last complete block ({e})"
+            ));
+        } else {
+            stats.end = "no trailer (the rank did not finish tracing)".into();
+            warning = Some(format!(
+                "rank {rank}: the trace has no trailer; the rank did not end normally"
+            ));
+        }
+        let tables = reader.tables();
+        RankProfile {
+            calls: by_name(tables, by_id, &trailer_names),
+            stats,
+            warning,
+            bursts,
+            burst_recip: self.burst_recip,
+            sites: by_frames(tables, sites),
+            sent_to,
+        }
     }
-    let tables = reader.tables();
-    // In the order the recorder numbered them: first use.
+}
+
+/// The volume of `ev`, a call of `info`: from its arguments, or through the persistent
+/// requests it creates (their volume kept in `persistent`) or starts.
+#[inline]
+fn volume_of(
+    info: &CallInfo,
+    persistent: &mut HashMap<i64, Volume>,
+    ev: &Event,
+    rank: u32,
+    peers: u32,
+) -> Volume {
+    match info.start {
+        Start::Creates => {
+            if let Some(req) = ev.args.get(Slot::Request) {
+                persistent.insert(req, volume::persistent_volume(&info.name, ev, rank, peers));
+            }
+            Volume::default()
+        }
+        Start::One => ev
+            .args
+            .get(Slot::Request)
+            .and_then(|r| persistent.get(&r).copied())
+            .unwrap_or_default(),
+        Start::All => ev
+            .list(mpiscope_trace::ListKind::Requests)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(|r| persistent.get(r))
+            .fold(Volume::default(), |a, v| Volume {
+                sent: a.sent + v.sent,
+                received: a.received + v.received,
+            }),
+        Start::No => info.rule.volume(ev, rank, peers),
+    }
+}
+
+/// Callsites in the order the recorder numbered them (first use), by their frames.
+fn by_frames(tables: &Tables, sites: HashMap<u32, SiteAcc>) -> Vec<(Frames, SiteAcc)> {
     let mut sites: Vec<(u32, SiteAcc)> = sites.into_iter().collect();
     sites.sort_by_key(|(id, _)| *id);
-    let sites = sites
+    sites
         .into_iter()
         .map(|(id, acc)| (crate::symbols::callsite_frames(tables, id), acc))
-        .collect();
+        .collect()
+}
+
+/// Totals by C name (a Fortran call counted under its C function too), from the
+/// definitions, else the trailer's names.
+fn by_name(
+    tables: &Tables,
+    by_id: HashMap<u32, Acc>,
+    trailer_names: &HashMap<u32, (String, bool)>,
+) -> HashMap<String, Acc> {
     let mut calls: HashMap<String, Acc> = HashMap::new();
     for (id, a) in by_id {
         let (name, fortran) = match (tables.calls.get(&id), trailer_names.get(&id)) {
@@ -445,15 +400,7 @@ pub fn profile_rank<R: std::io::Read>(
         }
         e.merge(&Acc { fortran: 0, ..a });
     }
-    RankProfile {
-        calls,
-        stats,
-        warning,
-        bursts,
-        burst_recip,
-        sites,
-        sent_to,
-    }
+    calls
 }
 
 /// The processes a per-process count of communicator `id` applies to (its size, or its
@@ -493,10 +440,10 @@ impl CallInfo {
     fn new(tables: &mpiscope_trace::Tables, id: u32) -> Self {
         let name = tables.call_name(id).into_owned();
         let class = mpiscope_mpispec::classify(&name);
-        let start = match name.as_str() {
+        let start = match class.family {
             _ if class.persistent => Start::Creates,
-            "MPI_Start" => Start::One,
-            "MPI_Startall" => Start::All,
+            Family::Start => Start::One,
+            Family::Startall => Start::All,
             _ => Start::No,
         };
         CallInfo {
@@ -558,67 +505,12 @@ impl<T> ById<T> {
     }
 }
 
-/// A time window: events entering in `[start, end)` ns since the run's epoch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Window {
-    /// First ns included.
-    pub start: u64,
-    /// First ns excluded.
-    pub end: u64,
-}
-
-impl Window {
-    /// The whole run.
-    pub const ALL: Window = Window {
-        start: 0,
-        end: u64::MAX,
-    };
-
-    /// Parses `FROM:TO` in seconds since the run's epoch; either side may be empty.
-    pub fn parse(text: &str) -> Result<Window, String> {
-        let (a, b) = text
-            .split_once(':')
-            .ok_or_else(|| format!("window `{text}`: expected FROM:TO in seconds"))?;
-        let secs = |s: &str, default: u64| -> Result<u64, String> {
-            if s.trim().is_empty() {
-                return Ok(default);
-            }
-            let v: f64 = s
-                .trim()
-                .parse()
-                .map_err(|_| format!("window `{text}`: `{s}` is not a number of seconds"))?;
-            if !(0.0..1e9).contains(&v) {
-                return Err(format!("window `{text}`: `{s}` is out of range"));
-            }
-            Ok((v * 1e9) as u64)
-        };
-        let w = Window {
-            start: secs(a, 0)?,
-            end: secs(b, u64::MAX)?,
-        };
-        if w.end <= w.start {
-            return Err(format!("window `{text}`: it ends before it starts"));
-        }
-        Ok(w)
-    }
-
-    /// Does the window hold time `t`?
-    pub fn contains(&self, t: u64) -> bool {
-        t >= self.start && t < self.end
-    }
-
-    /// Is it the whole run?
-    pub fn is_all(&self) -> bool {
-        *self == Window::ALL
-    }
-}
-
-/// Builds the report of a run, reading ranks on all cores.
+/// Computes the statistics of a run, reading ranks on all cores.
 pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
     profile_window(run, &Window::ALL)
 }
 
-/// Builds the report of the calls that entered within `window`. Counts then come from the
+/// Computes the statistics of the calls that entered within `window`. Counts then come from the
 /// events (the trailers' exact counts cover the whole run).
 pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeError> {
     let results = crate::parallel::per_rank(run, |rd, rank| Ok(profile_rank(rd, rank, window)));
@@ -626,29 +518,53 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         ranks: run.ranks(),
         ..Profile::default()
     };
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut bursts = LogHistogram::default();
-    let (mut burst_sum, mut burst_recip) = (0.0f64, 0.0f64);
-    // Per callsite: (number, ranks, totals).
-    let mut sites: HashMap<Frames, (u32, u32, SiteAcc)> = HashMap::new();
+    let mut m = Merged::default();
     for (rank, r) in results {
-        let rp = match r {
-            Ok(rp) => rp,
-            Err(e) => {
-                p.warnings.push(format!("rank {rank}: {e}"));
-                continue;
-            }
-        };
+        match r {
+            Ok(rp) => m.add(&mut p, rank, rp),
+            Err(e) => p.warnings.push(format!("rank {rank}: {e}")),
+        }
+    }
+    missing_ranks(run, &mut p);
+    p.p2p.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then((a.from, a.to).cmp(&(b.from, b.to)))
+    });
+    p.bursts = bursts_of(&m.bursts, m.burst_sum, m.burst_recip);
+    p.callsites = callsite_rows(m.sites);
+    p.calls = m
+        .acc
+        .into_iter()
+        .map(|(name, a)| (name, call_row(a)))
+        .collect();
+    Ok(p)
+}
+
+/// What the ranks' profiles add up to before it becomes rows.
+#[derive(Default)]
+struct Merged {
+    acc: BTreeMap<String, Acc>,
+    bursts: LogHistogram,
+    burst_sum: f64,
+    burst_recip: f64,
+    /// Per callsite: (number, ranks, totals).
+    sites: HashMap<Frames, (u32, u32, SiteAcc)>,
+}
+
+impl Merged {
+    /// Adds one rank's profile; its per-rank row, pairs and warning go to `p`.
+    fn add(&mut self, p: &mut Profile, rank: u32, rp: RankProfile) {
         p.events += rp.stats.events;
         for (name, a) in rp.calls {
-            acc.entry(name).or_default().merge(&a);
+            self.acc.entry(name).or_default().merge(&a);
         }
-        bursts.merge(&rp.bursts);
-        burst_sum += rp.stats.compute_s;
-        burst_recip += rp.burst_recip;
+        self.bursts.merge(&rp.bursts);
+        self.burst_sum += rp.stats.compute_s;
+        self.burst_recip += rp.burst_recip;
         for (frames, a) in rp.sites {
-            let next = sites.len() as u32;
-            let e = sites.entry(frames).or_insert_with(|| {
+            let next = self.sites.len() as u32;
+            let e = self.sites.entry(frames).or_insert_with(|| {
                 (
                     next,
                     0,
@@ -677,6 +593,10 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         }
         p.per_rank.push(rp.stats);
     }
+}
+
+/// Warns of the ranks whose file is not a regular file, and of those with no readable trace.
+fn missing_ranks(run: &RunDir, p: &mut Profile) {
     for (r, kind) in &run.not_files {
         p.warnings.push(format!(
             "rank {r}: {} is {kind}: not read",
@@ -695,27 +615,30 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             missing.join(", ")
         ));
     }
-    p.p2p.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then((a.from, a.to).cmp(&(b.from, b.to)))
-    });
-    let ns = |v: u64| v as f64 * 1e-9;
+}
+
+fn ns(v: u64) -> f64 {
+    v as f64 * 1e-9
+}
+
+/// The compute bursts of every rank: `sum` their total seconds, `recip` the sum of the
+/// reciprocals of the non-zero ones.
+fn bursts_of(bursts: &LogHistogram, sum: f64, recip: f64) -> Bursts {
     let nonzero = bursts.len()
         - bursts
             .buckets()
             .first()
             .filter(|b| b.from == 0)
             .map_or(0, |b| b.count);
-    p.bursts = Bursts {
+    Bursts {
         count: bursts.len(),
         mean_s: if bursts.is_empty() {
             0.0
         } else {
-            burst_sum / bursts.len() as f64
+            sum / bursts.len() as f64
         },
-        harmonic_mean_s: if burst_recip > 0.0 {
-            nonzero as f64 / burst_recip
+        harmonic_mean_s: if recip > 0.0 {
+            nonzero as f64 / recip
         } else {
             0.0
         },
@@ -723,7 +646,12 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         p90_s: ns(bursts.quantile(0.9)),
         p99_s: ns(bursts.quantile(0.99)),
         histogram: bursts.buckets(),
-    };
+    }
+}
+
+/// The callsites, busiest first; the fifty busiest located in the binaries' debug
+/// information.
+fn callsite_rows(sites: HashMap<Frames, (u32, u32, SiteAcc)>) -> Vec<CallsiteStats> {
     let mut symbolizer = crate::symbols::Symbolizer::new();
     let mut sites: Vec<(Frames, (u32, u32, SiteAcc))> = sites.into_iter().collect();
     sites.sort_by(|a, b| {
@@ -732,6 +660,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             .cmp(&a.1 .2.time_ns)
             .then(a.1 .0.cmp(&b.1 .0))
     });
+    let mut rows = Vec::with_capacity(sites.len());
     for (i, (frames, (number, ranks, a))) in sites.into_iter().enumerate() {
         // Debug information is read for the busiest callsites only.
         let location = frames
@@ -741,7 +670,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
                 Some(l) => l.to_string(),
                 None => format!("{path}+{offset:#x}"),
             });
-        p.callsites.push(CallsiteStats {
+        rows.push(CallsiteStats {
             callsite: number,
             function: a.function,
             location,
@@ -757,233 +686,34 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
             bytes: a.bytes,
         });
     }
-    for (name, a) in acc {
-        p.calls.insert(
-            name,
-            CallStats {
-                count: a.count,
-                recorded: a.recorded,
-                fortran: a.fortran,
-                time_s: a.time_ns as f64 * 1e-9,
-                mean_s: if a.recorded > 0 {
-                    a.time_ns as f64 * 1e-9 / a.recorded as f64
-                } else {
-                    0.0
-                },
-                max_s: a.max_ns as f64 * 1e-9,
-                bytes: a.vol.total(),
-                bytes_sent: a.vol.sent,
-                bytes_received: a.vol.received,
-                median_s: ns(a.durations.quantile(0.5)),
-                p90_s: ns(a.durations.quantile(0.9)),
-                p99_s: ns(a.durations.quantile(0.99)),
-                sizes: a
-                    .sizes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(c, &n)| (size_class_label(c as u32), n))
-                    .collect(),
-            },
-        );
-    }
-    Ok(p)
+    rows
 }
 
-fn human_bytes(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i < U.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", U[i])
-    }
-}
-
-impl Profile {
-    /// The report as a terminal table.
-    pub fn to_text(&self) -> String {
-        use std::fmt::Write;
-        let mut s = String::new();
-        let total_calls: u64 = self.calls.values().map(|c| c.count).sum();
-        let _ = writeln!(
-            s,
-            "{} ranks, {} calls ({} recorded events)\n",
-            self.ranks, total_calls, self.events
-        );
-        let _ = writeln!(
-            s,
-            "{:<28} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12}",
-            "Function",
-            "Calls",
-            "Recorded",
-            "Time (s)",
-            "Mean (us)",
-            "Median (us)",
-            "p99 (us)",
-            "Max (us)",
-            "Bytes"
-        );
-        let mut rows: Vec<(&String, &CallStats)> = self.calls.iter().collect();
-        rows.sort_by(|a, b| {
-            b.1.time_s
-                .total_cmp(&a.1.time_s)
-                .then(b.1.count.cmp(&a.1.count))
-        });
-        for (name, c) in rows {
-            let _ = writeln!(
-                s,
-                "{:<28} {:>12} {:>12} {:>11.6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>12}",
-                name,
-                c.count,
-                c.recorded,
-                c.time_s,
-                c.mean_s * 1e6,
-                c.median_s * 1e6,
-                c.p99_s * 1e6,
-                c.max_s * 1e6,
-                human_bytes(c.bytes)
-            );
-        }
-        let b = &self.bursts;
-        if b.count > 0 {
-            let _ = writeln!(
-                s,
-                "\nCompute bursts: {} between MPI calls; mean {:.3} us, harmonic mean {:.3} us, \
-                 median {:.3} us, p90 {:.3} us, p99 {:.3} us",
-                b.count,
-                b.mean_s * 1e6,
-                b.harmonic_mean_s * 1e6,
-                b.median_s * 1e6,
-                b.p90_s * 1e6,
-                b.p99_s * 1e6
-            );
-        }
-        if !self.callsites.is_empty() {
-            let _ = writeln!(
-                s,
-                "\n{:>4} {:<22} {:>6} {:>11} {:>11} {:>11}  Location",
-                "Site", "Function", "Ranks", "Calls", "Time (s)", "Mean (us)"
-            );
-            for c in self.callsites.iter().take(10) {
-                let _ = writeln!(
-                    s,
-                    "{:>4} {:<22} {:>6} {:>11} {:>11.6} {:>11.3}  {}",
-                    c.callsite,
-                    c.function,
-                    c.ranks,
-                    c.count,
-                    c.time_s,
-                    c.mean_s * 1e6,
-                    c.location.as_deref().unwrap_or("?")
-                );
-            }
-            if self.callsites.len() > 10 {
-                let _ = writeln!(
-                    s,
-                    "     ({} more callsites in --json)",
-                    self.callsites.len() - 10
-                );
-            }
-        }
-        if !self.p2p.is_empty() {
-            let _ = writeln!(s, "\nPoint-to-point, busiest pairs (sender -> receiver):");
-            for t in self.p2p.iter().take(10) {
-                let _ = writeln!(
-                    s,
-                    "  {:>6} -> {:<6} {:>10} messages {:>12}",
-                    t.from,
-                    t.to,
-                    t.messages,
-                    human_bytes(t.bytes)
-                );
-            }
-            if self.p2p.len() > 10 {
-                let _ = writeln!(s, "  ({} more pairs in --json)", self.p2p.len() - 10);
-            }
-        }
-        if let Some(m) = &self.matrix {
-            s += &m.to_text();
-        }
-        let _ = writeln!(
-            s,
-            "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6} {:>11} {:>12}  End",
-            "Rank",
-            "Host",
-            "Wall (s)",
-            "MPI (s)",
-            "Compute (s)",
-            "MPI%",
-            "Granularity",
-            "Burst hm (us)"
-        );
-        for r in &self.per_rank {
-            let pct = if r.wall_s > 0.0 {
-                100.0 * r.mpi_s / r.wall_s
-            } else {
-                0.0
-            };
-            let _ = writeln!(
-                s,
-                "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>11.3} {:>12.3}  {}",
-                r.rank,
-                r.host,
-                r.wall_s,
-                r.mpi_s,
-                r.compute_s,
-                pct,
-                r.granularity,
-                r.burst_harmonic_mean_s * 1e6,
-                r.end
-            );
-        }
-        if let Some(b) = &self.balance {
-            let _ = writeln!(
-                s,
-                "\nBalance: compute imbalance {:.1}%, MPI imbalance {:.1}% ((max / mean - 1) over ranks); \
-                 waiting: late sender {:.6} s, late receiver {:.6} s, in collectives {:.6} s",
-                b.compute_imbalance_pct,
-                b.mpi_imbalance_pct,
-                b.late_sender_s,
-                b.late_receiver_s,
-                b.collective_wait_s
-            );
-            for w in b.waits.iter().take(5) {
-                let _ = writeln!(
-                    s,
-                    "  rank {} waited {:.6} s on rank {} ({}, {} messages)",
-                    w.waiter, w.seconds, w.on, w.kind, w.messages
-                );
-            }
-            for c in b.collectives.iter().take(5) {
-                let _ = writeln!(
-                    s,
-                    "  {}: {:.6} s waiting for the last rank over {} calls",
-                    c.function, c.seconds, c.instances
-                );
-            }
-            if let Some(p) = &b.placement {
-                let _ = writeln!(
-                    s,
-                    "  placement, {} ranks per node: {} inter-node bytes in rank order, {} with nodes {:?}",
-                    p.ranks_per_node,
-                    p.in_order_inter_node_bytes,
-                    p.suggested_inter_node_bytes,
-                    p.node_of_rank
-                );
-            }
-        }
-        if let Some(e) = &self.endings {
-            s.push_str(&e.to_text());
-        }
-        for w in &self.warnings {
-            let _ = writeln!(s, "warning: {w}");
-        }
-        s
+/// The row of one function.
+fn call_row(a: Acc) -> CallStats {
+    CallStats {
+        count: a.count,
+        recorded: a.recorded,
+        fortran: a.fortran,
+        time_s: a.time_ns as f64 * 1e-9,
+        mean_s: if a.recorded > 0 {
+            a.time_ns as f64 * 1e-9 / a.recorded as f64
+        } else {
+            0.0
+        },
+        max_s: a.max_ns as f64 * 1e-9,
+        bytes: a.vol.total(),
+        bytes_sent: a.vol.sent,
+        bytes_received: a.vol.received,
+        median_s: ns(a.durations.quantile(0.5)),
+        p90_s: ns(a.durations.quantile(0.9)),
+        p99_s: ns(a.durations.quantile(0.99)),
+        sizes: a
+            .sizes
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (size_class_label(c as u32), n))
+            .collect(),
     }
 }

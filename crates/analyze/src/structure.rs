@@ -1,6 +1,6 @@
-//! The program's loop structure, recovered from a trace (seed 003): each rank's
+//! The program's loop structure, recovered from a trace ([Grosclaude 2012]): each rank's
 //! communication calls and the compute bursts between them become symbols, compressed
-//! losslessly into nested loops (`mpiscope_structure`), printed in the seed's notation
+//! losslessly into nested loops (`mpiscope_structure`), printed in [Grosclaude 2012]'s notation
 //! (`(CPU2: 1308792.75 + Allreduce2: 128.75)[4]: 5235686`, times in microseconds), and
 //! ranks with the same structure are grouped (SPMD classes, master/worker roles).
 //!
@@ -24,7 +24,7 @@ use crate::AnalyzeError;
 /// How much of a call goes into its symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Detail {
-    /// Call and callsite (the seed's choice: "destination processes or data sizes are
+    /// Call and callsite ([Grosclaude 2012]'s choice: "destination processes or data sizes are
     /// pruned").
     Low,
     /// Also the peer relative to the rank and the size class.
@@ -36,7 +36,7 @@ pub enum Detail {
 pub enum Algorithm {
     /// Online loop folding, linear time ([`mpiscope_structure::fold`]).
     Fold,
-    /// The seed's runs-and-digrams algorithm ([`mpiscope_structure::seed`]).
+    /// [Grosclaude 2012]'s runs-and-digrams algorithm ([`mpiscope_structure::seed`]).
     Seed,
 }
 
@@ -130,14 +130,46 @@ pub fn structure(
 ) -> Result<Structure, AnalyzeError> {
     let all: Vec<u32> = (0..run.ranks()).collect();
     let ranks = ranks.unwrap_or(&all);
-    let mut syms: HashMap<SymKey, u32> = HashMap::new();
-    let mut symbols: Vec<SymbolInfo> = Vec::new();
-    let mut sites: HashMap<Vec<(String, u64)>, u32> = HashMap::new();
-    let mut callsites: Vec<CallsiteInfo> = Vec::new();
-    let mut site_frames: Vec<(String, u64)> = Vec::new();
+    let mut alphabet = Alphabet::default();
     let mut per_rank: Vec<(u32, Vec<Node>)> = Vec::new();
-    let mut symbols_read = 0u64;
     for &rank in ranks {
+        let nodes = alphabet.rank(run, rank, detail, algorithm)?;
+        per_rank.push((rank, nodes));
+    }
+    alphabet.name_callsites();
+    let items = per_rank.iter().map(|(_, n)| n.len() as u64).sum();
+    Ok(Structure {
+        ranks: ranks.len() as u32,
+        symbols_read: alphabet.symbols_read,
+        items,
+        symbols: alphabet.symbols,
+        callsites: alphabet.callsites,
+        classes: classes_of(per_rank),
+    })
+}
+
+/// The symbols and callsites met so far, numbered across ranks.
+#[derive(Default)]
+struct Alphabet {
+    syms: HashMap<SymKey, u32>,
+    symbols: Vec<SymbolInfo>,
+    sites: HashMap<Vec<(String, u64)>, u32>,
+    callsites: Vec<CallsiteInfo>,
+    /// The innermost frame of each callsite.
+    site_frames: Vec<(String, u64)>,
+    symbols_read: u64,
+}
+
+impl Alphabet {
+    /// The loop tree of `rank`'s first thread: its structural calls and the compute bursts
+    /// between them, as symbols.
+    fn rank(
+        &mut self,
+        run: &RunDir,
+        rank: u32,
+        detail: Detail,
+        algorithm: Algorithm,
+    ) -> Result<Vec<Node>, AnalyzeError> {
         let mut reader = run.open_rank(rank)?;
         let mut seq: Vec<(u32, f64)> = Vec::new();
         let mut folder = mpiscope_structure::fold::Folder::new();
@@ -158,45 +190,12 @@ pub fn structure(
                 prev_exit.get_or_insert(ev.t_exit);
                 continue;
             }
-            // The callsite, numbered across ranks by its frames.
-            let cs = *local_callsites.entry(ev.callsite).or_insert_with(|| {
-                let frames = crate::symbols::callsite_frames(tables, ev.callsite);
-                let next = sites.len() as u32;
-                *sites.entry(frames.clone()).or_insert_with(|| {
-                    callsites.push(CallsiteInfo {
-                        callsite: next,
-                        function: function.clone(),
-                        location: None,
-                    });
-                    site_frames.push(frames.first().cloned().unwrap_or_default());
-                    next
-                })
-            });
-            let mut intern = |key: SymKey| -> u32 {
-                let next = symbols.len() as u32;
-                *syms.entry(key.clone()).or_insert_with(|| {
-                    let mut name = if key.cpu {
-                        format!("CPU{}", key.callsite)
-                    } else {
-                        format!("{}{}", short(&key.function), key.callsite)
-                    };
-                    if let (Some(p), Some(c)) = (key.peer, key.size_class) {
-                        name += &format!("({p:+}, {})", size_label(c));
-                    } else if let Some(c) = key.size_class {
-                        name += &format!("({})", size_label(c));
-                    }
-                    symbols.push(SymbolInfo {
-                        id: next,
-                        name,
-                        function: (!key.cpu).then(|| key.function.clone()),
-                        callsite: key.callsite,
-                    });
-                    next
-                })
-            };
+            let cs = *local_callsites
+                .entry(ev.callsite)
+                .or_insert_with(|| self.callsite(tables, ev.callsite, &function));
             if let Some(p) = prev_exit {
                 let gap = ev.t_enter.saturating_sub(p) as f64 * 1e-3;
-                let s = intern(SymKey {
+                let s = self.intern(SymKey {
                     cpu: true,
                     function: String::new(),
                     callsite: cs,
@@ -204,7 +203,7 @@ pub fn structure(
                     size_class: None,
                 });
                 push(s, gap, &mut seq);
-                symbols_read += 1;
+                self.symbols_read += 1;
             }
             prev_exit = Some(ev.t_exit);
             let (peer, size_class) = match detail {
@@ -222,7 +221,7 @@ pub fn structure(
                     (peer, size)
                 }
             };
-            let s = intern(SymKey {
+            let s = self.intern(SymKey {
                 cpu: false,
                 function,
                 callsite: cs,
@@ -230,26 +229,72 @@ pub fn structure(
                 size_class,
             });
             push(s, ev.duration() as f64 * 1e-3, &mut seq);
-            symbols_read += 1;
+            self.symbols_read += 1;
         }
-        let nodes = match algorithm {
+        Ok(match algorithm {
             Algorithm::Fold => folder.finish(),
             Algorithm::Seed => mpiscope_structure::seed::compress(seq),
-        };
-        per_rank.push((rank, nodes));
+        })
     }
-    // Name the callsites.
-    let mut symbolizer = Symbolizer::new();
-    for (c, (path, offset)) in callsites.iter_mut().zip(&site_frames) {
-        if !path.is_empty() {
-            c.location = Some(match symbolizer.resolve(path, *offset) {
-                Some(l) => l.to_string(),
-                None => format!("{path}+{offset:#x}"),
+
+    /// The number of a rank's callsite `id` (a call of `function`), across ranks by its
+    /// frames.
+    fn callsite(&mut self, tables: &mpiscope_trace::Tables, id: u32, function: &str) -> u32 {
+        let frames = crate::symbols::callsite_frames(tables, id);
+        let next = self.sites.len() as u32;
+        *self.sites.entry(frames.clone()).or_insert_with(|| {
+            self.callsites.push(CallsiteInfo {
+                callsite: next,
+                function: function.to_owned(),
+                location: None,
             });
+            self.site_frames
+                .push(frames.first().cloned().unwrap_or_default());
+            next
+        })
+    }
+
+    /// The number of the symbol `key`, named on first use.
+    fn intern(&mut self, key: SymKey) -> u32 {
+        let next = self.symbols.len() as u32;
+        *self.syms.entry(key.clone()).or_insert_with(|| {
+            let mut name = if key.cpu {
+                format!("CPU{}", key.callsite)
+            } else {
+                format!("{}{}", short(&key.function), key.callsite)
+            };
+            if let (Some(p), Some(c)) = (key.peer, key.size_class) {
+                name += &format!("({p:+}, {})", size_label(c));
+            } else if let Some(c) = key.size_class {
+                name += &format!("({})", size_label(c));
+            }
+            self.symbols.push(SymbolInfo {
+                id: next,
+                name,
+                function: (!key.cpu).then(|| key.function.clone()),
+                callsite: key.callsite,
+            });
+            next
+        })
+    }
+
+    /// Locates the callsites in the binaries' debug information.
+    fn name_callsites(&mut self) {
+        let mut symbolizer = Symbolizer::new();
+        for (c, (path, offset)) in self.callsites.iter_mut().zip(&self.site_frames) {
+            if !path.is_empty() {
+                c.location = Some(match symbolizer.resolve(path, *offset) {
+                    Some(l) => l.to_string(),
+                    None => format!("{path}+{offset:#x}"),
+                });
+            }
         }
     }
-    // Group ranks by shape; merge the times of a class.
-    let items = per_rank.iter().map(|(_, n)| n.len() as u64).sum();
+}
+
+/// Ranks grouped by the shape of their trees, in order of first appearance; the times of
+/// a class merged.
+fn classes_of(per_rank: Vec<(u32, Vec<Node>)>) -> Vec<RankClass> {
     let mut classes: Vec<(String, RankClass)> = Vec::new();
     for (rank, nodes) in per_rank {
         let shape: Vec<String> = nodes.iter().map(Node::shape).collect();
@@ -270,14 +315,7 @@ pub fn structure(
             )),
         }
     }
-    Ok(Structure {
-        ranks: ranks.len() as u32,
-        symbols_read,
-        items,
-        symbols,
-        callsites,
-        classes: classes.into_iter().map(|(_, c)| c).collect(),
-    })
+    classes.into_iter().map(|(_, c)| c).collect()
 }
 
 /// `0-3,5,7-8`.
@@ -308,7 +346,7 @@ fn value(v: f64) -> String {
 }
 
 impl Structure {
-    /// The seed's text: per class of ranks, one numbered line per top-level item; a loop or
+    /// [Grosclaude 2012]'s text: per class of ranks, one numbered line per top-level item; a loop or
     /// sequence line ends with its total. Times in microseconds, averaged over the ranks of
     /// the class.
     pub fn to_text(&self) -> String {

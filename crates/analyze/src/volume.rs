@@ -7,6 +7,7 @@
 //! `Reduce` moves its one buffer: the root sends or receives it, the others the reverse).
 //! Persistent requests are credited when started, not when created.
 
+use mpiscope_mpispec::Family;
 use mpiscope_trace::{Event, Slot, PEER_NULL};
 
 /// Bytes sent and received by one call.
@@ -89,24 +90,25 @@ impl Rule {
         if class.persistent {
             return Rule::Nothing;
         }
-        match class.family.as_str() {
-            "send" | "ssend" | "bsend" | "rsend" | "psend" => Rule::Send,
-            "recv" | "mrecv" | "precv" => Rule::Recv,
-            "sendrecv" => Rule::Sendrecv,
-            "sendrecv_replace" => Rule::SendrecvReplace,
-            "bcast" => Rule::Bcast,
-            "reduce" => Rule::Reduce,
-            "allreduce" | "scan" | "exscan" => Rule::Allreduce,
-            "reduce_scatter_block" => Rule::ReduceScatterBlock,
-            "reduce_scatter" => Rule::ReduceScatter,
-            "alltoall" => Rule::Alltoall,
-            "allgather" => Rule::Allgather,
-            "gather" => Rule::Gather,
-            "scatter" => Rule::Scatter,
+        use Family as F;
+        match class.family {
+            F::Send | F::Ssend | F::Bsend | F::Rsend | F::Psend => Rule::Send,
+            F::Recv | F::Mrecv | F::Precv => Rule::Recv,
+            F::Sendrecv => Rule::Sendrecv,
+            F::SendrecvReplace => Rule::SendrecvReplace,
+            F::Bcast => Rule::Bcast,
+            F::Reduce => Rule::Reduce,
+            F::Allreduce | F::Scan | F::Exscan => Rule::Allreduce,
+            F::ReduceScatterBlock => Rule::ReduceScatterBlock,
+            F::ReduceScatter => Rule::ReduceScatter,
+            F::Alltoall => Rule::Alltoall,
+            F::Allgather => Rule::Allgather,
+            F::Gather => Rule::Gather,
+            F::Scatter => Rule::Scatter,
             _ if class.collective => Rule::Collective,
-            "put" | "rput" | "accumulate" | "raccumulate" => Rule::Put,
-            "get" | "rget" => Rule::Get,
-            "get_accumulate" | "rget_accumulate" | "fetch_and_op" | "compare_and_swap" => {
+            F::Put | F::Rput | F::Accumulate | F::Raccumulate => Rule::Put,
+            F::Get | F::Rget => Rule::Get,
+            F::GetAccumulate | F::RgetAccumulate | F::FetchAndOp | F::CompareAndSwap => {
                 Rule::GetAccumulate
             }
             _ => Rule::Nothing,

@@ -88,7 +88,7 @@ pub struct Samples {
 }
 
 /// Runs `op` `warmup` times untimed, then `iters` timed samples by MPITEST's scheme, each
-/// timing `reps` back-to-back runs of `op` (1 in the seed) and divided by `reps`.
+/// timing `reps` back-to-back runs of `op` (1 in MPITEST) and divided by `reps`.
 pub fn measure<H: Harness>(
     h: &mut H,
     o: &Overheads,

@@ -34,22 +34,22 @@ pub enum Op {
     SendRecv,
     /// A zero-length message and its answer (about twice the latency).
     Signal,
-    /// Beyond the seed: a blocking send to a receiver that posts its receive
+    /// Beyond MPITEST: a blocking send to a receiver that posts its receive
     /// [`EAGER_PROBE_DELAY`] late, timed on the sender alone. Short when the message goes
     /// eagerly (LogGP's send overhead `o`), longer than the delay under rendezvous: the
     /// eager threshold is where it jumps.
     EagerSend,
-    /// Beyond the seed: [`RATE_WINDOW`] back-to-back non-blocking sends to pre-posted
+    /// Beyond MPITEST: [`RATE_WINDOW`] back-to-back non-blocking sends to pre-posted
     /// receives and their wait, timed on the sender, per message (LogGP's gap `g`).
     MessageRate,
-    /// Beyond the seed: SIGNAL SENDING between ranks 0 and 1 while every other rank computes
+    /// Beyond MPITEST: SIGNAL SENDING between ranks 0 and 1 while every other rank computes
     /// without calling MPI for [`BUSY_WINDOW`], timed on rank 0, per message (half the round
     /// trip). Run with 4 ranks bound 2 per core on 2 cores (`mpiscope bench -np 4 --bind-to
     /// core`), each signalling rank shares its core with a computing one, and the time is
     /// how long a rank waiting in MPI takes to get its core back: the oversubscribed wake-up
     /// delay of the simulator's CPU model.
     BusySignal,
-    /// Beyond the seed: N integers sent as an MPI vector datatype (blocks of
+    /// Beyond MPITEST: N integers sent as an MPI vector datatype (blocks of
     /// [`VECTOR_BLOCK`] integers, every other block of the buffer, as the columns of a
     /// matrix panel) from rank 0 and received contiguous by rank 1, caches flushed before
     /// each sample, timed on rank 0 until a zero-byte answer arrives. What HPL's panel
@@ -57,7 +57,7 @@ pub enum Op {
     /// contiguous workspace, and MPI libraries move such messages several times slower than
     /// contiguous ones (Open MPI 4.1 on shared memory here: 2.1 against 9 GB/s).
     VectorSend,
-    /// Beyond the seed: VECTOR SEND's contiguous twin: N contiguous integers from rank 0 to
+    /// Beyond MPITEST: VECTOR SEND's contiguous twin: N contiguous integers from rank 0 to
     /// rank 1, caches flushed before each sample, timed on rank 0 until a zero-byte answer
     /// arrives. What a large message of an application costs when its data comes from
     /// memory rather than from the caches that SEND & RECV's repeats keep warm (HPL's row
@@ -98,7 +98,7 @@ pub const ALL: [Op; 13] = [
     Op::Signal,
 ];
 
-/// Operations beyond the seed, run only when named in `--only`.
+/// Operations beyond MPITEST, run only when named in `--only`.
 pub const EXTRA: [Op; 5] = [
     Op::EagerSend,
     Op::MessageRate,
@@ -109,7 +109,7 @@ pub const EXTRA: [Op; 5] = [
 
 impl Op {
     /// MPITEST's name (`ISEND & WAIT`).
-    pub fn seed_name(self) -> &'static str {
+    pub fn mpitest_name(self) -> &'static str {
         match self {
             Op::Timing => "TIMING",
             Op::Barrier => "BARRIER",
@@ -156,12 +156,12 @@ impl Op {
         }
     }
 
-    /// The operation named `s` (short name or seed name, any case).
+    /// The operation named `s` (short name or MPITEST name, any case).
     pub fn parse(s: &str) -> Option<Op> {
         let t = s.trim().to_ascii_lowercase();
         ALL.into_iter()
             .chain(EXTRA)
-            .find(|o| o.key() == t || o.seed_name().to_ascii_lowercase() == t)
+            .find(|o| o.key() == t || o.mpitest_name().to_ascii_lowercase() == t)
     }
 
     /// Timed with the fast iteration count `t` and without a length.
@@ -510,7 +510,7 @@ pub fn validate(
         recv[..n].copy_from_slice(&send[..n]);
     }
     run(op, world, n, send, recv, false);
-    let bad = |what: String| Err(format!("{}: rank {me}: {what}", op.seed_name()));
+    let bad = |what: String| Err(format!("{}: rank {me}: {what}", op.mpitest_name()));
     let check = |got: &[i32], want: &dyn Fn(usize) -> i32| -> Result<(), String> {
         match (0..got.len()).find(|&i| got[i] != want(i)) {
             None => Ok(()),

@@ -37,7 +37,7 @@ pub(crate) struct BenchParams {
 /// One measured operation and length.
 #[derive(Deserialize)]
 pub(crate) struct BenchRow {
-    /// The seed's name.
+    /// [MPITEST]'s name.
     #[serde(default)]
     pub operation: String,
     /// Short name.

@@ -3,16 +3,16 @@
 //! answer). SEND & RECV's repeats send the same buffer, which the caches keep warm: on shared
 //! memory here 13-15 GB/s against 5-6 GB/s from memory. An application's large messages
 //! mostly come from memory (HPL's row swaps move at 4 GB/s here), so when COLD SEND was
-//! measured the calibrated platform's large messages (from [`crate::strided::MIN_BYTES`]
+//! measured the calibrated platform's large messages (from [`crate::large::MIN_BYTES`]
 //! up, or from the fit's last piece when it starts above) take its rate, through the last
 //! `smpi/bw-factor` entry.
 //!
-//! Fit: as VECTOR SEND's ([`crate::strided`]): `t = a + c S` on the per-size medians of
-//! the sizes of at least [`crate::strided::MIN_BYTES`]; the rate is `1 / c`.
+//! Fit: as VECTOR SEND's ([`crate::large`]): `t = a + c S` on the per-size medians of the
+//! sizes of at least [`MIN_BYTES`]; the rate is `1 / c`.
 
 use serde::Serialize;
 
-use crate::strided::{large_message_slope, MIN_BYTES};
+use crate::large::{large_message_slope, MIN_BYTES};
 use crate::{CalibrationError, Network};
 
 /// What COLD SEND says.

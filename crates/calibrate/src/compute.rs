@@ -1,4 +1,4 @@
-//! Compute calibration (seed 004): BLAS kernel times fitted by the seed's one-term models,
+//! Compute calibration ([Cornebize 2017]): BLAS kernel times fitted by [Cornebize 2017]'s one-term models,
 //! the dgemm time `t = a m n k` and the dtrsm time `t = b m^2 n` (triangle order `m`, `n`
 //! right-hand sides), and by the same plus the lower-order term `c m n` (the pass over the
 //! output matrix, which dominates thin products and small triangles), by least squares on
@@ -7,6 +7,8 @@
 //! in flop/s, what a platform's `speed` means to the simulator.
 
 use serde::{Deserialize, Serialize};
+
+use mpiscope_sim::calibration::{KernelCost, Key};
 
 use crate::CalibrationError;
 
@@ -35,6 +37,16 @@ impl Kernel {
             Kernel::Dtrsm => "dtrsm",
             Kernel::Panel => "panel",
             Kernel::Laswp => "laswp",
+        }
+    }
+
+    /// The platform key its model is written under (`mpiscope/<name>`).
+    pub fn key(self) -> Key {
+        match self {
+            Kernel::Dgemm => Key::Dgemm,
+            Kernel::Dtrsm => Key::Dtrsm,
+            Kernel::Panel => Key::Panel,
+            Kernel::Laswp => Key::Laswp,
         }
     }
 
@@ -116,7 +128,7 @@ pub struct KernelFit {
     pub samples: usize,
 }
 
-/// Fits `t = a work` (`lower_order` false, the seed's model) or `t = a work + c m n` to the
+/// Fits `t = a work` (`lower_order` false, [Cornebize 2017]'s model) or `t = a work + c m n` to the
 /// samples of `kernel`, minimizing the squared relative errors. A negative `c` (the data do
 /// not support the term) falls back to the one-term model.
 pub fn fit_kernel(
@@ -183,8 +195,18 @@ pub fn fit_kernel(
     })
 }
 
+impl KernelFit {
+    /// The fitted model as the simulator reads it.
+    pub fn cost(&self) -> KernelCost {
+        KernelCost {
+            per_work: self.seconds_per_work,
+            per_element: self.seconds_per_element,
+        }
+    }
+}
+
 /// The host's compute model: the dgemm fit (its speed is the host's) and the dtrsm fit
-/// when dtrsm was timed, both with the lower-order term, plus the seed's one-term fits for
+/// when dtrsm was timed, both with the lower-order term, plus [Cornebize 2017]'s one-term fits for
 /// comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ComputeModel {
@@ -192,7 +214,7 @@ pub struct ComputeModel {
     pub dgemm: KernelFit,
     /// `t = b m^2 n + c m n`.
     pub dtrsm: Option<KernelFit>,
-    /// `t = a m n k` (seed 004's model).
+    /// `t = a m n k` ([Cornebize 2017]'s model).
     pub dgemm_one_term: KernelFit,
     /// `t = b m^2 n`.
     pub dtrsm_one_term: Option<KernelFit>,
@@ -301,6 +323,13 @@ mod tests {
         assert!(one.max_error > 0.1 && one.r2 < f.r2, "{one:?}");
         let m = ComputeModel::fit(&s).unwrap();
         assert_eq!(m.fits().count(), 1);
+    }
+
+    #[test]
+    fn kernels_are_written_under_their_names() {
+        for k in [Kernel::Dgemm, Kernel::Dtrsm, Kernel::Panel, Kernel::Laswp] {
+            assert_eq!(k.key().name(), format!("mpiscope/{}", k.name()));
+        }
     }
 
     #[test]

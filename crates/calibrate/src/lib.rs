@@ -10,11 +10,13 @@
 mod bench_json;
 pub mod cold;
 pub mod compute;
+mod large;
 pub mod prediction;
 pub mod protocol;
 pub mod scheduler;
 pub mod strided;
 
+use mpiscope_sim::calibration::Calibration;
 use serde::Serialize;
 
 /// Bandwidth (bytes/s) from which a piece is taken as clamped (a non-positive fitted slope).
@@ -294,11 +296,15 @@ impl Network {
         if let Some(c) = compute {
             speed = format!("speed = {:e}\n", c.dgemm.flops);
             for (f, one) in c.fits() {
-                let name = f.kernel.name();
+                let key = f.kernel.key();
+                let mut model = Calibration::default();
+                if let Some(slot) = model.kernel_mut(key) {
+                    *slot = Some(f.cost());
+                }
                 kernels += &format!(
-                    "# {name}: {:.2} {}, R^2 {:.5}, largest error {:.1}% over {} shapes \
-                     (one-term model: R^2 {:.5}, largest error {:.1}%)\n\
-                     \"mpiscope/{name}\" = \"{:e} {:e}\"\n",
+                    "# {}: {:.2} {}, R^2 {:.5}, largest error {:.1}% over {} shapes \
+                     (one-term model: R^2 {:.5}, largest error {:.1}%)\n",
+                    f.kernel.name(),
                     f.flops / 1e9,
                     f.kernel.rate_unit(),
                     f.r2,
@@ -306,21 +312,16 @@ impl Network {
                     f.samples,
                     one.r2,
                     one.max_error * 100.0,
-                    f.seconds_per_work,
-                    f.seconds_per_element,
                 );
+                kernels += &model.line(key).unwrap_or_default();
             }
             if !c.core_efficiency.is_empty() {
-                let e: Vec<String> = c
-                    .core_efficiency
-                    .iter()
-                    .map(|e| format!("{e:.4}"))
-                    .collect();
-                kernels += &format!(
-                    "# per-core dgemm speed with 1, 2, ... cores busy, relative to one core alone\n\
-                     \"mpiscope/core-efficiency\" = \"{}\"\n",
-                    e.join(" ")
-                );
+                let model = Calibration {
+                    core_efficiency: Some(c.core_efficiency.clone()),
+                    ..Calibration::default()
+                };
+                kernels += "# per-core dgemm speed with 1, 2, ... cores busy, relative to one core alone\n";
+                kernels += &model.to_config();
             }
         }
         format!(
@@ -377,7 +378,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn model(bytes: f64) -> f64 {
+    fn model_time(bytes: f64) -> f64 {
         // An eager piece below 4 KiB, a rendezvous piece above.
         let x = bytes + ENVELOPE;
         if bytes <= 4096.0 {
@@ -397,7 +398,7 @@ mod tests {
             .into_iter()
             .map(|b| Point {
                 bytes: b,
-                seconds: model(b),
+                seconds: model_time(b),
             })
             .collect();
         let f = fit(&pts, 3, 0.01).unwrap();
@@ -432,6 +433,76 @@ mod tests {
         assert!(e.to_string().contains("at least 2 sizes"), "{e}");
         let e = points_from_bench("{", "r.json").unwrap_err().to_string();
         assert!(e.contains("r.json"), "{e}");
+    }
+
+    /// Everything `mpiscope calibrate` measures, written to a platform and read back by the
+    /// simulator, is the measured value.
+    #[test]
+    fn the_platform_reads_back_what_was_measured() {
+        use mpiscope_sim::calibration::LogGpValues;
+        let sample = |kernel, m: u64, n: u64, k: u64, per_work: f64| compute::KernelSample {
+            kernel,
+            m,
+            n,
+            k,
+            seconds: per_work * kernel.work(m, n, k) + 1e-9 * (m * n) as f64,
+        };
+        let mut samples = Vec::new();
+        for (m, n, k) in [
+            (64, 64, 64),
+            (512, 512, 8),
+            (512, 512, 256),
+            (1024, 256, 32),
+        ] {
+            samples.push(sample(compute::Kernel::Dgemm, m, n, k, 2e-11));
+            samples.push(sample(compute::Kernel::Dtrsm, m, n, 0, 3e-11));
+            samples.push(sample(compute::Kernel::Panel, m, n / 4, 0, 7e-11));
+            samples.push(sample(compute::Kernel::Laswp, m, n, 0, 1.3e-9));
+        }
+        let mut model = compute::ComputeModel::fit(&samples).unwrap();
+        model.core_efficiency = vec![1.0, 0.9512];
+        let points: Vec<Point> = sizes()
+            .into_iter()
+            .map(|b| Point {
+                bytes: b,
+                seconds: model_time(b),
+            })
+            .collect();
+        let net = Network::from_fit(&fit(&points, 3, 0.01).unwrap());
+        let protocol = protocol::Protocol {
+            largest_eager: Some(4096),
+            smallest_rendezvous: Some(16384),
+            o: Some(1.1e-7),
+            g: Some(2.3e-7),
+        };
+        let strided = strided::Strided {
+            seconds_per_byte: 1.0 / 1.9e9,
+            extra_per_byte: 1.0 / 1.9e9 - 1.0 / 3e9,
+            samples: 3,
+            contiguous: 3e9,
+            runs_gigabytes_per_second: Vec::new(),
+        };
+        let extra = scheduler::config_lines(1.3996e-3) + &strided.config_lines();
+        let text = net.platform_toml(2, "r.json", Some(&model), Some(&protocol), &extra);
+        let p = mpiscope_sim::platform::toml::from_toml_str(&text, "c.toml").unwrap();
+        assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+        let read = Calibration::from_config(&p.config).unwrap();
+        let (l, o, g, big_g) = protocol.loggp(&net);
+        let fits: Vec<_> = model.fits().map(|(f, _)| f.cost()).collect();
+        assert_eq!(fits.len(), 4);
+        assert_eq!(
+            read,
+            Calibration {
+                loggp: Some(LogGpValues { l, o, g, big_g }),
+                core_efficiency: Some(vec![1.0, 0.9512]),
+                oversubscribed_wake_up: Some(1.3996e-3),
+                dgemm: Some(model.dgemm.cost()),
+                dtrsm: model.dtrsm.map(|f| f.cost()),
+                panel: model.panel.map(|f| f.cost()),
+                pack: Some(strided.extra_per_byte),
+                laswp: model.laswp.map(|f| f.cost()),
+            }
+        );
     }
 
     proptest! {

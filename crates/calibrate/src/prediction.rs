@@ -17,7 +17,7 @@ use crate::CalibrationError;
 /// One operation and length, measured and predicted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
-    /// The seed's name (`ALLREDUCE`).
+    /// [MPITEST]'s name (`ALLREDUCE`).
     pub operation: String,
     /// Short name (`allreduce`).
     pub key: String,

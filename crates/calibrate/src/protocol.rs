@@ -10,6 +10,7 @@
 //! * `g`: the time per message of MESSAGE RATE at the smallest size;
 //! * `L`: the fitted one-way latency minus `2 o`; `G`: 1 / the nominal bandwidth.
 
+use mpiscope_sim::calibration::{Calibration, LogGpValues};
 use serde::Serialize;
 
 use crate::{CalibrationError, Network};
@@ -94,7 +95,12 @@ impl Protocol {
             (None, None) => {}
         }
         let (l, o, g, big_g) = self.loggp(net);
-        s += &format!("# LogGP L, o, g (seconds), G (seconds per byte)\n\"mpiscope/loggp\" = \"{l:e},{o:e},{g:e},{big_g:e}\"\n");
+        s += "# LogGP L, o, g (seconds), G (seconds per byte)\n";
+        let measured = Calibration {
+            loggp: Some(LogGpValues { l, o, g, big_g }),
+            ..Calibration::default()
+        };
+        s += &measured.to_config();
         s
     }
 }

@@ -5,6 +5,8 @@
 //! waiting rank on an oversubscribed core by this much when its message arrives while the
 //! core computes (`mpiscope/oversubscribed-wake-up`).
 
+use mpiscope_sim::calibration::Calibration;
+
 use crate::CalibrationError;
 
 /// The wake-up delay in seconds: the median of the `busy_signal` rows' medians of
@@ -32,10 +34,15 @@ pub fn wake_up_from_bench(
 
 /// The platform `[config]` lines for a wake-up delay of `seconds`.
 pub fn config_lines(seconds: f64) -> String {
+    let measured = Calibration {
+        oversubscribed_wake_up: Some(seconds),
+        ..Calibration::default()
+    };
     format!(
         "# a rank waiting in MPI on an oversubscribed core gets it back {:.3} ms after its \
-         message arrives while the core computes\n\"mpiscope/oversubscribed-wake-up\" = {seconds:e}\n",
-        seconds * 1e3
+         message arrives while the core computes\n{}",
+        seconds * 1e3,
+        measured.to_config()
     )
 }
 

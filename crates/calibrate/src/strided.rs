@@ -17,12 +17,12 @@
 //! So [`Strided::from_runs`] takes several runs (`scripts/bench-hpl-real.sh` makes one after
 //! each `hpcc` launch) and keeps the slowest.
 
+use mpiscope_sim::calibration::Calibration;
 use serde::Serialize;
 
+use crate::large::large_message_slope;
+pub use crate::large::MIN_BYTES;
 use crate::CalibrationError;
-
-/// Smaller messages are latency-bound and left out of the fit, bytes.
-pub const MIN_BYTES: u64 = 64 << 10;
 
 /// What VECTOR SEND says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,40 +37,6 @@ pub struct Strided {
     pub contiguous: f64,
     /// With [`Strided::from_runs`]: every run's strided rate, GB/s, in the order given.
     pub runs_gigabytes_per_second: Vec<f64>,
-}
-
-/// The slope (seconds per byte, at least 0) of `t = a + c S` fitted by least squares on the
-/// per-size medians of the `key` rows of at least [`MIN_BYTES`], and how many sizes; `None`
-/// for fewer than two sizes.
-pub(crate) fn large_message_slope(
-    b: &crate::bench_json::BenchResults,
-    key: &str,
-) -> Option<(f64, usize)> {
-    let mut by_size: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
-    for r in &b.results {
-        if r.key != key || r.skipped.is_some() || !r.time.median.is_finite() {
-            continue;
-        }
-        match r.ints {
-            Some(ints) if 4 * ints >= MIN_BYTES => {
-                by_size.entry(4 * ints).or_default().push(r.time.median)
-            }
-            _ => {}
-        }
-    }
-    let points: Vec<(f64, f64)> = by_size
-        .into_iter()
-        .map(|(bytes, mut t)| (bytes as f64, crate::bench_json::median(&mut t)))
-        .collect();
-    let n = points.len() as f64;
-    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
-    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
-    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
-    if points.len() < 2 || sxx <= 0.0 {
-        return None;
-    }
-    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
-    Some(((sxy / sxx).max(0.0), points.len()))
 }
 
 impl Strided {
@@ -131,13 +97,17 @@ impl Strided {
 
     /// The platform `[config]` lines.
     pub fn config_lines(&self) -> String {
+        let measured = Calibration {
+            pack: Some(self.extra_per_byte),
+            ..Calibration::default()
+        };
         format!(
             "# messages sent from a strided layout (HPL's panel): {:.2} GB/s against {:.2} \
-             contiguous, over {} sizes\n\"mpiscope/pack\" = {:e}\n",
+             contiguous, over {} sizes\n{}",
             self.gigabytes_per_second(),
             self.contiguous / 1e9,
             self.samples,
-            self.extra_per_byte
+            measured.to_config()
         )
     }
 }

@@ -22,7 +22,7 @@ pub struct BenchArgs {
     /// `--predict PLATFORM` (trace the run,
     /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
     /// of `--predict` in DIR), `--force` (replace an output file of another kind; with
-    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in the seed's syntax or as
+    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or as
     /// long options.
     #[arg(
         trailing_var_arg = true,
@@ -278,7 +278,7 @@ fn predict_in(
         &replay.display().to_string(),
     )?;
     if json {
-        crate::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
+        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
         return Ok(0);
     }
     let mut s = format!(
@@ -306,7 +306,7 @@ fn predict_in(
             e
         );
     }
-    crate::write_stdout(&s)?;
+    crate::outputs::write_stdout(&s)?;
     Ok(0)
 }
 

@@ -10,7 +10,7 @@ use mpiscope_calibrate::cold::Cold;
 use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
 use mpiscope_calibrate::strided::Strided;
-use mpiscope_calibrate::{fit, points_from_bench, Network};
+use mpiscope_calibrate::{fit, points_from_bench, Fit, Network, Point};
 
 /// Options of `mpiscope calibrate`.
 #[derive(Args, Debug)]
@@ -61,6 +61,21 @@ pub struct CalibrateArgs {
     json: bool,
 }
 
+/// One worker process of the per-core speed under load (the hidden `dgemm-worker`).
+#[derive(Args, Debug)]
+pub struct DgemmWorkerArgs {
+    m: usize,
+    n: usize,
+    k: usize,
+    seconds: f64,
+}
+
+/// Runs one `dgemm-worker`: dgemm of `m x k` by `k x n` for `seconds`.
+pub fn dgemm_worker(a: DgemmWorkerArgs) -> Result<i32> {
+    mpiscope_kernels::dgemm_worker((a.m, a.n, a.k), a.seconds)?;
+    Ok(0)
+}
+
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
 fn time_kernels(samples: u32, passes: u32) -> Vec<KernelSample> {
     mpiscope_kernels::use_one_thread();
@@ -81,6 +96,23 @@ fn time_kernels(samples: u32, passes: u32) -> Vec<KernelSample> {
     out
 }
 
+/// What a calibration found, for the platform file and the summary.
+struct Calibrated {
+    points: Vec<Point>,
+    fit: Fit,
+    net: Network,
+    /// The nominal bandwidth before COLD SEND's rate replaced the largest messages'.
+    warm_bandwidth: f64,
+    cold: Option<Cold>,
+    /// The size from which messages take COLD SEND's rate.
+    cold_from: Option<u64>,
+    protocol: Option<Protocol>,
+    wake_up: Option<f64>,
+    strided: Option<Strided>,
+    kernels: Vec<KernelSample>,
+    compute: Option<ComputeModel>,
+}
+
 /// Runs `mpiscope calibrate`.
 pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     // Judged before the fit (and the kernel timings), so a refused output costs nothing.
@@ -97,18 +129,76 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     // VECTOR SEND's caches are cold: compare it with COLD SEND when measured.
     let contiguous = cold.map_or(net.bandwidth, |c| c.bytes_per_second());
     let protocol = Protocol::from_bench(&text, &path)?;
-    let wake_up = match &a.wake_up {
+    let wake_up = wake_up(&a, &text, &path, net.latency)?;
+    let strided = strided(&a, &text, &path, contiguous)?;
+    let (kernels, compute) = compute(&a, np)?;
+    let c = Calibrated {
+        points,
+        fit: f,
+        net,
+        warm_bandwidth,
+        cold,
+        cold_from,
+        protocol,
+        wake_up,
+        strided,
+        kernels,
+        compute,
+    };
+    let mut extra = String::new();
+    if let (Some(cold), Some(from)) = (&c.cold, c.cold_from) {
+        extra += &cold.config_lines(from, c.warm_bandwidth);
+    }
+    if let Some(d) = c.wake_up {
+        extra += &mpiscope_calibrate::scheduler::config_lines(d);
+    }
+    if let Some(s) = &c.strided {
+        extra += &s.config_lines();
+    }
+    let platform = c.net.platform_toml(
+        np.max(1),
+        &path,
+        c.compute.as_ref(),
+        c.protocol.as_ref(),
+        &extra,
+    );
+    crate::outputs::write(
+        &a.output,
+        &crate::outputs::CALIBRATED_PLATFORM,
+        a.force,
+        platform.as_bytes(),
+    )?;
+    if a.json {
+        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&c.json())? + "\n"))?;
+    } else {
+        let mut s = c.text(&path);
+        s += &format!(
+            "wrote {} (replay with --mapping sequential:{np})\n",
+            a.output.display()
+        );
+        crate::outputs::write_stdout(&s)?;
+    }
+    Ok(0)
+}
+
+/// The oversubscribed wake-up delay, from `--wake-up` or the results.
+fn wake_up(a: &CalibrateArgs, text: &str, path: &str, latency: f64) -> Result<Option<f64>> {
+    Ok(match &a.wake_up {
         Some(file) => {
             let p = file.display().to_string();
             let t = std::fs::read_to_string(file).with_context(|| format!("cannot read {p}"))?;
-            mpiscope_calibrate::scheduler::wake_up_from_bench(&t, &p, net.latency)?
+            mpiscope_calibrate::scheduler::wake_up_from_bench(&t, &p, latency)?
                 .with_context(|| format!("{p}: no busy_signal measurement"))
                 .map(Some)?
         }
-        None => mpiscope_calibrate::scheduler::wake_up_from_bench(&text, &path, net.latency)?,
-    };
-    let strided = if a.strided.is_empty() {
-        Strided::from_bench(&text, &path, contiguous)?
+        None => mpiscope_calibrate::scheduler::wake_up_from_bench(text, path, latency)?,
+    })
+}
+
+/// The strided pack cost, from the `--strided` runs or the results.
+fn strided(a: &CalibrateArgs, text: &str, path: &str, contiguous: f64) -> Result<Option<Strided>> {
+    Ok(if a.strided.is_empty() {
+        Strided::from_bench(text, path, contiguous)?
     } else {
         let mut runs = Vec::with_capacity(a.strided.len());
         for file in &a.strided {
@@ -128,7 +218,12 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             );
         }
         s
-    };
+    })
+}
+
+/// The BLAS kernels' timings and the compute model fitted to them (none with
+/// `--no-compute`), with the per-core speed under load.
+fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<ComputeModel>)> {
     let kernels = if a.no_compute {
         Vec::new()
     } else {
@@ -155,31 +250,26 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         }
         Some(model)
     };
-    let mut extra = String::new();
-    if let (Some(c), Some(from)) = (&cold, cold_from) {
-        extra += &c.config_lines(from, warm_bandwidth);
-    }
-    if let Some(d) = wake_up {
-        extra += &mpiscope_calibrate::scheduler::config_lines(d);
-    }
-    if let Some(s) = &strided {
-        extra += &s.config_lines();
-    }
-    let platform = net.platform_toml(
-        np.max(1),
-        &path,
-        compute.as_ref(),
-        protocol.as_ref(),
-        &extra,
-    );
-    crate::outputs::write(
-        &a.output,
-        &crate::outputs::CALIBRATED_PLATFORM,
-        a.force,
-        platform.as_bytes(),
-    )?;
-    if a.json {
-        let j = serde_json::json!({
+    Ok((kernels, compute))
+}
+
+impl Calibrated {
+    /// The calibration as JSON (`--json`).
+    fn json(&self) -> serde_json::Value {
+        let Calibrated {
+            points,
+            fit: f,
+            net,
+            cold,
+            cold_from,
+            protocol,
+            wake_up,
+            strided,
+            kernels,
+            compute,
+            ..
+        } = self;
+        serde_json::json!({
             "points": points,
             "fit": f,
             "network": net,
@@ -194,12 +284,27 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 "samples": c.samples,
             })),
             "loggp": protocol.map(|p| {
-                let (l, o, g, big_g) = p.loggp(&net);
+                let (l, o, g, big_g) = p.loggp(net);
                 serde_json::json!({ "L": l, "o": o, "g": g, "G": big_g })
             }),
-        });
-        crate::write_stdout(&(serde_json::to_string_pretty(&j)? + "\n"))?;
-    } else {
+        })
+    }
+
+    /// The calibration as text, but for its last line.
+    fn text(&self, path: &str) -> String {
+        let Calibrated {
+            points,
+            fit: f,
+            net,
+            warm_bandwidth,
+            cold,
+            cold_from,
+            protocol,
+            wake_up,
+            strided,
+            compute,
+            ..
+        } = self;
         let mut s = format!(
             "{} sizes from {path}; nominal latency {:.3} us, bandwidth {:.1} MB/s; R^2 {:.5}\n",
             points.len(),
@@ -226,7 +331,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
             );
         }
         if let Some(p) = &protocol {
-            let (l, o, g, big_g) = p.loggp(&net);
+            let (l, o, g, big_g) = p.loggp(net);
             s += &format!(
                 "blocking sends return at once up to {} bytes, wait for the receiver from {} bytes; \
                  LogGP L {:.3} us, o {:.3} us, g {:.3} us, G {:.3e} s/B\n",
@@ -274,42 +379,45 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
                 d * 1e3
             );
         }
-        if let Some(c) = &compute {
-            for (k, one) in c.fits() {
-                let (name, work) = (k.kernel.name(), k.kernel.work_text());
-                s += &format!(
-                    "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} {} (one thread), R^2 {:.5}, \
-                     largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
-                    k.seconds_per_work,
-                    k.seconds_per_element,
-                    k.flops / 1e9,
-                    k.kernel.rate_unit(),
-                    k.r2,
-                    k.max_error * 100.0,
-                    k.samples,
-                    one.seconds_per_work,
-                    one.r2,
-                    one.max_error * 100.0,
-                );
-            }
-            if !c.core_efficiency.is_empty() {
-                let e: Vec<String> = c
-                    .core_efficiency
-                    .iter()
-                    .map(|e| format!("{e:.3}"))
-                    .collect();
-                s += &format!(
-                    "per-core dgemm speed with 1..{} cores busy, relative to one alone: {}\n",
-                    e.len(),
-                    e.join(", ")
-                );
-            }
+        if let Some(c) = compute {
+            s += &compute_text(c);
         }
-        s += &format!(
-            "wrote {} (replay with --mapping sequential:{np})\n",
-            a.output.display()
-        );
-        crate::write_stdout(&s)?;
+        s
     }
-    Ok(0)
+}
+
+/// The compute model's lines of the summary: each kernel's fit, the per-core speed under
+/// load.
+fn compute_text(c: &ComputeModel) -> String {
+    let mut s = String::new();
+    for (k, one) in c.fits() {
+        let (name, work) = (k.kernel.name(), k.kernel.work_text());
+        s += &format!(
+            "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} {} (one thread), R^2 {:.5}, \
+             largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
+            k.seconds_per_work,
+            k.seconds_per_element,
+            k.flops / 1e9,
+            k.kernel.rate_unit(),
+            k.r2,
+            k.max_error * 100.0,
+            k.samples,
+            one.seconds_per_work,
+            one.r2,
+            one.max_error * 100.0,
+        );
+    }
+    if !c.core_efficiency.is_empty() {
+        let e: Vec<String> = c
+            .core_efficiency
+            .iter()
+            .map(|e| format!("{e:.3}"))
+            .collect();
+        s += &format!(
+            "per-core dgemm speed with 1..{} cores busy, relative to one alone: {}\n",
+            e.len(),
+            e.join(", ")
+        );
+    }
+    s
 }

@@ -1,15 +1,16 @@
 //! `mpiscope hpl`: simulate HPL (from a standard `HPL.dat`) on a modeled platform.
 //!
-//! The skeleton is `mpiscope-hpl`; this file loads the platform, places the ranks, runs
-//! every configuration of the `HPL.dat` and prints HPL's result lines (or JSON).
+//! The skeleton is `mpiscope-hpl`; this file loads the platform, configures the simulation
+//! with the shared simulation flags (`simflags.rs`), runs every configuration of the
+//! `HPL.dat` and prints HPL's result lines (or JSON).
 
 use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use mpiscope_hpl::HplDat;
-use mpiscope_sim::platform::{self, Mapping};
-use mpiscope_sim::SimConfig;
+
+use crate::simflags::SimArgs;
 
 /// Options of `mpiscope hpl`.
 #[derive(Args, Debug)]
@@ -20,22 +21,10 @@ pub struct HplArgs {
     /// `mpiscope/dtrsm` and `mpiscope/panel` kernel models in `[config]` when calibrated).
     #[arg(long)]
     platform: PathBuf,
-    /// SimGrid-style hostfile (one host per line, `host:N` for N ranks).
-    #[arg(long, conflicts_with = "mapping")]
-    hostfile: Option<PathBuf>,
-    /// Rank placement without a hostfile: `sequential[:K]` (K ranks per host; rank i on
-    /// host i by default), `round-robin`, `random[:SEED[:K]]`.
-    #[arg(long, default_value = "sequential")]
-    mapping: String,
-    /// `core`: each rank bound to one core of its host, the k-th rank of a host to core k
-    /// modulo its cores (as `mpirun --bind-to core --map-by core`); `none`: a host's ranks
-    /// share all its cores.
-    #[arg(long, default_value = "none", value_parser = ["none", "core"])]
-    bind_to: String,
-    /// Network model: `flow` (SimGrid's CM02 with the platform's factors), `smpi` or
-    /// `loggp`.
-    #[arg(long, default_value = "flow")]
-    network: String,
+    /// Placement, network model, MPI library (HPL's own messages are point-to-point: the
+    /// collective flags apply to the engine, not to HPL's broadcasts).
+    #[command(flatten)]
+    sim: SimArgs,
     /// Print a JSON list (one object per configuration).
     #[arg(long)]
     json: bool,
@@ -70,28 +59,64 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     let text = std::fs::read_to_string(&a.dat)
         .map_err(|e| anyhow!("cannot read {}: {e}", a.dat.display()))?;
     let dat = HplDat::parse(&text, &a.dat.display().to_string())?;
-    let platform = platform::load(&a.platform)
-        .map_err(|e| anyhow!("cannot load the platform {}: {e}", a.platform.display()))?;
-    crate::inputs::warn_about_platform(&platform);
-    if !mpiscope_sim::options::NETWORK_MODELS.contains(&a.network.as_str()) {
-        bail!("--network {}: expected flow, smpi or loggp", a.network);
-    }
-    let mut config = SimConfig::for_platform(&platform, &a.network)
-        .map_err(|e| anyhow!("{}: {e}", a.platform.display()))?;
-    config.bind_to_core = a.bind_to == "core";
+    let platform = crate::simflags::load_platform(&a.platform)?;
+    let mut config = a.sim.config(&platform, &a.platform)?;
     config.timeline = a.timeline.is_some();
-    let mapping = match &a.hostfile {
-        Some(h) => Mapping::Hostfile(platform::Hostfile::from_path(h)?),
-        None => a
-            .mapping
-            .parse::<Mapping>()
-            .map_err(|e| anyhow!("--mapping: {e}"))?,
-    };
+    let mapping = a.sim.placement.mapping()?;
     let mut out = String::new();
     let mut json = Vec::new();
     if !a.json {
         out += &header();
     }
+    let runs = configured_runs(&a, &dat)?;
+    for run in &runs {
+        let r = with_progress_bar(run, |progress| {
+            mpiscope_hpl::simulate_with_progress(run, &platform, config.clone(), &mapping, progress)
+        })
+        .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
+        if let Some(path) = &a.timeline {
+            write_timeline(path, &r, a.force)?;
+        }
+        if a.json {
+            json.push(serde_json::json!({
+                "tv": run.code(),
+                "n": run.n,
+                "nb": run.nb,
+                "p": run.p,
+                "q": run.q,
+                "time_s": r.time_s,
+                "gflops": r.gflops,
+                "energy_j": r.energy_j,
+                "sim_wall_s": r.sim_wall_s,
+                "messages": r.messages,
+                "pivots": a.pivots,
+                "polls": a.polls,
+                "bind_to": a.sim.placement.bind_to,
+            }));
+        } else {
+            out += &format!(
+                "{:<8}{:>12} {:>5} {:>5} {:>5} {:>18.2}    {:>19}\n",
+                run.code(),
+                run.n,
+                run.nb,
+                run.p,
+                run.q,
+                r.time_s,
+                c_exp(r.gflops, 4)
+            );
+        }
+    }
+    if a.json {
+        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&json)? + "\n"))?;
+    } else {
+        out += &summary(runs.len());
+        crate::outputs::write_stdout(&out)?;
+    }
+    Ok(0)
+}
+
+/// The configurations of `dat`, with the command's choices of pivots, polls and phases.
+fn configured_runs(a: &HplArgs, dat: &HplDat) -> Result<Vec<mpiscope_hpl::Run>> {
     let mut runs = dat.runs();
     let pivots = if a.pivots == "messages" {
         mpiscope_hpl::Pivots::Messages
@@ -115,61 +140,16 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
             a.dat.display()
         );
     }
-    for run in &runs {
-        let r = with_progress_bar(run, |progress| {
-            mpiscope_hpl::simulate_with_progress(run, &platform, config.clone(), &mapping, progress)
-        })
-        .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
-        if let Some(path) = &a.timeline {
-            let mut w = mpiscope_files::AtomicFile::create_output(
-                path,
-                &crate::outputs::TIMELINE,
-                a.force,
-            )?;
-            mpiscope_sim::report::write_chrome_trace(
-                &r.timeline,
-                &mpiscope_hpl::phase_name,
-                &mut w,
-            )
-            .with_context(|| format!("cannot write {}", path.display()))?;
-            w.commit()?;
-        }
-        if a.json {
-            json.push(serde_json::json!({
-                "tv": run.code(),
-                "n": run.n,
-                "nb": run.nb,
-                "p": run.p,
-                "q": run.q,
-                "time_s": r.time_s,
-                "gflops": r.gflops,
-                "energy_j": r.energy_j,
-                "sim_wall_s": r.sim_wall_s,
-                "messages": r.messages,
-                "pivots": a.pivots,
-                "polls": a.polls,
-                "bind_to": a.bind_to,
-            }));
-        } else {
-            out += &format!(
-                "{:<8}{:>12} {:>5} {:>5} {:>5} {:>18.2}    {:>19}\n",
-                run.code(),
-                run.n,
-                run.nb,
-                run.p,
-                run.q,
-                r.time_s,
-                c_exp(r.gflops, 4)
-            );
-        }
-    }
-    if a.json {
-        crate::write_stdout(&(serde_json::to_string_pretty(&json)? + "\n"))?;
-    } else {
-        out += &summary(runs.len());
-        crate::write_stdout(&out)?;
-    }
-    Ok(0)
+    Ok(runs)
+}
+
+/// Writes the timeline of `r` to `path`, spans named by HPL phase.
+fn write_timeline(path: &std::path::Path, r: &mpiscope_hpl::HplResult, force: bool) -> Result<()> {
+    let mut w = mpiscope_files::AtomicFile::create_output(path, &crate::outputs::TIMELINE, force)?;
+    mpiscope_sim::report::write_chrome_trace(&r.timeline, &mpiscope_hpl::phase_name, &mut w)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    w.commit()?;
+    Ok(())
 }
 
 /// Runs `simulate` with a progress bar of the panels on a terminal's stderr.

@@ -1,9 +1,16 @@
 //! Checks of the numbers given on the command line (clap value parsers: an error names the
-//! flag), and the warnings about inputs that the commands print: platform options the
-//! simulator does not read, TI lines a `--lenient` replay skipped.
+//! flag), the opening of run directories, and the warnings about inputs that the commands
+//! print: records that end early (partial input is always announced, and JSON outputs say
+//! so under `input`), platform options the simulator does not read, TI lines a `--lenient`
+//! replay skipped.
 
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use mpiscope_analyze::ending::InputState;
 use mpiscope_sim::platform::Platform;
 use mpiscope_sim::workload::ti::SkippedLines;
+use mpiscope_trace::RunDir;
 
 /// A finite number above zero (`--traced-speed`, `--flops`).
 pub fn positive(s: &str) -> Result<f64, String> {
@@ -21,6 +28,30 @@ pub fn non_negative(s: &str) -> Result<f64, String> {
         Ok(v) => Err(format!("{v} is not a finite number of 0 or more")),
         Err(_) => Err(format!("`{s}` is not a number")),
     }
+}
+
+/// Opens the run directory `dir` (an error names it).
+pub fn open_run(dir: &Path) -> Result<RunDir> {
+    RunDir::open(dir).with_context(|| format!("cannot open the trace {}", dir.display()))
+}
+
+/// Says on stderr which ranks' records end early, and where (partial input is always
+/// announced); returns the state for JSON outputs.
+pub fn announce_input(run: &RunDir) -> InputState {
+    let state = mpiscope_analyze::ending::skim(run);
+    for w in state.warnings(8) {
+        eprintln!("mpiscope: warning: {w}");
+    }
+    state
+}
+
+/// `value` with the input state under the key `input`.
+pub fn with_input(value: impl serde::Serialize, input: &InputState) -> Result<serde_json::Value> {
+    let mut v = serde_json::to_value(value)?;
+    if let serde_json::Value::Object(m) = &mut v {
+        m.insert("input".into(), serde_json::to_value(input)?);
+    }
+    Ok(v)
 }
 
 /// Prints the platform's warnings (options the simulator does not read), one line each.

@@ -1,7 +1,7 @@
 //! The kinds of file the commands write (how an earlier one that mpiscope wrote is
 //! recognised, so that it may be replaced without `--force`), and the one way they write
 //! them: [`write`], atomic and never over what mpiscope did not write
-//! (`mpiscope_files`).
+//! (`mpiscope_files`); and [`write_stdout`], for what they print.
 
 use std::path::Path;
 
@@ -55,6 +55,15 @@ pub const ACCESS_RECORDS: Kind = Kind::new("an access trace", |h| {
 /// replaced only with `force`, a directory, link or special file never.
 pub fn write(path: &Path, kind: &Kind, force: bool, bytes: &[u8]) -> Result<()> {
     Ok(mpiscope_files::write_output(path, kind, force, bytes)?)
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //!   blocking, records each rank's first touches of the received sub-messages into
 //!   `DIR/access-<rank>.jsonl`, and writes the consensus order per call site to
 //!   `DIR/order.json`.
-//! * `mpiscope overlap bench`: the overlap micro-benchmark (seed 001, Table 1).
+//! * `mpiscope overlap bench`: the overlap micro-benchmark ([Li 2010], Table 1).
 //! * `mpiscope overlap predict RUN`: what T-NBC would hide, from an mpiscope trace.
 
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub struct OverlapArgs {
 
 #[derive(Subcommand, Debug)]
 enum OverlapCommand {
-    /// Overlap micro-benchmark: MPI_Alltoall followed by computation, the seed's five
+    /// Overlap micro-benchmark: MPI_Alltoall followed by computation, [Li 2010]'s five
     /// scenarios, blocking vs T-NBC vs MPI_Ialltoall + MPI_Wait.
     Bench(BenchArgs),
     /// Predict what T-NBC would hide for a traced run (`mpiscope trace` directory).
@@ -68,7 +68,7 @@ struct RunArgs {
     stats: bool,
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
-    /// data is read first (seed 001, section 5.2.2).
+    /// data is read first ([Li 2010], section 5.2.2).
     #[arg(long, value_name = "N")]
     ranks_per_node: Option<u32>,
     /// MPI flavour of the program: auto, openmpi, mpich.
@@ -97,7 +97,7 @@ struct BenchArgs {
     /// Computation: sleep (no CPU contention with the progress thread) or spin.
     #[arg(long, default_value = "sleep")]
     kind: String,
-    /// Scenarios to run, among a b c d e (seed 001, Table 1).
+    /// Scenarios to run, among a b c d e ([Li 2010], Table 1).
     #[arg(long, default_value = "abcde")]
     scenarios: String,
     /// MPI: openmpi or mpich.
@@ -342,6 +342,60 @@ fn tool(names: &[&str]) -> Result<String> {
     )
 }
 
+/// Writes the benchmark program and compiles it with `cc` into a temporary directory
+/// (removed when the returned handle is dropped); returns the handle and the executable.
+fn compile_bench(cc: &str) -> Result<(tempfile::TempDir, std::path::PathBuf)> {
+    let dir = tempfile::tempdir()?;
+    let src = dir.path().join("overlap_alltoall.c");
+    let exe = dir.path().join("overlap_alltoall");
+    std::fs::write(&src, BENCH_SOURCE)?;
+    let st = Command::new(cc)
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .with_context(|| format!("cannot run {cc}"))?;
+    if !st.success() {
+        bail!("{cc} failed on the benchmark program");
+    }
+    Ok((dir, exe))
+}
+
+/// The value after `key` in a line of the benchmark's output (NaN if absent).
+fn field(line: &str, key: &str) -> f64 {
+    let mut it = line.split_whitespace();
+    while let Some(w) = it.next() {
+        if w == key {
+            return it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+        }
+    }
+    f64::NAN
+}
+
+/// Prints the rows as JSON or as a table.
+fn print_bench(b: &BenchArgs, t: f64, rows: &[BenchRow]) -> Result<()> {
+    if b.json {
+        println!("{}", serde_json::to_string_pretty(rows)?);
+    } else {
+        println!(
+            "T-NBC collective alone: {t:.0} us; {} ranks, {} bytes per peer, {} repetitions, {} (times in us, medians of the slowest rank)\n",
+            b.ranks, b.bytes, b.reps, b.kind
+        );
+        println!("| scenario | variant | CURC | CRC | pure | cpu | ovrl | init | OSU overlap | IMB overlap | hidden | model | data |");
+        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for r in rows {
+            println!(
+                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}% | {:.1}% | {:.0} | {:.0} | {} |",
+                r.scenario, r.variant, r.curc_us, r.crc_us, r.pure_us, r.cpu_us, r.ovrl_us,
+                r.init_us, r.overlap_osu_pct, r.overlap_imb_pct, r.hidden_us, r.model_us,
+                if r.data_ok { "ok" } else { "WRONG" }
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs `mpiscope overlap bench`.
 fn bench(b: BenchArgs) -> Result<i32> {
     let (cc, run) = match b.flavour.as_str() {
         "openmpi" => (
@@ -364,19 +418,7 @@ fn bench(b: BenchArgs) -> Result<i32> {
         );
     }
     let lib = launch::find_library("mpiscope_overlap", &b.flavour, b.preload.as_ref())?;
-    let dir = tempfile::tempdir()?;
-    let src = dir.path().join("overlap_alltoall.c");
-    let exe = dir.path().join("overlap_alltoall");
-    std::fs::write(&src, BENCH_SOURCE)?;
-    let st = Command::new(&cc)
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .with_context(|| format!("cannot run {cc}"))?;
-    if !st.success() {
-        bail!("{cc} failed on the benchmark program");
-    }
+    let (_dir, exe) = compile_bench(&cc)?;
     let root = unsafe { libc::geteuid() } == 0;
     let measure = |variant: &str, curc: f64, crc: f64| -> Result<String> {
         let mut c = Command::new(&run);
@@ -413,16 +455,7 @@ fn bench(b: BenchArgs) -> Result<i32> {
         }
         Ok(text)
     };
-    let field = |line: &str, key: &str| -> f64 {
-        let mut it = line.split_whitespace();
-        while let Some(w) = it.next() {
-            if w == key {
-                return it.next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
-            }
-        }
-        f64::NAN
-    };
-    // T: the T-NBC collective alone; the scenarios scale with it (the seed's ratios).
+    // T: the T-NBC collective alone; the scenarios scale with it ([Li 2010]'s ratios).
     let t = field(&measure("t-nbc", 0.0, 0.0)?, "pure_us");
     let mut rows = Vec::new();
     for s in b.scenarios.chars() {
@@ -463,23 +496,6 @@ fn bench(b: BenchArgs) -> Result<i32> {
             });
         }
     }
-    if b.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        println!(
-            "T-NBC collective alone: {t:.0} us; {} ranks, {} bytes per peer, {} repetitions, {} (times in us, medians of the slowest rank)\n",
-            b.ranks, b.bytes, b.reps, b.kind
-        );
-        println!("| scenario | variant | CURC | CRC | pure | cpu | ovrl | init | OSU overlap | IMB overlap | hidden | model | data |");
-        println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-        for r in &rows {
-            println!(
-                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}% | {:.1}% | {:.0} | {:.0} | {} |",
-                r.scenario, r.variant, r.curc_us, r.crc_us, r.pure_us, r.cpu_us, r.ovrl_us,
-                r.init_us, r.overlap_osu_pct, r.overlap_imb_pct, r.hidden_us, r.model_us,
-                if r.data_ok { "ok" } else { "WRONG" }
-            );
-        }
-    }
+    print_bench(&b, t, &rows)?;
     Ok(if rows.iter().all(|r| r.data_ok) { 0 } else { 1 })
 }

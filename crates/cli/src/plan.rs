@@ -6,15 +6,20 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use mpiscope_plan::point::MpiSettings;
 use mpiscope_plan::study::WorkloadSpec;
 use mpiscope_plan::{HplRunner, ReplayRunner, RunOptions, Share, Study, WorkloadRunner};
+use mpiscope_sim::coll::Selector;
+
+use crate::simflags::MpiArgs;
 
 /// Options of `mpiscope plan`.
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// The study file (TOML): workload, base platform, axes, figures.
     study: PathBuf,
-    /// Run the study over this trace (an mpiscope run directory) instead of its workload.
+    /// Run the study over this trace (an mpiscope run directory, or a structural form
+    /// saved by `mpiscope structure --save`) instead of its workload.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["ti", "hpl"])]
     trace: Option<PathBuf>,
     /// Run the study over this SimGrid time-independent trace index.
@@ -49,31 +54,17 @@ pub struct PlanArgs {
     /// say how many and which (without it such a line fails the points).
     #[arg(long)]
     lenient: bool,
+    /// The MPI library at every point (recorded in each point's configuration).
+    #[command(flatten)]
+    mpi: MpiArgs,
 }
 
 /// Runs `mpiscope plan`.
 pub fn plan(a: PlanArgs) -> Result<i32> {
-    let mut study = Study::from_path(&a.study)?;
-    if let Some(p) = &a.trace {
-        study.workload = Some(WorkloadSpec::Trace(p.clone()));
-    } else if let Some(p) = &a.ti {
-        study.workload = Some(WorkloadSpec::Ti(p.clone()));
-    } else if let Some(p) = &a.hpl {
-        study.workload = Some(WorkloadSpec::Hpl(p.clone()));
-    }
+    let study = study_of(&a)?;
     let points = study.points();
     if a.list {
-        let mut text = String::new();
-        for p in &points {
-            let settings: Vec<String> = study
-                .axes
-                .iter()
-                .zip(&p.values)
-                .map(|(ax, v)| format!("{} = {}", ax.name, mpiscope_plan::study::value_text(v)))
-                .collect();
-            text.push_str(&format!("{:5}  {}\n", p.index, settings.join(", ")));
-        }
-        crate::write_stdout(&text)?;
+        list(&study, &points)?;
         return Ok(0);
     }
     // The base platform's warnings, once (every point's platform derives from it).
@@ -103,77 +94,8 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     mpiscope_plan::outdir::figure_paths(&study, &out)?;
     mpiscope_plan::outdir::claim(&study, &out, a.force)?;
     let share = Share::from_launcher(|k| std::env::var(k).ok());
-    let skipped = mpiscope_sim::workload::ti::SkippedLines::default();
     if !a.report {
-        let runner: Box<dyn WorkloadRunner> = match &study.workload {
-            None => bail!(
-                "{}: no workload: give one in the study (workload = {{ trace = \"DIR\" }}) \
-                 or with --trace DIR, --ti FILE or --hpl HPL.dat",
-                a.study.display()
-            ),
-            Some(w @ WorkloadSpec::Ti(_)) if a.lenient => {
-                Box::new(ReplayRunner::new(w, study.traced_speed)?.lenient(skipped.clone()))
-            }
-            Some(w @ (WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_))) => {
-                Box::new(ReplayRunner::new(w, study.traced_speed)?)
-            }
-            Some(WorkloadSpec::Hpl(p)) => Box::new(HplRunner::from_path(p)?),
-        };
-        if a.lenient && !matches!(study.workload, Some(WorkloadSpec::Ti(_))) {
-            bail!("--lenient: the study's workload is not a TI trace; only TI traces are read leniently");
-        }
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let options = RunOptions {
-            out: out.clone(),
-            threads: a.jobs.map_or(cores, |j| j as usize).max(1),
-            share,
-            only: a.point,
-            command: format!(
-                "mpiscope plan {} --out {}",
-                a.study.display(),
-                out.display()
-            ),
-        };
-        let bar = (!a.quiet).then(|| {
-            let b = indicatif::ProgressBar::new(points.len() as u64);
-            b.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}/{len} points [{elapsed} elapsed, {eta} left]",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            b
-        });
-        let summary = mpiscope_plan::run(&study, runner.as_ref(), &options, &|p| {
-            if let Some(b) = &bar {
-                b.set_length(p.total as u64);
-                b.set_position(p.done as u64);
-            }
-        })
-        .with_context(|| format!("study {}", a.study.display()))?;
-        if let Some(b) = &bar {
-            b.finish_and_clear();
-        }
-        crate::inputs::report_skipped(&skipped);
-        eprintln!(
-            "mpiscope plan: {} point(s) simulated, {} already finished{}",
-            summary.simulated,
-            summary.reused,
-            if share.size > 1 {
-                format!(" (share {} of {})", share.rank, share.size)
-            } else {
-                String::new()
-            }
-        );
-        if !summary.failed.is_empty() {
-            for (p, why) in &summary.failed {
-                eprintln!("mpiscope plan: point {p} failed: {why}");
-            }
-            bail!(
-                "{} of the study's points failed (finished points are kept: fix and rerun)",
-                summary.failed.len()
-            );
-        }
+        simulate(&a, &study, &out, share, points.len())?;
     }
     if share.size > 1 && !a.report {
         // Processes sharing the study finish at different times: only one that sees every
@@ -203,4 +125,153 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
         eprintln!("wrote {}", f.display());
     }
     Ok(0)
+}
+
+/// The study file with what the command line gives instead: the workload, the MPI library.
+fn study_of(a: &PlanArgs) -> Result<Study> {
+    let mut study = Study::from_path(&a.study)?;
+    if let Some(p) = &a.trace {
+        study.workload = Some(WorkloadSpec::Trace(p.clone()));
+    } else if let Some(p) = &a.ti {
+        study.workload = Some(WorkloadSpec::Ti(p.clone()));
+    } else if let Some(p) = &a.hpl {
+        study.workload = Some(WorkloadSpec::Hpl(p.clone()));
+    }
+    // Checked here, so a wrong flag stops the study before any point; the defaults are
+    // left unset (the points' records and keys stay those of a study without the flags).
+    let selector = a.mpi.selector()?;
+    study.mpi = MpiSettings {
+        collectives: (selector != Selector::Ompi).then(|| selector.name().to_string()),
+        algorithms: a
+            .mpi
+            .forced()?
+            .into_iter()
+            .map(|(kind, name)| format!("{kind}={name}"))
+            .collect(),
+        eager_threshold: a.mpi.eager_threshold,
+    };
+    Ok(study)
+}
+
+/// `--list`: the points and their settings.
+fn list(study: &Study, points: &[mpiscope_plan::study::Point]) -> Result<()> {
+    let mut text = String::new();
+    for p in points {
+        let settings: Vec<String> = study
+            .axes
+            .iter()
+            .zip(&p.values)
+            .map(|(ax, v)| format!("{} = {}", ax.name, mpiscope_plan::study::value_text(v)))
+            .collect();
+        text.push_str(&format!("{:5}  {}\n", p.index, settings.join(", ")));
+    }
+    crate::outputs::write_stdout(&text)
+}
+
+/// The command that runs the study again as this one does (each point's record holds it,
+/// with `--point N`).
+fn rerun_command(a: &PlanArgs, out: &std::path::Path) -> String {
+    let mut c = format!(
+        "mpiscope plan {} --out {}",
+        a.study.display(),
+        out.display()
+    );
+    for (flag, path) in [("--trace", &a.trace), ("--ti", &a.ti), ("--hpl", &a.hpl)] {
+        if let Some(p) = path {
+            c += &format!(" {flag} {}", p.display());
+        }
+    }
+    if a.lenient {
+        c += " --lenient";
+    }
+    if a.mpi.collectives != "ompi" {
+        c += &format!(" --collectives {}", a.mpi.collectives);
+    }
+    for f in &a.mpi.algorithms {
+        c += &format!(" --algorithm {f}");
+    }
+    if let Some(t) = a.mpi.eager_threshold {
+        c += &format!(" --eager-threshold {t}");
+    }
+    c
+}
+
+/// Simulates this process's share of the points, with a progress bar; an error when some
+/// failed.
+fn simulate(
+    a: &PlanArgs,
+    study: &Study,
+    out: &std::path::Path,
+    share: Share,
+    points: usize,
+) -> Result<()> {
+    let skipped = mpiscope_sim::workload::ti::SkippedLines::default();
+    let runner: Box<dyn WorkloadRunner> = match &study.workload {
+        None => bail!(
+            "{}: no workload: give one in the study (workload = {{ trace = \"DIR\" }}) \
+             or with --trace DIR, --ti FILE or --hpl HPL.dat",
+            a.study.display()
+        ),
+        Some(w @ WorkloadSpec::Ti(_)) if a.lenient => {
+            Box::new(ReplayRunner::new(w, study.traced_speed)?.lenient(skipped.clone()))
+        }
+        Some(w @ (WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_))) => {
+            Box::new(ReplayRunner::new(w, study.traced_speed)?)
+        }
+        Some(WorkloadSpec::Hpl(p)) => Box::new(HplRunner::from_path(p)?),
+    };
+    if a.lenient && !matches!(study.workload, Some(WorkloadSpec::Ti(_))) {
+        bail!(
+            "--lenient: the study's workload is not a TI trace; only TI traces are read leniently"
+        );
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let options = RunOptions {
+        out: out.to_path_buf(),
+        threads: a.jobs.map_or(cores, |j| j as usize).max(1),
+        share,
+        only: a.point,
+        command: rerun_command(a, out),
+    };
+    let bar = (!a.quiet).then(|| {
+        let b = indicatif::ProgressBar::new(points as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} points [{elapsed} elapsed, {eta} left]",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let summary = mpiscope_plan::run(study, runner.as_ref(), &options, &|p| {
+        if let Some(b) = &bar {
+            b.set_length(p.total as u64);
+            b.set_position(p.done as u64);
+        }
+    })
+    .with_context(|| format!("study {}", a.study.display()))?;
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    crate::inputs::report_skipped(&skipped);
+    eprintln!(
+        "mpiscope plan: {} point(s) simulated, {} already finished{}",
+        summary.simulated,
+        summary.reused,
+        if share.size > 1 {
+            format!(" (share {} of {})", share.rank, share.size)
+        } else {
+            String::new()
+        }
+    );
+    if !summary.failed.is_empty() {
+        for (p, why) in &summary.failed {
+            eprintln!("mpiscope plan: point {p} failed: {why}");
+        }
+        bail!(
+            "{} of the study's points failed (finished points are kept: fix and rerun)",
+            summary.failed.len()
+        );
+    }
+    Ok(())
 }

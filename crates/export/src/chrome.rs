@@ -44,6 +44,26 @@ fn json_str(s: &str) -> String {
     o
 }
 
+/// `--format chrome`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "chrome",
+    description: "one Chrome trace JSON file for Perfetto (calls, message arrows)",
+    export: |run, out, options| {
+        let s = export_chrome(run, out, options.force)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} calls and {} messages ({} received) of {} ranks to {} (open in https://ui.perfetto.dev)",
+                s.calls,
+                s.sends,
+                s.receives,
+                s.ranks,
+                out.display()
+            ),
+            notes: Vec::new(),
+        })
+    },
+};
+
 /// Writes `run` as Chrome trace JSON to the file `out` (atomically; an existing file that
 /// is not an mpiscope Chrome trace is replaced only with `force`).
 pub fn export_chrome(run: &RunDir, out: &Path, force: bool) -> Result<ChromeSummary, ExportError> {
@@ -95,65 +115,7 @@ pub fn export_chrome(run: &RunDir, out: &Path, force: bool) -> Result<ChromeSumm
             walk.items(&reader, &name, &ev, &mut items);
             for it in &items {
                 sep(&mut w).map_err(werr)?;
-                match it {
-                    Item::Call {
-                        thread,
-                        enter,
-                        exit,
-                        callsite,
-                        bytes,
-                        peer,
-                        ..
-                    } => {
-                        sum.calls += 1;
-                        write!(
-                            w,
-                            "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"dur\":{},\"args\":{{\"callsite\":{callsite}",
-                            json_str(&name),
-                            us(*enter),
-                            us(exit.saturating_sub(*enter))
-                        )
-                        .map_err(werr)?;
-                        if let Some(b) = bytes {
-                            write!(w, ",\"bytes\":{b}").map_err(werr)?;
-                        }
-                        if let Some(p) = peer.filter(|&p| p >= 0) {
-                            write!(w, ",\"peer\":{p}").map_err(werr)?;
-                        }
-                        w.write_all(b"}}").map_err(werr)?;
-                    }
-                    Item::Send {
-                        key,
-                        time,
-                        thread,
-                        bytes,
-                        ..
-                    } => {
-                        sum.sends += 1;
-                        write!(
-                            w,
-                            "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"args\":{{\"to\":{},\"tag\":{},\"bytes\":{bytes}}}}}",
-                            key.id(),
-                            us(*time),
-                            key.to,
-                            key.tag
-                        )
-                        .map_err(werr)?;
-                    }
-                    Item::Recv {
-                        key, time, thread, ..
-                    } => {
-                        sum.receives += 1;
-                        // Bound to the enclosing slice's end: the completing call.
-                        write!(
-                            w,
-                            "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{}}}",
-                            key.id(),
-                            us(time.saturating_sub(1))
-                        )
-                        .map_err(werr)?;
-                    }
-                }
+                write_item(&mut w, rank, &name, it, &mut sum).map_err(werr)?;
             }
         }
         sum.ranks += 1;
@@ -161,6 +123,72 @@ pub fn export_chrome(run: &RunDir, out: &Path, force: bool) -> Result<ChromeSumm
     w.write_all(b"]}\n").map_err(werr)?;
     w.commit()?;
     Ok(sum)
+}
+
+/// Writes one item of a call of `name` by `rank`: its slice, or a message's start or end.
+fn write_item(
+    w: &mut impl Write,
+    rank: u32,
+    name: &str,
+    it: &Item,
+    sum: &mut ChromeSummary,
+) -> std::io::Result<()> {
+    match it {
+        Item::Call {
+            thread,
+            enter,
+            exit,
+            callsite,
+            bytes,
+            peer,
+            ..
+        } => {
+            sum.calls += 1;
+            write!(
+                w,
+                "{{\"ph\":\"X\",\"cat\":\"mpi\",\"name\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"dur\":{},\"args\":{{\"callsite\":{callsite}",
+                json_str(name),
+                us(*enter),
+                us(exit.saturating_sub(*enter))
+            )?;
+            if let Some(b) = bytes {
+                write!(w, ",\"bytes\":{b}")?;
+            }
+            if let Some(p) = peer.filter(|&p| p >= 0) {
+                write!(w, ",\"peer\":{p}")?;
+            }
+            w.write_all(b"}}")
+        }
+        Item::Send {
+            key,
+            time,
+            thread,
+            bytes,
+            ..
+        } => {
+            sum.sends += 1;
+            write!(
+                w,
+                "{{\"ph\":\"s\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{},\"args\":{{\"to\":{},\"tag\":{},\"bytes\":{bytes}}}}}",
+                key.id(),
+                us(*time),
+                key.to,
+                key.tag
+            )
+        }
+        Item::Recv {
+            key, time, thread, ..
+        } => {
+            sum.receives += 1;
+            // Bound to the enclosing slice's end: the completing call.
+            write!(
+                w,
+                "{{\"ph\":\"f\",\"bp\":\"e\",\"cat\":\"msg\",\"name\":\"message\",\"id\":{},\"pid\":{rank},\"tid\":{thread},\"ts\":{}}}",
+                key.id(),
+                us(time.saturating_sub(1))
+            )
+        }
+    }
 }
 
 #[cfg(test)]

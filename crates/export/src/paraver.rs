@@ -22,7 +22,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::outputs::{PCF, PRV, ROW};
-use mpiscope_files::AtomicFile;
+use mpiscope_files::{AtomicFile, Kind, Staged};
+use mpiscope_mpispec::Family;
 use mpiscope_trace::RunDir;
 
 use crate::ExportError;
@@ -92,19 +93,18 @@ const STATES: [(u8, &str); 12] = [
 ];
 
 fn state_of(function: &str) -> u8 {
-    let fam = mpiscope_mpispec::family(function);
-    let f = fam.as_str();
+    let f = Family::of(function);
     let nonblocking = mpiscope_mpispec::is_nonblocking(function);
     match f {
-        "send" | "ssend" | "bsend" | "rsend" if nonblocking => 10,
-        "send" | "ssend" | "bsend" | "rsend" => 4,
-        "recv" | "mrecv" if nonblocking => 11,
-        "recv" | "mrecv" => 3,
-        "sendrecv" | "sendrecv_replace" => 16,
-        "barrier" => 5,
-        _ if f.starts_with("wait") => 8,
-        _ if f.starts_with("test") || f.contains("probe") => 6,
-        _ if mpiscope_mpispec::is_collective(function) => 13,
+        _ if f.is_send() && nonblocking => 10,
+        _ if f.is_send() => 4,
+        Family::Recv | Family::Mrecv if nonblocking => 11,
+        Family::Recv | Family::Mrecv => 3,
+        Family::Sendrecv | Family::SendrecvReplace => 16,
+        Family::Barrier => 5,
+        _ if f.is_wait() => 8,
+        _ if f.is_test() || f.is_probe() => 6,
+        _ if f.is_collective() => 13,
         _ => 15,
     }
 }
@@ -132,6 +132,25 @@ fn with_ext(base: &Path, ext: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `--format paraver`.
+pub const FORMAT: crate::Registration = crate::Registration {
+    name: "paraver",
+    description: "Paraver's OUT.prv, OUT.pcf and OUT.row",
+    export: |run, out, options| {
+        let s = export_paraver(run, out, options.force)?;
+        Ok(crate::Written {
+            message: format!(
+                "wrote {} records ({} communications) of {} ranks to {}.prv/.pcf/.row",
+                s.records,
+                s.communications,
+                s.ranks,
+                out.display()
+            ),
+            notes: Vec::new(),
+        })
+    },
+};
+
 /// Writes `run` as `base.prv`, `base.pcf` and `base.row` (atomically, the three put in
 /// place once all are complete; existing files of other kinds are replaced only with
 /// `force`).
@@ -145,109 +164,12 @@ pub fn export_paraver(
             path: run.path.clone(),
         });
     }
-    let mut recs: Vec<Rec> = Vec::new();
-    let mut functions: Vec<String> = Vec::new();
-    // Per function: its value in the `.pcf` and its state (classified once).
-    let mut function_ids: HashMap<String, (u32, u8)> = HashMap::new();
-    let mut sends: HashMap<MessageKey, (u64, u64)> = HashMap::new();
-    let mut receives: Vec<(MessageKey, u64)> = Vec::new();
-    let mut hosts: Vec<String> = Vec::new();
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let mut items = Vec::new();
+    let mut c = Collected::default();
     for (rank, path) in &run.rank_files {
-        let rank = *rank;
-        let task = rank + 1;
-        let mut reader = mpiscope_trace::RankReader::open(path)?;
-        hosts.push(
-            reader
-                .info()
-                .map(|i| i.host.clone())
-                .unwrap_or_else(|| "node".into()),
-        );
-        let mut walk = RankWalk::new(rank);
-        let mut prev_exit: Option<u64> = None;
-        let mut names: HashMap<u32, String> = HashMap::new();
-        while let Some(ev) = reader.next_event() {
-            if ev.thread != 0 {
-                continue;
-            }
-            let name = names
-                .entry(ev.call)
-                .or_insert_with(|| reader.tables().call_name(ev.call).into_owned())
-                .clone();
-            first = first.min(ev.t_enter);
-            last = last.max(ev.t_exit);
-            items.clear();
-            walk.items(&reader, &name, &ev, &mut items);
-            for it in items.drain(..) {
-                match it {
-                    Item::Call { enter, exit, .. } => {
-                        let next = functions.len() as u32 + 1;
-                        let (value, state) =
-                            *function_ids.entry(name.clone()).or_insert_with(|| {
-                                functions.push(name.clone());
-                                (next, state_of(&name))
-                            });
-                        if let Some(p) = prev_exit.filter(|&p| p < enter) {
-                            recs.push(Rec::State {
-                                task,
-                                begin: p,
-                                end: enter,
-                                state: 1,
-                            });
-                        }
-                        recs.push(Rec::State {
-                            task,
-                            begin: enter,
-                            end: exit.max(enter),
-                            state,
-                        });
-                        recs.push(Rec::Event {
-                            task,
-                            time: enter,
-                            value,
-                        });
-                        recs.push(Rec::Event {
-                            task,
-                            time: exit.max(enter),
-                            value: 0,
-                        });
-                        prev_exit = Some(exit.max(enter));
-                    }
-                    Item::Send {
-                        key, time, bytes, ..
-                    } => {
-                        sends.insert(key, (time, bytes));
-                    }
-                    Item::Recv { key, time, .. } => receives.push((key, time)),
-                }
-            }
-        }
+        c.rank(*rank, path)?;
     }
-    let mut communications = 0;
-    for (key, received) in receives {
-        if let Some((sent, bytes)) = sends.remove(&key) {
-            communications += 1;
-            recs.push(Rec::Comm {
-                from: key.from + 1,
-                sent,
-                to: key.to + 1,
-                received: received.max(sent),
-                bytes,
-                tag: key.tag,
-            });
-        }
-    }
-    recs.sort_by_key(|r| r.time());
-    let first = if first == u64::MAX { 0 } else { first };
-    let n = run.rank_files.len();
-    let werr = |path: &Path| {
-        let path = path.to_path_buf();
-        move |e: std::io::Error| ExportError::Write {
-            path: path.clone(),
-            source: e,
-        }
-    };
+    let communications = c.pair_messages();
+    c.recs.sort_by_key(|r| r.time());
     let (prv, pcf, row) = (
         with_ext(base, ".prv"),
         with_ext(base, ".pcf"),
@@ -256,8 +178,170 @@ pub fn export_paraver(
     for (path, kind) in [(&prv, &PRV), (&pcf, &PCF), (&row, &ROW)] {
         mpiscope_files::check_output(path, kind, force)?;
     }
-    // .prv
-    let mut w = AtomicFile::create_output(&prv, &PRV, force)?;
+    let n = run.rank_files.len();
+    let staged = [
+        write_prv(&prv, &c, n, force)?,
+        write_text(&pcf, &PCF, &pcf_text(&c.functions), force)?,
+        write_text(&row, &ROW, &row_text(run, &c.hosts), force)?,
+    ];
+    for f in staged {
+        f.commit()?;
+    }
+    Ok(ParaverSummary {
+        ranks: n as u32,
+        records: c.recs.len() as u64,
+        communications,
+    })
+}
+
+/// What the ranks' traces give the three files.
+struct Collected {
+    /// The `.prv`'s records (messages once paired).
+    recs: Vec<Rec>,
+    /// Function names, in the order of their values (value = index + 1).
+    functions: Vec<String>,
+    /// Per function: its value in the `.pcf` and its state (classified once).
+    function_ids: HashMap<String, (u32, u8)>,
+    /// Message sends not yet paired: (time, bytes) by message.
+    sends: HashMap<MessageKey, (u64, u64)>,
+    /// Message receives: the message and the time its receive completed.
+    receives: Vec<(MessageKey, u64)>,
+    /// Host of each rank, in rank file order.
+    hosts: Vec<String>,
+    /// Earliest entry and latest exit (ns).
+    first: u64,
+    last: u64,
+}
+
+impl Default for Collected {
+    fn default() -> Self {
+        Collected {
+            recs: Vec::new(),
+            functions: Vec::new(),
+            function_ids: HashMap::new(),
+            sends: HashMap::new(),
+            receives: Vec::new(),
+            hosts: Vec::new(),
+            first: u64::MAX,
+            last: 0,
+        }
+    }
+}
+
+impl Collected {
+    /// Reads the main thread of `rank` (its trace file `path`): a Running state between
+    /// calls, a state and two events per call, and its messages' ends.
+    fn rank(&mut self, rank: u32, path: &Path) -> Result<(), ExportError> {
+        let task = rank + 1;
+        let mut reader = mpiscope_trace::RankReader::open(path)?;
+        self.hosts.push(
+            reader
+                .info()
+                .map(|i| i.host.clone())
+                .unwrap_or_else(|| "node".into()),
+        );
+        let mut walk = RankWalk::new(rank);
+        let mut prev_exit: Option<u64> = None;
+        let mut names: HashMap<u32, String> = HashMap::new();
+        let mut items = Vec::new();
+        while let Some(ev) = reader.next_event() {
+            if ev.thread != 0 {
+                continue;
+            }
+            let name = names
+                .entry(ev.call)
+                .or_insert_with(|| reader.tables().call_name(ev.call).into_owned())
+                .clone();
+            self.first = self.first.min(ev.t_enter);
+            self.last = self.last.max(ev.t_exit);
+            items.clear();
+            walk.items(&reader, &name, &ev, &mut items);
+            for it in items.drain(..) {
+                match it {
+                    Item::Call { enter, exit, .. } => {
+                        self.call(task, &name, (enter, exit), prev_exit);
+                        prev_exit = Some(exit.max(enter));
+                    }
+                    Item::Send {
+                        key, time, bytes, ..
+                    } => {
+                        self.sends.insert(key, (time, bytes));
+                    }
+                    Item::Recv { key, time, .. } => self.receives.push((key, time)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The records of a call of `name` by `task` from `enter` to `exit`, after a Running
+    /// state since the previous call's exit.
+    fn call(&mut self, task: u32, name: &str, (enter, exit): (u64, u64), prev_exit: Option<u64>) {
+        let next = self.functions.len() as u32 + 1;
+        let functions = &mut self.functions;
+        let (value, state) = *self.function_ids.entry(name.to_owned()).or_insert_with(|| {
+            functions.push(name.to_owned());
+            (next, state_of(name))
+        });
+        if let Some(p) = prev_exit.filter(|&p| p < enter) {
+            self.recs.push(Rec::State {
+                task,
+                begin: p,
+                end: enter,
+                state: 1,
+            });
+        }
+        self.recs.push(Rec::State {
+            task,
+            begin: enter,
+            end: exit.max(enter),
+            state,
+        });
+        self.recs.push(Rec::Event {
+            task,
+            time: enter,
+            value,
+        });
+        self.recs.push(Rec::Event {
+            task,
+            time: exit.max(enter),
+            value: 0,
+        });
+    }
+
+    /// A communication record per receive whose send was seen; returns how many.
+    fn pair_messages(&mut self) -> u64 {
+        let mut communications = 0;
+        for (key, received) in std::mem::take(&mut self.receives) {
+            if let Some((sent, bytes)) = self.sends.remove(&key) {
+                communications += 1;
+                self.recs.push(Rec::Comm {
+                    from: key.from + 1,
+                    sent,
+                    to: key.to + 1,
+                    received: received.max(sent),
+                    bytes,
+                    tag: key.tag,
+                });
+            }
+        }
+        communications
+    }
+}
+
+/// An error writing `path`.
+fn write_error(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
+    move |source| ExportError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes the `.prv` of `n` tasks: its header, then the sorted records, times from the
+/// first event.
+fn write_prv(prv: &Path, c: &Collected, n: usize, force: bool) -> Result<Staged, ExportError> {
+    let first = if c.first == u64::MAX { 0 } else { c.first };
+    let mut w = AtomicFile::create_output(prv, &PRV, force)?;
     let tasks: Vec<String> = (0..n).map(|_| "1:1".to_string()).collect();
     writeln!(
         w,
@@ -267,48 +351,55 @@ pub fn export_paraver(
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs())
         ),
-        last.saturating_sub(first),
+        c.last.saturating_sub(first),
         tasks.join(",")
     )
-    .map_err(werr(&prv))?;
-    for r in &recs {
-        match *r {
-            Rec::State {
-                task,
-                begin,
-                end,
-                state,
-            } => writeln!(
-                w,
-                "1:{task}:1:{task}:1:{}:{}:{state}",
-                begin - first,
-                end - first
-            ),
-            Rec::Event { task, time, value } => {
-                writeln!(
-                    w,
-                    "2:{task}:1:{task}:1:{}:{MPI_CALL_EVENT}:{value}",
-                    time - first
-                )
-            }
-            Rec::Comm {
-                from,
-                sent,
-                to,
-                received,
-                bytes,
-                tag,
-            } => writeln!(
-                w,
-                "3:{from}:1:{from}:1:{s}:{s}:{to}:1:{to}:1:{r}:{r}:{bytes}:{tag}",
-                s = sent - first,
-                r = received - first
-            ),
-        }
-        .map_err(werr(&prv))?;
+    .map_err(write_error(prv))?;
+    for r in &c.recs {
+        write_rec(&mut w, r, first).map_err(write_error(prv))?;
     }
-    let staged_prv = w.close()?;
-    // .pcf
+    Ok(w.close()?)
+}
+
+/// One record of the `.prv`, its times from `first`.
+fn write_rec(w: &mut AtomicFile, r: &Rec, first: u64) -> std::io::Result<()> {
+    match *r {
+        Rec::State {
+            task,
+            begin,
+            end,
+            state,
+        } => writeln!(
+            w,
+            "1:{task}:1:{task}:1:{}:{}:{state}",
+            begin - first,
+            end - first
+        ),
+        Rec::Event { task, time, value } => {
+            writeln!(
+                w,
+                "2:{task}:1:{task}:1:{}:{MPI_CALL_EVENT}:{value}",
+                time - first
+            )
+        }
+        Rec::Comm {
+            from,
+            sent,
+            to,
+            received,
+            bytes,
+            tag,
+        } => writeln!(
+            w,
+            "3:{from}:1:{from}:1:{s}:{s}:{to}:1:{to}:1:{r}:{r}:{bytes}:{tag}",
+            s = sent - first,
+            r = received - first
+        ),
+    }
+}
+
+/// The `.pcf`: display options, the state names, and the MPI call event's values.
+fn pcf_text(functions: &[String]) -> String {
     let mut t = String::from(
         "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\nNUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\nDEFAULT_SEMANTIC\n\nTHREAD_FUNC          State As Is\n\nSTATES\n",
     );
@@ -319,10 +410,12 @@ pub fn export_paraver(
     for (i, f) in functions.iter().enumerate() {
         t += &format!("{:<6} {f}\n", i + 1);
     }
-    let mut w = AtomicFile::create_output(&pcf, &PCF, force)?;
-    w.write_all(t.as_bytes()).map_err(werr(&pcf))?;
-    let staged_pcf = w.close()?;
-    // .row
+    t
+}
+
+/// The `.row`: a CPU per rank (named by its host), one node, a thread per rank.
+fn row_text(run: &RunDir, hosts: &[String]) -> String {
+    let n = run.rank_files.len();
     let mut t = format!("LEVEL CPU SIZE {n}\n");
     for (i, h) in hosts.iter().enumerate() {
         t += &format!("{}.{h}\n", i + 1);
@@ -335,17 +428,14 @@ pub fn export_paraver(
     for (rank, _) in &run.rank_files {
         t += &format!("THREAD 1.{}.1 (rank {rank})\n", rank + 1);
     }
-    let mut w = AtomicFile::create_output(&row, &ROW, force)?;
-    w.write_all(t.as_bytes()).map_err(werr(&row))?;
-    let staged_row = w.close()?;
-    for f in [staged_prv, staged_pcf, staged_row] {
-        f.commit()?;
-    }
-    Ok(ParaverSummary {
-        ranks: n as u32,
-        records: recs.len() as u64,
-        communications,
-    })
+    t
+}
+
+/// Writes `text` to `path`, an output of `kind` (staged).
+fn write_text(path: &Path, kind: &Kind, text: &str, force: bool) -> Result<Staged, ExportError> {
+    let mut w = AtomicFile::create_output(path, kind, force)?;
+    w.write_all(text.as_bytes()).map_err(write_error(path))?;
+    Ok(w.close()?)
 }
 
 #[cfg(test)]

@@ -321,6 +321,53 @@ impl Lines<'_> {
             })
             .collect()
     }
+
+    /// The process grids (lines 10 to 12): their number, then the Ps and the Qs.
+    fn grids(&self) -> Result<(Vec<u32>, Vec<u32>), DatError> {
+        let ngrids: usize = self.one(10, "the number of process grids")?;
+        if ngrids == 0 {
+            return Err(self.err(10, "the number of process grids must be at least 1"));
+        }
+        self.count_runs(10, ngrids, "process grids")?;
+        let ps: Vec<u32> = self.values(11, ngrids, "Ps")?;
+        let qs: Vec<u32> = self.values(12, ngrids, "Qs")?;
+        if ps.contains(&0) {
+            return Err(self.err(11, "P must be positive"));
+        }
+        if qs.contains(&0) {
+            return Err(self.err(12, "Q must be positive"));
+        }
+        if let Some((p, q)) = ps
+            .iter()
+            .zip(&qs)
+            .find(|&(&p, &q)| u64::from(p) * u64::from(q) > MAX_RANKS)
+        {
+            return Err(self.err(
+                12,
+                format!(
+                    "a {p} x {q} grid has {} processes; at most {MAX_RANKS} are simulated",
+                    u64::from(*p) * u64::from(*q)
+                ),
+            ));
+        }
+        Ok((ps, qs))
+    }
+
+    /// The BCAST list of `line` (0 to 5).
+    fn bcasts(&self, line: usize, what: &str) -> Result<Vec<Bcast>, DatError> {
+        self.list::<u32>(line, what)?
+            .into_iter()
+            .map(|v| match v {
+                0 => Ok(Bcast::OneRing),
+                1 => Ok(Bcast::OneRingM),
+                2 => Ok(Bcast::TwoRing),
+                3 => Ok(Bcast::TwoRingM),
+                4 => Ok(Bcast::Long),
+                5 => Ok(Bcast::LongM),
+                _ => Err(self.err(line + 1, format!("BCAST {v} is not between 0 and 5"))),
+            })
+            .collect()
+    }
 }
 
 impl HplDat {
@@ -348,32 +395,7 @@ impl HplDat {
             1 => false,
             v => return Err(l.err(9, format!("PMAP {v} is not 0 or 1"))),
         };
-        let ngrids: usize = l.one(10, "the number of process grids")?;
-        if ngrids == 0 {
-            return Err(l.err(10, "the number of process grids must be at least 1"));
-        }
-        l.count_runs(10, ngrids, "process grids")?;
-        let ps: Vec<u32> = l.values(11, ngrids, "Ps")?;
-        let qs: Vec<u32> = l.values(12, ngrids, "Qs")?;
-        if ps.contains(&0) {
-            return Err(l.err(11, "P must be positive"));
-        }
-        if qs.contains(&0) {
-            return Err(l.err(12, "Q must be positive"));
-        }
-        if let Some((p, q)) = ps
-            .iter()
-            .zip(&qs)
-            .find(|&(&p, &q)| u64::from(p) * u64::from(q) > MAX_RANKS)
-        {
-            return Err(l.err(
-                12,
-                format!(
-                    "a {p} x {q} grid has {} processes; at most {MAX_RANKS} are simulated",
-                    u64::from(*p) * u64::from(*q)
-                ),
-            ));
-        }
+        let (ps, qs) = l.grids()?;
         let threshold: f64 = l.one(13, "the threshold")?;
         if !threshold.is_finite() {
             return Err(l.err(13, format!("threshold {threshold} is not a finite number")));
@@ -388,19 +410,7 @@ impl HplDat {
             return Err(l.err(19, "NDIV must be at least 2"));
         }
         let rfacts = l.facts(20, "RFACTs")?;
-        let bcasts = l
-            .list::<u32>(22, "BCASTs")?
-            .into_iter()
-            .map(|v| match v {
-                0 => Ok(Bcast::OneRing),
-                1 => Ok(Bcast::OneRingM),
-                2 => Ok(Bcast::TwoRing),
-                3 => Ok(Bcast::TwoRingM),
-                4 => Ok(Bcast::Long),
-                5 => Ok(Bcast::LongM),
-                _ => Err(l.err(23, format!("BCAST {v} is not between 0 and 5"))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let bcasts = l.bcasts(22, "BCASTs")?;
         let depths: Vec<u32> = l.list(24, "DEPTHs")?;
         let swap = match l.one::<u32>(26, "SWAP")? {
             0 => Swap::BinaryExchange,

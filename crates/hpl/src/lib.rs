@@ -34,7 +34,7 @@ pub struct HplResult {
     pub sim_wall_s: f64,
     /// Per-rank timeline (empty unless the configuration's `timeline` was set).
     #[serde(skip)]
-    pub timeline: Vec<mpiscope_sim::engine::Span>,
+    pub timeline: Vec<mpiscope_sim::result::Span>,
 }
 
 /// Why a run could not be simulated.

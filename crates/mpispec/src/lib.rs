@@ -3,7 +3,11 @@
 //! (`MPI_Iallreduce`, `MPI_Allreduce_init` and `MPI_Allreduce_c` are all `allreduce`).
 //!
 //! The preload library uses the groups for include/exclude filters; the analyses and
-//! exporters use the families to give calls their meaning.
+//! exporters use the families ([`Family`]) to give calls their meaning.
+
+mod family;
+
+pub use family::Family;
 
 /// A coarse group of MPI functions, used by filters (`MPISCOPE_EXCLUDE=probe`) and reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -70,61 +74,12 @@ impl Group {
     }
 }
 
-/// Collective families (the name after stripping `I`, `_init` and `_c`).
-const COLLECTIVES: &[&str] = &[
-    "barrier",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "gather",
-    "gatherv",
-    "scatter",
-    "scatterv",
-    "allgather",
-    "allgatherv",
-    "alltoall",
-    "alltoallv",
-    "alltoallw",
-    "reduce_scatter",
-    "reduce_scatter_block",
-    "scan",
-    "exscan",
-    "neighbor_allgather",
-    "neighbor_allgatherv",
-    "neighbor_alltoall",
-    "neighbor_alltoallv",
-    "neighbor_alltoallw",
-];
-
-const P2P: &[&str] = &[
-    "send",
-    "recv",
-    "ssend",
-    "bsend",
-    "rsend",
-    "sendrecv",
-    "sendrecv_replace",
-    "mrecv",
-    "psend",
-    "precv",
-];
-
-/// The family of an MPI function: its lower-case name without the `MPI_`/`PMPI_` prefix and
-/// without the non-blocking `I`, persistent `_init` and large-count `_c` variants.
-///
-/// ```
-/// assert_eq!(mpiscope_mpispec::family("MPI_Iallreduce"), "allreduce");
-/// assert_eq!(mpiscope_mpispec::family("MPI_Send_init"), "send");
-/// assert_eq!(mpiscope_mpispec::family("mpi_waitall_"), "waitall");
-/// assert_eq!(mpiscope_mpispec::family("MPI_Bcast_c"), "bcast");
-/// assert_eq!(mpiscope_mpispec::family("MPI_Info_get"), "info_get");
-/// ```
 /// What the other predicates say of one function, computed once (callers that look at
 /// every event of a trace cache it per call id instead of re-parsing the name).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallClass {
-    /// [`family`].
-    pub family: String,
+    /// [`Family::of`].
+    pub family: Family,
     /// [`is_nonblocking`].
     pub nonblocking: bool,
     /// [`is_persistent`].
@@ -138,7 +93,7 @@ pub struct CallClass {
 /// Classifies the function called `name`.
 pub fn classify(name: &str) -> CallClass {
     CallClass {
-        family: family(name),
+        family: Family::of(name),
         nonblocking: is_nonblocking(name),
         persistent: is_persistent(name),
         collective: is_collective(name),
@@ -146,6 +101,17 @@ pub fn classify(name: &str) -> CallClass {
     }
 }
 
+/// The family of an MPI function: its lower-case name without the `MPI_`/`PMPI_` prefix and
+/// without the non-blocking `I`, persistent `_init` and large-count `_c` variants
+/// ([`Family::of`] gives it as a value).
+///
+/// ```
+/// assert_eq!(mpiscope_mpispec::family("MPI_Iallreduce"), "allreduce");
+/// assert_eq!(mpiscope_mpispec::family("MPI_Send_init"), "send");
+/// assert_eq!(mpiscope_mpispec::family("mpi_waitall_"), "waitall");
+/// assert_eq!(mpiscope_mpispec::family("MPI_Bcast_c"), "bcast");
+/// assert_eq!(mpiscope_mpispec::family("MPI_Info_get"), "info_get");
+/// ```
 pub fn family(name: &str) -> String {
     let bare = bare_lower(name);
     let s = bare.strip_suffix("_c").unwrap_or(&bare);
@@ -154,20 +120,7 @@ pub fn family(name: &str) -> String {
         .filter(|_| s != "init_thread")
         .unwrap_or(s);
     if let Some(rest) = s.strip_prefix('i') {
-        let known = COLLECTIVES.contains(&rest)
-            || [
-                "send",
-                "recv",
-                "ssend",
-                "bsend",
-                "rsend",
-                "sendrecv",
-                "sendrecv_replace",
-                "mrecv",
-                "probe",
-            ]
-            .contains(&rest);
-        if known {
+        if Family::from_name(rest).folds_immediate() {
             return rest.to_owned();
         }
     }
@@ -199,7 +152,7 @@ fn bare_lower(name: &str) -> String {
 
 /// True when the function is a collective operation (any variant).
 pub fn is_collective(name: &str) -> bool {
-    COLLECTIVES.contains(&family(name).as_str())
+    Family::of(name).is_collective()
 }
 
 /// The group of an MPI function.
@@ -218,16 +171,17 @@ pub fn is_collective(name: &str) -> bool {
 /// ```
 pub fn group(name: &str) -> Group {
     let f = family(name);
-    let f = f.as_str();
-    if COLLECTIVES.contains(&f) {
+    let kind = Family::from_name(&f);
+    if kind.is_collective() {
         return Group::Collective;
     }
-    if P2P.contains(&f) {
+    if kind.is_p2p() {
         return Group::P2p;
     }
-    if matches!(f, "probe" | "mprobe" | "improbe") {
+    if kind.is_probe() {
         return Group::Probe;
     }
+    let f = f.as_str();
     let starts = |p: &str| f.starts_with(p);
     if starts("wait")
         || starts("test")

@@ -16,7 +16,7 @@ use mpiscope_overlap_core::pages::{self, Range};
 
 use crate::op::{Block, Call, Kind, Op};
 
-use crate::consts::Consts;
+use crate::ffi::consts;
 use crate::mpi::*;
 
 /// Whether T-NBC is active (MPI_THREAD_MULTIPLE granted and not disabled).
@@ -173,31 +173,12 @@ pub fn overlaps_outstanding(start: usize, len: usize) -> bool {
     (start < b(1) && b(0) < end) || (start < b(3) && b(2) < end)
 }
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
-struct SyncConsts(Consts);
-// SAFETY: the constants are immutable MPI handles, valid from any thread.
-unsafe impl Sync for SyncConsts {}
-unsafe impl Send for SyncConsts {}
-static CONSTS: OnceLock<SyncConsts> = OnceLock::new();
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
 thread_local! {
     /// Set while this thread runs library code (the progress thread always), so libc and MPI
     /// calls made from inside pass through instead of recursing into completion.
     pub static INSIDE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The `mpi.h` macro constants.
-pub fn consts() -> &'static Consts {
-    &CONSTS
-        .get_or_init(|| {
-            let mut c = std::mem::MaybeUninit::<Consts>::uninit();
-            // SAFETY: the shim fills every field.
-            SyncConsts(unsafe {
-                crate::consts::mpiscope_get_consts(c.as_mut_ptr());
-                c.assume_init()
-            })
-        })
-        .0
 }
 
 /// Runs `f` with the library's re-entrancy flag set.

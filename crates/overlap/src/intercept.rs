@@ -5,7 +5,8 @@
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::engine::{self, complete_all, consts, ACTIVE, INSIDE, MIN_BYTES};
+use crate::engine::{self, complete_all, ACTIVE, INSIDE, MIN_BYTES};
+use crate::ffi::consts;
 use crate::mpi::*;
 use crate::op::MAX_BLOCK;
 

@@ -1,4 +1,4 @@
-//! T-NBC preload library (issue 7, seed 001): returns from MPI_Alltoall, MPI_Alltoallv and
+//! T-NBC preload library ([Li 2010]): returns from MPI_Alltoall, MPI_Alltoallv and
 //! MPI_Bcast early and completes them from a progress thread while the application computes,
 //! guarding the buffers with `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
 //! mode, records the order in which the program first reads what it received.
@@ -21,6 +21,7 @@
     non_camel_case_types,
     non_snake_case,
     dead_code,
+    missing_docs,
     clippy::all
 )]
 pub mod mpi {
@@ -28,7 +29,7 @@ pub mod mpi {
 }
 
 /// Values of `mpi.h` macros that bindgen cannot evaluate.
-#[allow(dead_code)]
+#[allow(dead_code, missing_docs)]
 pub mod consts {
     use crate::mpi::*;
     use core::ffi::c_void;
@@ -37,5 +38,6 @@ pub mod consts {
 }
 
 mod engine;
+mod ffi;
 mod intercept;
 mod op;

@@ -19,7 +19,7 @@ use mpiscope_overlap_core::guard::{self, Staging, TABLE};
 use mpiscope_overlap_core::pages::{self, Range};
 use mpiscope_overlap_core::schedule::{self, is_priority, Item};
 
-use crate::engine::consts;
+use crate::ffi::consts;
 use crate::mpi::*;
 
 /// Interior sub-message size.

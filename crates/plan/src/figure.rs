@@ -2,6 +2,10 @@
 //! a line per value of a `series` column, a panel per value of a `panels` column. Numeric
 //! axes switch to a log scale when the largest value is 20 times the smallest or more; an x column whose
 //! values are not all numbers is drawn as evenly spaced categories.
+//!
+//! [`render`] gathers the rows, groups and scales once (`Chart`), then writes the SVG in
+//! document order: the header and title, each panel's axes then its lines (panels side by
+//! side, `PANEL_W` wide each), and the legend below when there are several series.
 
 use std::fmt::Write;
 
@@ -116,61 +120,151 @@ fn groups(table: &Table, col: Option<usize>) -> Vec<String> {
     out
 }
 
+/// A value that is a finite number.
+fn number(v: &str) -> Option<f64> {
+    v.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// Where an x value `v` lies: its number (`numeric`), else its category's position.
+fn position(v: &str, numeric: bool, categories: &[String]) -> f64 {
+    if numeric {
+        v.parse().unwrap_or(0.0)
+    } else {
+        categories.iter().position(|c| c == v).unwrap_or(0) as f64
+    }
+}
+
+/// Width and height of a panel's plot area, inside its margins.
+const PLOT_W: f64 = PANEL_W - LEFT - RIGHT;
+const PLOT_H: f64 = PANEL_H - TOP - BOTTOM;
+
 /// The SVG of `spec` over `table`; `title` is used when the figure has none. Rows whose x or
 /// y is empty or not a number are skipped (categorical x excepted).
 pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, String> {
-    let col = |name: &str| {
-        table
-            .column(name)
-            .ok_or_else(|| format!("{}: no column `{name}` in the results", spec.file))
-    };
-    let (xc, yc) = (col(&spec.x)?, col(&spec.y)?);
-    let sc = spec.series.as_deref().map(col).transpose()?;
-    let pc = spec.panels.as_deref().map(col).transpose()?;
-    let y_of = |r: &Vec<String>| r[yc].parse::<f64>().ok().filter(|v| v.is_finite());
-    let rows: Vec<&Vec<String>> = table.rows.iter().filter(|r| y_of(r).is_some()).collect();
-    let numeric_x = rows.iter().all(|r| r[xc].parse::<f64>().is_ok());
-    let categories = groups(table, Some(xc));
-    let x_of = |r: &Vec<String>| -> f64 {
-        if numeric_x {
-            r[xc].parse().unwrap_or(0.0)
-        } else {
-            categories.iter().position(|c| *c == r[xc]).unwrap_or(0) as f64
-        }
-    };
-    let xs = Scale::of(rows.iter().map(|r| x_of(r)));
-    let xs = if numeric_x {
-        xs
-    } else {
-        Scale {
-            lo: -0.5,
-            hi: categories.len() as f64 - 0.5,
-            log: false,
-        }
-    };
-    let ys = Scale::of(rows.iter().filter_map(|r| y_of(r)));
-    let panels = groups(table, pc);
-    let series = groups(table, sc);
+    let chart = Chart::new(spec, table)?;
     let title = spec.title.as_deref().unwrap_or(title);
-    // Room for the title at about 8 px per character of 15 px text.
-    let width = (PANEL_W * panels.len().max(1) as f64).max(8.0 * title.len() as f64 + 40.0);
-    let height = PANEL_H + if series.len() > 1 { 24.0 } else { 0.0 };
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-         font-family=\"sans-serif\" font-size=\"12\">\n{}\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
-         <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
-        crate::outdir::FIGURE_MARKER,
-        width / 2.0,
-        escape(title)
-    );
-    let (pw, ph) = (PANEL_W - LEFT - RIGHT, PANEL_H - TOP - BOTTOM);
-    for (pi, panel) in panels.iter().enumerate() {
+    chart.header(&mut s, title);
+    for (pi, panel) in chart.panels.iter().enumerate() {
         let ox = pi as f64 * PANEL_W + LEFT;
-        let px = |v: f64| ox + xs.at(v) * pw;
-        let py = |v: f64| TOP + (1.0 - ys.at(v)) * ph;
-        if let Some(name) = &spec.panels {
+        chart.axes(&mut s, ox, panel);
+        chart.lines(&mut s, ox, panel);
+    }
+    if chart.series.len() > 1 {
+        chart.legend(&mut s);
+    }
+    s.push_str("</svg>\n");
+    Ok(s)
+}
+
+/// A figure's rows, groups and scales, ready to draw.
+struct Chart<'t> {
+    spec: &'t FigureSpec,
+    /// Columns of x and y.
+    xc: usize,
+    yc: usize,
+    /// Columns of the series and the panels, when the figure has them.
+    sc: Option<usize>,
+    pc: Option<usize>,
+    /// The rows whose y is a finite number.
+    rows: Vec<&'t Vec<String>>,
+    /// Whether every x of those rows is a number (else x is categorical).
+    numeric_x: bool,
+    /// The distinct x values, in order of first appearance (a categorical x's positions).
+    categories: Vec<String>,
+    xs: Scale,
+    ys: Scale,
+    /// The distinct panel and series values (one empty value when the figure has none).
+    panels: Vec<String>,
+    series: Vec<String>,
+}
+
+impl<'t> Chart<'t> {
+    /// The chart of `spec` over `table`, or an error naming a missing column.
+    fn new(spec: &'t FigureSpec, table: &'t Table) -> Result<Chart<'t>, String> {
+        let col = |name: &str| {
+            table
+                .column(name)
+                .ok_or_else(|| format!("{}: no column `{name}` in the results", spec.file))
+        };
+        let (xc, yc) = (col(&spec.x)?, col(&spec.y)?);
+        let sc = spec.series.as_deref().map(col).transpose()?;
+        let pc = spec.panels.as_deref().map(col).transpose()?;
+        let rows: Vec<&Vec<String>> = table
+            .rows
+            .iter()
+            .filter(|r| number(&r[yc]).is_some())
+            .collect();
+        let numeric_x = rows.iter().all(|r| r[xc].parse::<f64>().is_ok());
+        let categories = groups(table, Some(xc));
+        let xs = if numeric_x {
+            Scale::of(rows.iter().map(|r| position(&r[xc], true, &categories)))
+        } else {
+            Scale {
+                lo: -0.5,
+                hi: categories.len() as f64 - 0.5,
+                log: false,
+            }
+        };
+        let ys = Scale::of(rows.iter().filter_map(|r| number(&r[yc])));
+        Ok(Chart {
+            spec,
+            xc,
+            yc,
+            sc,
+            pc,
+            rows,
+            numeric_x,
+            categories,
+            xs,
+            ys,
+            panels: groups(table, pc),
+            series: groups(table, sc),
+        })
+    }
+
+    /// A row's y, when a finite number.
+    fn y_of(&self, r: &[String]) -> Option<f64> {
+        number(&r[self.yc])
+    }
+
+    /// A row's x: its number, or its category's position.
+    fn x_of(&self, r: &[String]) -> f64 {
+        position(&r[self.xc], self.numeric_x, &self.categories)
+    }
+
+    /// Horizontal position of `v` in the panel whose plot starts at `ox`.
+    fn px(&self, ox: f64, v: f64) -> f64 {
+        ox + self.xs.at(v) * PLOT_W
+    }
+
+    /// Vertical position of `v`.
+    fn py(&self, v: f64) -> f64 {
+        TOP + (1.0 - self.ys.at(v)) * PLOT_H
+    }
+
+    /// The opening tag (sized for the panels, the legend and the title), the generator
+    /// marker, the background and the title.
+    fn header(&self, s: &mut String, title: &str) {
+        // Room for the title at about 8 px per character of 15 px text.
+        let width =
+            (PANEL_W * self.panels.len().max(1) as f64).max(8.0 * title.len() as f64 + 40.0);
+        let height = PANEL_H + if self.series.len() > 1 { 24.0 } else { 0.0 };
+        let _ = write!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+             font-family=\"sans-serif\" font-size=\"12\">\n{}\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+             <text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
+            crate::outdir::FIGURE_MARKER,
+            width / 2.0,
+            escape(title)
+        );
+    }
+
+    /// A panel's title, frame, grid, tick labels and axis names.
+    fn axes(&self, s: &mut String, ox: f64, panel: &str) {
+        let (pw, ph) = (PLOT_W, PLOT_H);
+        if let Some(name) = &self.spec.panels {
             let _ = writeln!(
                 s,
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} = {}</text>",
@@ -184,8 +278,8 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
             s,
             "<rect x=\"{ox}\" y=\"{TOP}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#444\"/>"
         );
-        for t in ys.ticks() {
-            let y = py(t);
+        for t in self.ys.ticks() {
+            let y = self.py(t);
             let _ = writeln!(
                 s,
                 "<line x1=\"{ox}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#ddd\"/>\
@@ -196,9 +290,9 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
                 label(t)
             );
         }
-        if numeric_x {
-            for t in xs.ticks() {
-                let x = px(t);
+        if self.numeric_x {
+            for t in self.xs.ticks() {
+                let x = self.px(ox, t);
                 let _ = writeln!(
                     s,
                     "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
@@ -207,11 +301,11 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
                 );
             }
         } else {
-            for (i, c) in categories.iter().enumerate() {
+            for (i, c) in self.categories.iter().enumerate() {
                 let _ = writeln!(
                     s,
                     "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-                    px(i as f64),
+                    self.px(ox, i as f64),
                     TOP + ph + 16.0,
                     escape(c)
                 );
@@ -223,23 +317,30 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
              <text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
             ox + pw / 2.0,
             TOP + ph + 36.0,
-            escape(&spec.x),
+            escape(&self.spec.x),
             ox - 50.0,
             TOP + ph / 2.0,
-            escape(&spec.y)
+            escape(&self.spec.y)
         );
-        for (si, name) in series.iter().enumerate() {
+    }
+
+    /// A panel's series: a line through each series' points (sorted by x), and the points.
+    /// Points a log scale cannot show (zero or negative) are left out.
+    fn lines(&self, s: &mut String, ox: f64, panel: &str) {
+        let (pc, sc) = (self.pc, self.sc);
+        for (si, name) in self.series.iter().enumerate() {
             let color = COLORS[si % COLORS.len()];
-            let mut pts: Vec<(f64, f64)> = rows
+            let mut pts: Vec<(f64, f64)> = self
+                .rows
                 .iter()
                 .filter(|r| pc.is_none_or(|c| r[c] == *panel) && sc.is_none_or(|c| r[c] == *name))
-                .filter_map(|r| Some((x_of(r), y_of(r)?)))
-                .filter(|(x, y)| (!xs.log || *x > 0.0) && (!ys.log || *y > 0.0))
+                .filter_map(|r| Some((self.x_of(r), self.y_of(r)?)))
+                .filter(|(x, y)| (!self.xs.log || *x > 0.0) && (!self.ys.log || *y > 0.0))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let path: Vec<String> = pts
                 .iter()
-                .map(|&(x, y)| format!("{:.1},{:.1}", px(x), py(y)))
+                .map(|&(x, y)| format!("{:.1},{:.1}", self.px(ox, x), self.py(y)))
                 .collect();
             if pts.len() > 1 {
                 let _ = writeln!(
@@ -257,10 +358,13 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
             }
         }
     }
-    if series.len() > 1 {
+
+    /// The legend below the panels: the series column's name, then a swatch and a name per
+    /// series.
+    fn legend(&self, s: &mut String) {
         let y = PANEL_H + 8.0;
         let mut x = LEFT;
-        if let Some(name) = &spec.series {
+        if let Some(name) = &self.spec.series {
             let _ = writeln!(
                 s,
                 "<text x=\"{x}\" y=\"{}\">{}:</text>",
@@ -269,7 +373,7 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
             );
             x += 10.0 + 7.0 * name.len() as f64;
         }
-        for (si, name) in series.iter().enumerate() {
+        for (si, name) in self.series.iter().enumerate() {
             let color = COLORS[si % COLORS.len()];
             let _ = writeln!(
                 s,
@@ -283,8 +387,6 @@ pub fn render(spec: &FigureSpec, table: &Table, title: &str) -> Result<String, S
             x += 30.0 + 7.0 * name.len() as f64;
         }
     }
-    s.push_str("</svg>\n");
-    Ok(s)
 }
 
 #[cfg(test)]

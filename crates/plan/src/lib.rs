@@ -15,6 +15,7 @@
 
 pub mod figure;
 pub mod hpl;
+pub mod mpi;
 pub mod outdir;
 pub mod point;
 pub mod run;

@@ -1,15 +1,19 @@
 //! One point of a study: its platform and configuration, built from the base and the axis
 //! values, and the simulation of the workload on it.
+//!
+//! Recorded workloads (run directories, structural forms, TI traces) are read through
+//! `mpiscope_sim::workload::open`, as `mpiscope replay` reads them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use mpiscope_sim::platform::{self, Mapping, Platform};
 use mpiscope_sim::report::Report;
-use mpiscope_sim::workload::{ti, trace, RankWorkload};
+use mpiscope_sim::workload::{self, ti, trace, InputKind, OpenOptions, WorkloadError};
 use mpiscope_sim::{SimConfig, Simulation};
 use serde::Serialize;
 
+pub use crate::mpi::MpiSettings;
 use crate::study::{factor, value_text, PlatformSpec, Point, Study, Target, WorkloadSpec};
 use crate::PlanError;
 
@@ -28,6 +32,9 @@ pub struct PointConfig {
     pub network: String,
     /// Rank placement.
     pub mapping: String,
+    /// The modeled MPI library's settings (absent from the record when not given).
+    #[serde(flatten)]
+    pub mpi: MpiSettings,
 }
 
 /// One simulated configuration of a point (a trace replay has one, an HPL.dat several).
@@ -78,6 +85,7 @@ impl PointConfig {
             scale_latency: 1.0,
             network: study.network.clone(),
             mapping: study.mapping.clone(),
+            mpi: study.mpi.clone(),
         };
         for (axis, raw) in study.axes.iter().zip(&point.values) {
             let value = &axis.applied(raw);
@@ -146,12 +154,15 @@ impl PointConfig {
             scaled("link bandwidth", l.bandwidth)?;
             scaled("link latency", l.latency)?;
         }
-        let config = SimConfig::for_platform(&platform, &self.network).map_err(|message| {
+        let mut config = SimConfig::for_platform(&platform, &self.network).map_err(|message| {
             PlanError::Platform {
                 point,
                 message: format!("{name}: {message}"),
             }
         })?;
+        self.mpi
+            .apply(&mut config)
+            .map_err(|message| PlanError::Platform { point, message })?;
         let mapping = self
             .mapping
             .parse::<Mapping>()
@@ -182,9 +193,10 @@ fn set_key(table: &mut toml::Table, path: &[String], value: toml::Value) -> Resu
     Ok(())
 }
 
-/// Replays a recorded workload: an mpiscope run directory or a SimGrid TI trace.
+/// Replays a recorded workload: an mpiscope run directory, a structural form or a SimGrid
+/// TI trace.
 pub struct ReplayRunner {
-    workload: WorkloadSpec,
+    path: PathBuf,
     traced_speed: Option<f64>,
     lenient: Option<ti::SkippedLines>,
 }
@@ -192,26 +204,39 @@ pub struct ReplayRunner {
 impl ReplayRunner {
     /// A runner for a trace or TI workload (not HPL). `traced_speed` (flop/s) turns an
     /// mpiscope trace's compute bursts into flops; `None` keeps their traced durations on
-    /// the base platform's hosts (before `scale.speed`).
+    /// the base platform's hosts (before `scale.speed`). A `trace` must be a run directory
+    /// or a structural form and a `ti` a TI trace index, when the path exists.
     pub fn new(
         workload: &WorkloadSpec,
         traced_speed: Option<f64>,
     ) -> Result<ReplayRunner, PlanError> {
-        match workload {
-            WorkloadSpec::Trace(_) | WorkloadSpec::Ti(_) => Ok(ReplayRunner {
-                workload: workload.clone(),
-                traced_speed,
-                lenient: None,
-            }),
-            WorkloadSpec::Hpl(p) => Err(PlanError::Workload(format!(
-                "{}: an HPL workload needs the HPL skeleton's runner",
-                p.display()
-            ))),
+        let (path, ti) = match workload {
+            WorkloadSpec::Trace(p) => (p, false),
+            WorkloadSpec::Ti(p) => (p, true),
+            WorkloadSpec::Hpl(p) => {
+                return Err(PlanError::Workload(format!(
+                    "{}: an HPL workload needs the HPL skeleton's runner",
+                    p.display()
+                )))
+            }
+        };
+        let kind = InputKind::of(path);
+        if path.exists() && (kind == InputKind::Ti) != ti {
+            return Err(PlanError::Workload(format!(
+                "{}: {} given as {} (`trace` takes a run directory or a structural form, \
+                 `ti` a TI trace index)",
+                path.display(),
+                kind.describe(),
+                if ti { "`ti`" } else { "`trace`" }
+            )));
         }
+        Ok(ReplayRunner {
+            path: path.clone(),
+            traced_speed,
+            lenient: None,
+        })
     }
-}
 
-impl ReplayRunner {
     /// Reads a TI trace leniently: lines that are not valid actions are skipped and
     /// counted in `log` (once, whatever the number of points) instead of failing the points.
     pub fn lenient(mut self, log: ti::SkippedLines) -> ReplayRunner {
@@ -228,38 +253,31 @@ impl WorkloadRunner for ReplayRunner {
     fn run(&self, setup: &PointSetup) -> Result<Vec<Measure>, PlanError> {
         let (platform, mapping) = (&setup.platform, &setup.mapping);
         let started = Instant::now();
-        let (workloads, hosts): (Vec<Box<dyn RankWorkload>>, Vec<u32>) = match &self.workload {
-            WorkloadSpec::Trace(dir) => {
-                let run = mpiscope_trace::RunDir::open(dir).map_err(|e| io_err(dir, e))?;
-                let hosts = platform::map_ranks(platform, run.ranks(), mapping)
-                    .map_err(|e| io_err(dir, e))?;
-                let speeds: Vec<f64> = hosts
-                    .iter()
-                    .map(|&h| platform.hosts[h as usize].speed / setup.scale_speed)
-                    .collect();
-                let (w, _) = trace::load_with_callsites(
-                    &run,
-                    trace::TraceOptions {
-                        traced_speed: self.traced_speed,
-                        callsites_by_size: false,
-                    },
-                    &speeds,
-                )
-                .map_err(|e| io_err(dir, e))?;
-                (w, hosts)
-            }
-            WorkloadSpec::Ti(index) => {
-                let options = ti::TiOptions {
-                    lenient: self.lenient.clone(),
-                    ..ti::TiOptions::default()
-                };
-                let w = ti::load(index, options).map_err(|e| io_err(index, e))?;
-                let hosts = platform::map_ranks(platform, w.len() as u32, mapping)
-                    .map_err(|e| io_err(index, e))?;
-                (w, hosts)
-            }
-            WorkloadSpec::Hpl(p) => return Err(io_err(p, "not a replay workload")),
+        let path = &self.path;
+        let err = |e: WorkloadError| match e {
+            WorkloadError::Open { message, .. } => io_err(path, message),
+            e => io_err(path, e),
         };
+        let options = OpenOptions {
+            trace: trace::TraceOptions {
+                traced_speed: self.traced_speed,
+                callsites_by_size: false,
+            },
+            ti: ti::TiOptions {
+                lenient: self.lenient.clone(),
+                ..ti::TiOptions::default()
+            },
+        };
+        let input = workload::open(path, &options).map_err(err)?;
+        let hosts =
+            platform::map_ranks(platform, input.ranks(), mapping).map_err(|e| io_err(path, e))?;
+        // Compute bursts keep their durations on the unscaled hosts: the point's speed
+        // factor speeds them up.
+        let speeds: Vec<f64> = hosts
+            .iter()
+            .map(|&h| platform.hosts[h as usize].speed / setup.scale_speed)
+            .collect();
+        let workloads = input.load(&speeds).map_err(err)?.workloads;
         let sim = Simulation::new(platform, setup.config.clone(), hosts.clone(), workloads)
             .map_err(|e| PlanError::Simulation(e.to_string()))?;
         let result = sim

@@ -148,14 +148,16 @@ fn describe(study: &Study, point: &Point, command: &str) -> Result<PointRecord, 
 }
 
 /// The workload's path and the contents of its main file (the HPL.dat, the run's manifest,
-/// the TI index): a re-recorded trace or an edited HPL.dat invalidates finished points.
+/// the structural form, the TI index): a re-recorded trace or an edited HPL.dat invalidates
+/// finished points.
 fn workload_fingerprint(study: &Study) -> String {
     use crate::study::WorkloadSpec;
     let (path, main) = match &study.workload {
         None => return "no workload".into(),
         Some(WorkloadSpec::Hpl(p)) => (p, p.clone()),
         Some(WorkloadSpec::Ti(p)) => (p, p.clone()),
-        Some(WorkloadSpec::Trace(p)) => (p, p.join("manifest.json")),
+        Some(WorkloadSpec::Trace(p)) if p.is_dir() => (p, p.join("manifest.json")),
+        Some(WorkloadSpec::Trace(p)) => (p, p.clone()),
     };
     let contents = std::fs::read(&main).unwrap_or_default();
     format!("{:?} {}", study.workload, fnv1a(&contents)) + &format!(" {}", path.display())

@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! name = "HPL on pruned fat trees"
-//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } or { ti = "index.txt" };
+//! workload = { hpl = "HPL.dat" }      # or { trace = "run-dir" } (or a structural form:
+//!                                     # { trace = "form.json.gz" }) or { ti = "index.txt" };
 //!                                     # optional: `mpiscope plan --trace DIR` gives it
 //! network = "flow"                    # flow (default) | smpi | loggp
 //! mapping = "sequential"              # baseline placement (see `Mapping`'s syntax)
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::mpi::MpiSettings;
 use crate::PlanError;
 
 /// What runs at every point.
@@ -48,7 +50,8 @@ use crate::PlanError;
 pub enum WorkloadSpec {
     /// An HPL.dat: the HPL skeleton, every configuration the file lists.
     Hpl(PathBuf),
-    /// An mpiscope run directory, replayed.
+    /// An mpiscope run directory or a structural form (`mpiscope structure --save`),
+    /// replayed.
     Trace(PathBuf),
     /// A SimGrid time-independent trace index, replayed.
     Ti(PathBuf),
@@ -154,6 +157,9 @@ pub struct Study {
     /// `duration x traced_speed` flops. `None`: bursts keep their traced durations on the
     /// base platform's hosts, and only `scale.speed` changes them.
     pub traced_speed: Option<f64>,
+    /// The modeled MPI library's settings for every point (the command line gives them;
+    /// the defaults keep the platform's).
+    pub mpi: MpiSettings,
     /// How axes combine.
     pub mode: Mode,
     /// Swept parameters.
@@ -232,47 +238,20 @@ impl Study {
         let f: StudyFile = toml::from_str(text).map_err(|e| err(e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let rel = |p: PathBuf| if p.is_absolute() { p } else { dir.join(p) };
-        let workload = match f.workload.map(|w| (w.hpl, w.trace, w.ti)) {
-            None => None,
-            Some((Some(p), None, None)) => Some(WorkloadSpec::Hpl(rel(p))),
-            Some((None, Some(p), None)) => Some(WorkloadSpec::Trace(rel(p))),
-            Some((None, None, Some(p))) => Some(WorkloadSpec::Ti(rel(p))),
-            Some(_) => return Err(err(
-                "workload: give exactly one of hpl = \"HPL.dat\", trace = \"DIR\", ti = \"FILE\""
-                    .into(),
-            )),
-        };
-        let platform = match f.platform.get("file") {
-            Some(toml::Value::String(p)) if f.platform.len() == 1 => {
-                PlatformSpec::File(rel(PathBuf::from(p)))
-            }
-            Some(_) => return Err(err(
-                "platform.file: a path string, alone in [platform] (or write the platform inline)"
-                    .into(),
-            )),
-            None => PlatformSpec::Inline(f.platform),
-        };
+        let workload = workload_spec(f.workload, rel).map_err(err)?;
+        let platform = platform_spec(f.platform, rel).map_err(err)?;
         let network = f.network.unwrap_or_else(|| "flow".into());
         check_network(&network).map_err(|m| err(format!("network: {m}")))?;
         let mapping = f.mapping.unwrap_or_else(|| "sequential".into());
         mapping
             .parse::<mpiscope_sim::platform::Mapping>()
             .map_err(|m| err(format!("mapping: {m}")))?;
-        let traced_speed = match &f.traced_speed {
-            None => None,
-            Some(v) => Some(
-                match v {
-                    toml::Value::String(s) => mpiscope_sim::platform::units::parse_speed(s).ok(),
-                    other => factor(other),
-                }
-                .filter(|x| x.is_finite() && *x > 0.0)
-                .ok_or_else(|| {
-                    err(format!(
-                        "traced_speed {v}: expected a speed such as \"2Gf\""
-                    ))
-                })?,
-            ),
-        };
+        let traced_speed = f
+            .traced_speed
+            .as_ref()
+            .map(parse_traced_speed)
+            .transpose()
+            .map_err(err)?;
         let mode = match f.mode.as_deref() {
             None | Some("grid") => Mode::Grid,
             Some("one-at-a-time") => Mode::OneAtATime,
@@ -284,54 +263,8 @@ impl Study {
         };
         let mut axes = Vec::new();
         for (i, a) in f.axis.into_iter().enumerate() {
-            let at = |m: String| err(format!("axis {} (`{}`): {m}", i + 1, a.set));
-            let target = match a.set.as_str() {
-                "scale.speed" => Target::ScaleSpeed,
-                "scale.bandwidth" => Target::ScaleBandwidth,
-                "scale.latency" => Target::ScaleLatency,
-                "mapping" => Target::Mapping,
-                "network" => Target::Network,
-                s => match s.strip_prefix("platform.") {
-                    Some(key) if matches!(platform, PlatformSpec::Inline(_)) => {
-                        Target::PlatformKey(key.split('.').map(str::to_owned).collect())
-                    }
-                    Some(_) => {
-                        return Err(at(
-                            "platform keys can be swept only on an inline platform".into()
-                        ))
-                    }
-                    None => {
-                        return Err(at(
-                            "expected platform.<key>, scale.speed, scale.bandwidth, \
-                             scale.latency, mapping or network"
-                                .into(),
-                        ))
-                    }
-                },
-            };
-            if a.values.is_empty() {
-                return Err(at("no values".into()));
-            }
-            if let Some(f) = &a.format {
-                if !f.contains("{}") {
-                    return Err(at(format!("format `{f}` has no {{}}")));
-                }
-            }
-            let axis = Axis {
-                name: a.name.unwrap_or_else(|| a.set.clone()),
-                target,
-                values: a.values,
-                baseline: a.baseline,
-                format: a.format,
-            };
-            for v in axis.values.iter().chain(&axis.baseline) {
-                check_value(&axis.target, &axis.applied(v))
-                    .map_err(|m| at(format!("value {v}: {m}")))?;
-            }
-            if mode == Mode::OneAtATime && axis.baseline.is_none() {
-                return Err(at("one-at-a-time mode needs a baseline value".into()));
-            }
-            axes.push(axis);
+            let at = format!("axis {} (`{}`)", i + 1, a.set);
+            axes.push(axis(a, &platform, mode).map_err(|m| err(format!("{at}: {m}")))?);
         }
         let study = Study {
             path: path.to_path_buf(),
@@ -345,11 +278,18 @@ impl Study {
             network,
             mapping,
             traced_speed,
+            mpi: MpiSettings::default(),
             mode,
             axes,
             figures: f.figure,
         };
-        for (i, fig) in study.figures.iter().enumerate() {
+        study.check_figures().map_err(err)?;
+        Ok(study)
+    }
+
+    /// Checks that every column a figure names will be in the results.
+    fn check_figures(&self) -> Result<(), String> {
+        for (i, fig) in self.figures.iter().enumerate() {
             for col in [
                 Some(&fig.x),
                 Some(&fig.y),
@@ -359,18 +299,18 @@ impl Study {
             .into_iter()
             .flatten()
             {
-                if !study.known_column(col) {
-                    return Err(err(format!(
+                if !self.known_column(col) {
+                    return Err(format!(
                         "figure {} ({}): no column `{col}` (axes, `varied`, `value`, the \
                          workload's labels or {})",
                         i + 1,
                         fig.file,
                         METRICS.join(", ")
-                    )));
+                    ));
                 }
             }
         }
-        Ok(study)
+        Ok(())
     }
 
     /// Whether results will have a column `name`.
@@ -434,6 +374,100 @@ impl Study {
     }
 }
 
+/// The study's `workload` table (paths made absolute by `rel`).
+fn workload_spec(
+    w: Option<WorkloadFile>,
+    rel: impl Fn(PathBuf) -> PathBuf,
+) -> Result<Option<WorkloadSpec>, String> {
+    Ok(match w.map(|w| (w.hpl, w.trace, w.ti)) {
+        None => None,
+        Some((Some(p), None, None)) => Some(WorkloadSpec::Hpl(rel(p))),
+        Some((None, Some(p), None)) => Some(WorkloadSpec::Trace(rel(p))),
+        Some((None, None, Some(p))) => Some(WorkloadSpec::Ti(rel(p))),
+        Some(_) => {
+            return Err(
+                "workload: give exactly one of hpl = \"HPL.dat\", trace = \"DIR\", ti = \"FILE\""
+                    .into(),
+            )
+        }
+    })
+}
+
+/// The study's `[platform]`: a file alone (its path made absolute by `rel`), or a platform
+/// written inline.
+fn platform_spec(
+    platform: toml::Table,
+    rel: impl Fn(PathBuf) -> PathBuf,
+) -> Result<PlatformSpec, String> {
+    Ok(match platform.get("file") {
+        Some(toml::Value::String(p)) if platform.len() == 1 => {
+            PlatformSpec::File(rel(PathBuf::from(p)))
+        }
+        Some(_) => {
+            return Err(
+                "platform.file: a path string, alone in [platform] (or write the platform inline)"
+                    .into(),
+            )
+        }
+        None => PlatformSpec::Inline(platform),
+    })
+}
+
+/// `traced_speed`: a speed (`"2Gf"`) or a number of flop/s, positive and finite.
+fn parse_traced_speed(v: &toml::Value) -> Result<f64, String> {
+    match v {
+        toml::Value::String(s) => mpiscope_sim::platform::units::parse_speed(s).ok(),
+        other => factor(other),
+    }
+    .filter(|x| x.is_finite() && *x > 0.0)
+    .ok_or_else(|| format!("traced_speed {v}: expected a speed such as \"2Gf\""))
+}
+
+/// An `[[axis]]`, checked against the platform (only an inline one has keys to sweep) and
+/// the mode (one-at-a-time needs baselines).
+fn axis(a: AxisFile, platform: &PlatformSpec, mode: Mode) -> Result<Axis, String> {
+    let target = match a.set.as_str() {
+        "scale.speed" => Target::ScaleSpeed,
+        "scale.bandwidth" => Target::ScaleBandwidth,
+        "scale.latency" => Target::ScaleLatency,
+        "mapping" => Target::Mapping,
+        "network" => Target::Network,
+        s => match s.strip_prefix("platform.") {
+            Some(key) if matches!(platform, PlatformSpec::Inline(_)) => {
+                Target::PlatformKey(key.split('.').map(str::to_owned).collect())
+            }
+            Some(_) => return Err("platform keys can be swept only on an inline platform".into()),
+            None => {
+                return Err("expected platform.<key>, scale.speed, scale.bandwidth, \
+                     scale.latency, mapping or network"
+                    .into())
+            }
+        },
+    };
+    if a.values.is_empty() {
+        return Err("no values".into());
+    }
+    if let Some(f) = &a.format {
+        if !f.contains("{}") {
+            return Err(format!("format `{f}` has no {{}}"));
+        }
+    }
+    let axis = Axis {
+        name: a.name.unwrap_or_else(|| a.set.clone()),
+        target,
+        values: a.values,
+        baseline: a.baseline,
+        format: a.format,
+    };
+    for v in axis.values.iter().chain(&axis.baseline) {
+        check_value(&axis.target, &axis.applied(v)).map_err(|m| format!("value {v}: {m}"))?;
+    }
+    if mode == Mode::OneAtATime && axis.baseline.is_none() {
+        return Err("one-at-a-time mode needs a baseline value".into());
+    }
+    Ok(axis)
+}
+
 /// A value as text, without TOML quotes for strings.
 pub fn value_text(v: &toml::Value) -> String {
     match v {
@@ -443,12 +477,12 @@ pub fn value_text(v: &toml::Value) -> String {
 }
 
 fn check_network(name: &str) -> Result<(), String> {
-    if mpiscope_sim::options::NETWORK_MODELS.contains(&name) {
+    if mpiscope_sim::network::named(name).is_some() {
         Ok(())
     } else {
         Err(format!(
             "`{name}`: expected {}",
-            mpiscope_sim::options::NETWORK_MODELS.join(", ")
+            mpiscope_sim::network::NAMES.join(", ")
         ))
     }
 }

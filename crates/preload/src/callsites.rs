@@ -8,8 +8,6 @@ use std::sync::Mutex;
 
 use mpiscope_trace::{CallsiteDef, Definition, Frame, ModuleDef};
 
-use crate::session;
-
 /// Frames recorded per callsite (1: the return address only).
 pub static DEPTH: AtomicU32 = AtomicU32::new(1);
 
@@ -87,7 +85,7 @@ fn intern_frames(frames: &[usize]) -> u32 {
         defs.push(Definition::Callsite(CallsiteDef { id, frames: out }));
         id
     };
-    session::define(&defs);
+    crate::defs::define(&defs);
     drop(guard);
     id
 }

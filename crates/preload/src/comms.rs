@@ -14,9 +14,10 @@ use std::sync::Mutex;
 
 use mpiscope_trace::{CommDef, CommKind, PEER_UNKNOWN};
 
+use crate::defs;
+use crate::ffi::consts;
 use crate::mpi::*;
-use crate::rt::consts;
-use crate::session;
+use crate::status;
 
 /// What the recorder knows of a communicator.
 #[derive(Debug)]
@@ -81,7 +82,7 @@ impl CommInfo {
             } else if self.inter {
                 CommKind::Inter
             } else if self.size == 1
-                && self.ranks.first() == Some(&(session::world_rank() as u32))
+                && self.ranks.first() == Some(&(status::world_rank() as u32))
                 && self.id == 1
             {
                 CommKind::Own
@@ -165,8 +166,8 @@ pub fn start(rank: c_int, size: c_int) {
     t.by_handle.insert(k.comm_world as usize, world);
     t.by_handle.insert(k.comm_self as usize, own);
     *TABLE.lock().unwrap_or_else(|p| p.into_inner()) = Some(t);
-    session::define_comm(world.definition());
-    session::define_comm(own.definition());
+    defs::define_comm(world.definition());
+    defs::define_comm(own.definition());
 }
 
 /// The world communicator's info (after start).
@@ -321,7 +322,7 @@ pub unsafe fn register(comm: MPI_Comm) -> Option<&'static CommInfo> {
         remote: remote.into_boxed_slice(),
     }));
     // Defined before it can be found: no event refers to an undefined communicator.
-    session::define_comm(info.definition());
+    defs::define_comm(info.definition());
     table.by_handle.insert(comm as usize, info);
     GENERATION.fetch_add(1, Ordering::Release);
     drop(guard);

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::comms::CommInfo;
+use crate::defs;
+use crate::ffi::consts;
 use crate::mpi::*;
-use crate::rt::consts;
-use crate::session;
 
 static DTYPE_GEN: AtomicU64 = AtomicU64::new(1);
 
@@ -98,7 +98,7 @@ pub fn op_id(op: MPI_Op) -> u32 {
             if OPS_DEFINED.load(Ordering::Acquire) & bit == 0 {
                 let _g = DEFINE_OP.lock().unwrap_or_else(|p| p.into_inner());
                 if OPS_DEFINED.load(Ordering::Acquire) & bit == 0 {
-                    session::define_op(id, OP_NAMES[i]);
+                    defs::define_op(id, OP_NAMES[i]);
                     OPS_DEFINED.fetch_or(bit, Ordering::AcqRel);
                 }
             }
@@ -112,7 +112,7 @@ pub fn op_id(op: MPI_Op) -> u32 {
     }
     let n = NEXT_USER_OP.fetch_add(1, Ordering::Relaxed);
     let id = 100 + n as u32;
-    session::define_op(id, &format!("user#{n}"));
+    defs::define_op(id, &format!("user#{n}"));
     users.push((h, id));
     id
 }

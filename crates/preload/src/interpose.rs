@@ -1,14 +1,66 @@
-//! The program's `sigaction` and `signal` for the signals the recorder watches.
+//! The program's `sigaction` and `signal` for the signals the recorder watches, and the
+//! table of what the program wants for each of them.
 //!
 //! A program (or its libraries) that sets a handler after `MPI_Init` would otherwise replace
 //! the recorder's, and a run that ends by that signal would lose its record. So, for a signal
-//! whose handler is the recorder's ([`crate::signals`]), these functions keep the recorder's
-//! handler installed and record the program's action as the one to chain to; the program
-//! sees exactly what it would have seen (`oldact` is its own previous action). Ignoring a
-//! signal really ignores it. Every other call goes to the C library unchanged.
+//! whose handler is the recorder's ([`crate::signals`] installs it and marks it with
+//! [`stand_in`]), these functions keep the recorder's handler installed and record the
+//! program's action as the one to chain to; the program sees exactly what it would have seen
+//! (`oldact` is its own previous action). Ignoring a signal really ignores it. Every other
+//! call goes to the C library unchanged.
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Signals numbered below this have a slot in the tables.
+pub(crate) const NSIG: usize = 65;
+
+/// The action the program (or the MPI library) set for each watched signal: what the signal
+/// would do without us.
+static mut PROGRAM: [core::mem::MaybeUninit<libc::sigaction>; NSIG] =
+    [const { core::mem::MaybeUninit::zeroed() }; NSIG];
+/// Signals whose handler is ours.
+static OURS: [AtomicBool; NSIG] = [const { AtomicBool::new(false) }; NSIG];
+/// The action the program set for `sig` (or the one before ours when it set none).
+pub(crate) fn program_action(sig: c_int) -> &'static libc::sigaction {
+    // SAFETY: slots are plain data written by `signals::install` and `sigaction`; signals
+    // are in range.
+    unsafe { (*core::ptr::addr_of!(PROGRAM))[sig as usize].assume_init_ref() }
+}
+
+/// Sets what the program wants for `sig` (called by the interposed `sigaction`).
+///
+/// # Safety
+/// `act` is a valid action.
+pub(crate) unsafe fn set_program_action(sig: c_int, act: &libc::sigaction) {
+    // SAFETY: a plain store into the table; the handler reads whole structs, and a race
+    // with a signal being handled at that instant is inherent to changing an action.
+    unsafe {
+        (*core::ptr::addr_of_mut!(PROGRAM))[sig as usize] = core::mem::MaybeUninit::new(*act)
+    };
+}
+
+/// What the program last set for `sig`, if our handler stands in for it.
+pub(crate) fn standing_in_for(sig: c_int) -> Option<libc::sigaction> {
+    if sig <= 0 || sig as usize >= NSIG || !OURS[sig as usize].load(Ordering::Acquire) {
+        return None;
+    }
+    Some(*program_action(sig))
+}
+
+/// The program ignores `sig` now: our handler no longer stands in for it.
+pub(crate) fn release(sig: c_int) {
+    if sig > 0 && (sig as usize) < NSIG {
+        OURS[sig as usize].store(false, Ordering::Release);
+    }
+}
+
+/// Our handler now stands in for `sig` (installed by [`crate::signals`]).
+pub(crate) fn stand_in(sig: c_int) {
+    if sig > 0 && (sig as usize) < NSIG {
+        OURS[sig as usize].store(true, Ordering::Release);
+    }
+}
 
 type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
@@ -61,7 +113,7 @@ pub unsafe extern "C" fn sigaction(
     act: *const libc::sigaction,
     old: *mut libc::sigaction,
 ) -> c_int {
-    let Some(prog) = crate::signals::standing_in_for(sig) else {
+    let Some(prog) = standing_in_for(sig) else {
         // SAFETY: the caller's contract.
         return unsafe { real_sigaction(sig, act, old) };
     };
@@ -80,10 +132,10 @@ pub unsafe extern "C" fn sigaction(
             if r != 0 {
                 return r;
             }
-            crate::signals::release(sig);
+            release(sig);
         }
         // SAFETY: a valid action for a watched signal.
-        unsafe { crate::signals::set_program_action(sig, &a) };
+        unsafe { set_program_action(sig, &a) };
     }
     0
 }

@@ -18,7 +18,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use crate::threads::{self, Phase};
+use crate::collect::{self, Scope};
+use crate::ending::{self, Ending};
+use crate::state::Phase;
+use crate::threads;
 
 /// What the keeper watches for.
 pub struct Keeper {
@@ -57,14 +60,14 @@ pub fn start(k: Keeper) {
             run(&k, poll);
         });
     if spawned.is_err() {
-        crate::session::warn("cannot start the keeper thread; records are written only when buffers fill, and hangs are not reported");
+        crate::status::warn("cannot start the keeper thread; records are written only when buffers fill, and hangs are not reported");
     }
 }
 
 fn run(k: &Keeper, poll: Duration) {
     loop {
         std::thread::sleep(poll);
-        if !crate::session::is_tracing() {
+        if !crate::status::is_tracing() {
             return;
         }
         let now = crate::clock::ticks();
@@ -93,35 +96,28 @@ fn run(k: &Keeper, poll: Duration) {
             flush = true;
         }
         if flush {
-            crate::signals::collect(crate::signals::Scope::InMpi, false);
+            collect::collect(Scope::InMpi, false);
         }
         if k.kill && !hung.is_empty() {
             let (_, call, long) = hung[0];
             let reason = format!(
                 "hang: inside {} for {:.1} s (--hang-action kill)",
-                call_name(call),
+                crate::calls::name(call),
                 long as f64 / k.ticks_per_ns / 1e9
             );
-            crate::sink::end(&reason, crate::sink::Ending::Final { skip_self: false });
+            ending::end(&reason, Ending::Final { skip_self: false });
             // SAFETY: ending this process, as the user asked.
             unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
         }
     }
 }
 
-fn call_name(call: u32) -> &'static str {
-    crate::wrappers::CALL_NAMES
-        .get(crate::rt::c_id(call) as usize)
-        .copied()
-        .unwrap_or("?")
-}
-
 fn report(k: &Keeper, hung: &[(u16, u32, u64)], now: u64) {
     for &(thread, call, long) in hung {
         let secs = long as f64 / k.ticks_per_ns / 1e9;
-        let msg = format!("inside {} for {secs:.1} s", call_name(call));
+        let msg = format!("inside {} for {secs:.1} s", crate::calls::name(call));
         crate::sink::note_raw("hang", thread, None, &msg, now);
-        crate::session::warn(&format!(
+        crate::status::warn(&format!(
             "thread {thread} has been {msg}: a hang? The record of every thread inside MPI is written (mpiscope report shows where each rank waits){}",
             if k.kill {
                 "; ending the rank (--hang-action kill)"

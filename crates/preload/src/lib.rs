@@ -2,24 +2,35 @@
 //! library it was built against and writes one trace file per rank.
 //!
 //! The wrappers are generated at build time (`mpiscope-preload-gen`) from the installed
-//! `mpi.h` and the symbols the library exports; this crate is the runtime they call:
+//! `mpi.h` and the symbols the library exports; this crate is the runtime they call,
+//! through [`rt`]. Its modules, from the bottom up (each uses only modules above it in this
+//! list; the generated wrappers, which hold the call tables [`calls`] reads, are the top):
 //!
-//! * [`rt`]: the per-call path: [`rt::enter`] decides whether a call is recorded, the
-//!   returned [`rt::CallGuard`] reads the clock around the real call, collects normalized
-//!   arguments and [`rt::CallGuard::commit`]s the event to the thread's block encoder;
-//! * [`session`]: start (after `MPI_Init`), the rank file's definitions, and the endings
-//!   (`MPI_Finalize`, exit, `MPI_Abort`); `sink` writes blocks and the trailer and stops
-//!   cleanly when the file system refuses; `signals` and [`interpose`] make every signal
-//!   ending leave a complete record, `keeper` writes the record of threads blocked in MPI and reports hangs;
-//! * [`threads`]: the registry of per-thread states and their phases;
-//! * [`comms`], [`requests`], [`handles`]: communicator, request, datatype and operation
-//!   tracking, so events carry world ranks, request ids and byte counts;
-//! * [`callsites`], [`clock`], [`config`], [`plugin`].
+//! * [`ffi`] (the `mpi.h` constants), [`clock`], [`config`], `fixed` (text in fixed
+//!   buffers);
+//! * [`calls`]: call ids, which are recorded, and every thread's counters;
+//! * [`status`]: where the recorder is (loaded, tracing, stopped), the rank, warnings;
+//! * `sink`: the rank file's blocks, notes and trailer, stopping when the disk refuses;
+//! * [`defs`]: definitions of calls, communicators, operations and callsites;
+//! * [`callsites`], [`comms`], [`handles`], [`requests`]: what events refer to;
+//! * [`plugin`]: user PRE and POST callbacks;
+//! * [`state`]: a thread's recording state, its phase, and the guard of a call in progress;
+//! * [`threads`]: the registry of thread states;
+//! * [`guard`]: the per-call path (`enter` -> `start` -> real call -> `stop` -> `commit`);
+//!   [`args`], [`completions`], [`fortran`]: what the wrappers record of the arguments;
+//! * `collect`: getting other threads' events written (a real-time signal and an answer);
+//!   [`ending`]: the end of the record however the process ends; [`interpose`] and `signals`:
+//!   every signal ending leaves a complete record; `keeper`: threads blocked in MPI and
+//!   hangs;
+//! * [`session`]: configuration at load time and the start after `MPI_Init`;
+//! * [`rt`]: the names the generated wrappers use.
 //!
 //! Invariants: wrappers call only `PMPI_` functions (never `MPI_`), never panic across the
 //! FFI boundary, return the real function's result unchanged, and allocate only on first use
 //! (a new thread, callsite, communicator) or when a scratch buffer must grow. Any failure of
-//! the recorder prints one line on stderr and disables tracing; the program goes on.
+//! the recorder prints one line on stderr and disables tracing; the program goes on. The
+//! signal paths ([`state`], `sink`, `collect`, [`ending`], `signals`) allocate nothing and
+//! call only async-signal-safe functions, and thread states are never freed.
 
 #![allow(clippy::missing_safety_doc)]
 
@@ -29,6 +40,7 @@
     non_camel_case_types,
     non_snake_case,
     dead_code,
+    missing_docs,
     clippy::all
 )]
 pub mod mpi {
@@ -36,7 +48,7 @@ pub mod mpi {
 }
 
 /// Values of `mpi.h` macros that bindgen cannot evaluate.
-#[allow(dead_code)]
+#[allow(dead_code, missing_docs)]
 pub mod consts {
     use crate::mpi::*;
     use core::ffi::c_void;
@@ -44,10 +56,20 @@ pub mod consts {
     include!(concat!(env!("OUT_DIR"), "/consts.rs"));
 }
 
+pub mod args;
+pub mod calls;
 pub mod callsites;
 pub mod clock;
+mod collect;
 pub mod comms;
+pub mod completions;
 pub mod config;
+pub mod defs;
+pub mod ending;
+pub mod ffi;
+mod fixed;
+pub mod fortran;
+pub mod guard;
 pub mod handles;
 pub mod interpose;
 mod keeper;
@@ -57,6 +79,8 @@ pub mod rt;
 pub mod session;
 mod signals;
 mod sink;
+pub mod state;
+pub mod status;
 pub mod threads;
 
 /// The generated wrappers.
@@ -65,6 +89,7 @@ pub mod threads;
     unused_unsafe,
     unused_variables,
     unused_mut,
+    missing_docs,
     non_snake_case
 )]
 pub mod wrappers {
@@ -77,7 +102,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Exported for tests and the CLI: how many C functions this build wraps.
 #[no_mangle]
 pub extern "C" fn mpiscope_wrapped_count() -> u32 {
-    wrappers::CALL_NAMES.len() as u32
+    calls::CALL_NAMES.len() as u32
 }
 
 /// Exported for tests and the CLI: the MPI flavour of this build (NUL-terminated).

@@ -15,10 +15,7 @@
 use std::os::raw::{c_char, c_int};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mpiscope_trace::Slot;
-
-use crate::rt::{self, CallGuard};
-use crate::wrappers::{CALL_NAMES, FORTRAN_BASE};
+use crate::calls::{self, CALL_NAMES, FORTRAN_BASE};
 
 /// ABI version of `struct mpiscope_call`.
 pub const ABI_VERSION: u32 = 1;
@@ -80,57 +77,58 @@ pub fn load(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn info(g: &CallGuard) -> CallInfo {
-    let id = g.call();
-    let c = rt::c_id(id) as usize;
+/// What the callbacks are told of call `id`, entered and left at `times` (0 before).
+fn info(id: u32, times: (u64, u64)) -> CallInfo {
+    let c = calls::c_id(id) as usize;
     let name = NAMES
         .get()
         .and_then(|n| n.get(c))
         .map(|s| s.as_ptr())
         .unwrap_or(core::ptr::null());
-    let (t_enter, t_exit) = g.times();
+    let (t_enter, t_exit) = times;
     CallInfo {
         abi_version: ABI_VERSION,
         call_id: id,
         name,
         fortran: (id >= FORTRAN_BASE) as c_int,
-        rank: crate::session::world_rank(),
+        rank: crate::status::world_rank(),
         t_enter,
         t_exit,
     }
 }
 
-/// Runs the PRE callback.
+/// Runs the PRE callback for call `id` (before its entry time is read).
 #[inline(always)]
-pub fn pre(g: &CallGuard) {
+pub fn pre(id: u32) {
     let f = PRE.load(Ordering::Relaxed);
     if f != 0 {
-        pre_slow(g, f);
+        pre_slow(id, f);
     }
 }
 
 #[cold]
-fn pre_slow(g: &CallGuard, f: usize) {
-    let i = info(g);
+fn pre_slow(id: u32, f: usize) {
+    let i = info(id, (0, 0));
     // SAFETY: a function with the documented signature.
     unsafe { core::mem::transmute::<usize, PreFn>(f)(&i) };
 }
 
-/// Runs the POST callback.
+/// Runs the POST callback for call `id` entered and left at `times`; returns the value for
+/// the event's `user` slot, when the callback gives one.
 #[inline(always)]
-pub fn post(g: &mut CallGuard) {
+pub fn post(id: u32, times: (u64, u64)) -> Option<i64> {
     let f = POST.load(Ordering::Relaxed);
     if f != 0 {
-        post_slow(g, f);
+        post_slow(id, times, f)
+    } else {
+        None
     }
 }
 
 #[cold]
-fn post_slow(g: &mut CallGuard, f: usize) {
-    let i = info(g);
+fn post_slow(id: u32, times: (u64, u64), f: usize) -> Option<i64> {
+    let i = info(id, times);
     let mut v: i64 = 0;
     // SAFETY: a function with the documented signature.
-    if unsafe { core::mem::transmute::<usize, PostFn>(f)(&i, &mut v) } != 0 {
-        g.set(Slot::User, v);
-    }
+    (unsafe { core::mem::transmute::<usize, PostFn>(f)(&i, &mut v) } != 0).then_some(v)
 }

@@ -1,97 +1,34 @@
-//! The life of a traced process: configuration at load time, start after `MPI_Init`, the
-//! rank file, definitions, and the end (`MPI_Finalize`, exit or a fatal signal).
+//! The life of a traced process up to its record's first event: configuration at load
+//! time, and the start after `MPI_Init` (rank, hosts, clock alignment, the rank file, the
+//! manifest, the signal handlers and the keeper). How the record ends is
+//! [`crate::ending`]'s; `MPI_Pcontrol` pauses and resumes recording here.
 
-use std::fmt::Write as _;
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use mpiscope_trace::{block, CallDef, ClockInfo, Definition, Lang, OpDef, RankInfo};
+use mpiscope_trace::{block, ClockInfo, RankInfo};
 
-use crate::clock;
-use crate::config::Config;
-use crate::mpi::*;
-use crate::rt::{
-    self, consts, Counter, CONFIGURED, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED, NCALLS,
+use crate::calls::{
+    self, CALL_NAMES, CONFIGURED, FLAVOUR, FORTRAN_BASE, MODES, MODE_ALL, MODE_OFF, MODE_SAMPLED,
     SAMPLE_EVERY,
 };
+use crate::clock;
+use crate::config::Config;
+use crate::ffi::consts;
+use crate::mpi::*;
 use crate::sink;
-use crate::wrappers::{CALL_NAMES, FLAVOUR, FORTRAN_BASE};
+use crate::status::{self, fail, warn, State};
 
-/// Loaded, not configured.
-const LOADED: u8 = 0;
-/// Recording into buffers; the rank file does not exist yet.
-const PREINIT: u8 = 1;
-/// Recording to the rank file.
-const TRACING: u8 = 2;
-/// Finished (finalized, exited, or failed).
-const STOPPED: u8 = 3;
-
-static STATE: AtomicU8 = AtomicU8::new(LOADED);
 static CONFIG: OnceLock<Config> = OnceLock::new();
-static RANK: AtomicI32 = AtomicI32::new(-1);
-/// The run's epoch on this rank's monotonic clock (ns).
-static EPOCH_NS: AtomicU64 = AtomicU64::new(0);
-static CALLS_DEFINED: [AtomicU64; NCALLS.div_ceil(64)] =
-    [const { AtomicU64::new(0) }; NCALLS.div_ceil(64)];
-static PENDING: Mutex<Vec<Definition>> = Mutex::new(Vec::new());
 static LOAD_PAIR: Mutex<(u64, u64)> = Mutex::new((0, 0));
 static STARTED: AtomicBool = AtomicBool::new(false);
-static WARNED: AtomicBool = AtomicBool::new(false);
-
-/// World rank (-1 before `MPI_Init`).
-pub fn world_rank() -> c_int {
-    RANK.load(Ordering::Relaxed)
-}
-
-/// Prints one line on stderr, prefixed with the rank (no allocation).
-pub fn warn(msg: &str) {
-    sink::warn_args(format_args!("{msg}"));
-}
-
-/// Prints a warning once per process.
-pub fn warn_once(msg: &str) {
-    if !WARNED.swap(true, Ordering::Relaxed) {
-        warn(msg);
-    }
-}
-
-/// Stops recording after a failure of the recorder itself; the program goes on.
-pub fn fail(msg: &str) {
-    stop_recording();
-    let was = STATE.swap(STOPPED, Ordering::AcqRel);
-    if was != STOPPED {
-        warn(&format!("{msg}; tracing disabled, the program continues"));
-    }
-}
-
-/// No call is recorded from now on (counters stop too).
-pub(crate) fn stop_recording() {
-    for m in MODES.iter() {
-        m.store(MODE_OFF, Ordering::Relaxed);
-    }
-}
-
-/// Is the rank file being written?
-pub fn is_tracing() -> bool {
-    STATE.load(Ordering::Acquire) == TRACING
-}
-
-/// The record has ended.
-pub(crate) fn mark_stopped() {
-    STATE.store(STOPPED, Ordering::Release);
-}
-
-/// The run's epoch on this rank's monotonic clock, in ns.
-pub(crate) fn epoch_ns() -> u64 {
-    EPOCH_NS.load(Ordering::Relaxed)
-}
 
 // ---------------------------------------------------------------- load time
 
 /// Library constructor: reads the options and arms the wrappers.
 extern "C" fn on_load() {
-    rt::load_consts();
+    crate::ffi::load_consts();
     let known: Vec<&str> = CALL_NAMES.to_vec();
     let cfg = match Config::from_lookup(|k| std::env::var(k).ok(), &known) {
         Ok(c) => c,
@@ -99,19 +36,19 @@ extern "C" fn on_load() {
             warn(&format!(
                 "bad option: {e}; tracing disabled, the program continues"
             ));
-            STATE.store(STOPPED, Ordering::Relaxed);
+            status::set_state(State::Stopped);
             return;
         }
     };
     if cfg.disabled {
-        STATE.store(STOPPED, Ordering::Relaxed);
+        status::set_state(State::Stopped);
         let _ = CONFIG.set(cfg);
         return;
     }
     clock::choose(&cfg.clock);
     *LOAD_PAIR.lock().unwrap_or_else(|p| p.into_inner()) = clock::pair();
     crate::threads::BLOCK_SIZE.store(cfg.buffer, Ordering::Relaxed);
-    rt::set_core_mode(cfg.core);
+    crate::guard::set_core_mode(cfg.core);
     crate::callsites::DEPTH.store(cfg.stack, Ordering::Relaxed);
     for (i, name) in CALL_NAMES.iter().enumerate() {
         let (mode, every) = match cfg.mode_of(name) {
@@ -133,7 +70,7 @@ extern "C" fn on_load() {
         }
     }
     let _ = CONFIG.set(cfg);
-    STATE.store(PREINIT, Ordering::Release);
+    status::set_state(State::PreInit);
 }
 
 #[used]
@@ -207,7 +144,36 @@ unsafe fn gather(
         let c = u64::from_le_bytes(e[HOST + 8..].try_into().unwrap());
         cores.push((c != u64::MAX).then_some(c as u32));
     }
-    // Clock offsets of ranks on other hosts than rank 0 (min-RTT ping-pong).
+    let offset = clock_offset(rank, &hosts, comm);
+    // The epoch: the earliest library load of any rank, on rank 0's clock, so that every
+    // event of every rank has a non-negative time.
+    let mine = (load_ns as i64 - offset).max(0) as u64;
+    let mut epoch0: u64 = mine;
+    PMPI_Allreduce(
+        (&mine as *const u64).cast(),
+        (&mut epoch0 as *mut u64).cast(),
+        1,
+        k.uint64,
+        k.op_min,
+        comm,
+    );
+    PMPI_Comm_free(&mut comm);
+    let (mono_now, unix_now) = (clock::monotonic_ns(), clock::realtime_ns());
+    Some(Gathered {
+        hosts,
+        pids,
+        cores,
+        offset_ns: offset,
+        epoch_ns: (epoch0 as i64 + offset) as u64,
+        epoch_unix_ns: unix_now.saturating_sub(mono_now.saturating_sub(epoch0)),
+    })
+}
+
+/// This rank's clock offset to rank 0's, measured by min-RTT ping-pong with rank 0 when
+/// they run on different hosts (0 on rank 0's host); rank 0 measures every other host's.
+unsafe fn clock_offset(rank: c_int, hosts: &[String], comm: MPI_Comm) -> i64 {
+    let k = consts();
+    let n = hosts.len();
     let mut offset: i64 = 0;
     let mut st: MPI_Status = core::mem::zeroed();
     const ROUNDS: usize = 10;
@@ -260,28 +226,7 @@ unsafe fn gather(
             &mut st,
         );
     }
-    // The epoch: the earliest library load of any rank, on rank 0's clock, so that every
-    // event of every rank has a non-negative time.
-    let mine = (load_ns as i64 - offset).max(0) as u64;
-    let mut epoch0: u64 = mine;
-    PMPI_Allreduce(
-        (&mine as *const u64).cast(),
-        (&mut epoch0 as *mut u64).cast(),
-        1,
-        k.uint64,
-        k.op_min,
-        comm,
-    );
-    PMPI_Comm_free(&mut comm);
-    let (mono_now, unix_now) = (clock::monotonic_ns(), clock::realtime_ns());
-    Some(Gathered {
-        hosts,
-        pids,
-        cores,
-        offset_ns: offset,
-        epoch_ns: (epoch0 as i64 + offset) as u64,
-        epoch_unix_ns: unix_now.saturating_sub(mono_now.saturating_sub(epoch0)),
-    })
+    offset
 }
 
 fn library_version() -> String {
@@ -303,7 +248,7 @@ fn standard_version() -> String {
 
 /// Starts tracing once MPI is initialized (idempotent).
 pub fn start() {
-    if STARTED.swap(true, Ordering::AcqRel) || STATE.load(Ordering::Acquire) != PREINIT {
+    if STARTED.swap(true, Ordering::AcqRel) || status::state() != State::PreInit {
         return;
     }
     let k = consts();
@@ -313,15 +258,17 @@ pub fn start() {
     if flag == 0 {
         return;
     }
-    rt::load_consts();
-    let cfg = CONFIG.get().expect("configured before start");
+    crate::ffi::load_consts();
+    let Some(cfg) = CONFIG.get() else {
+        return;
+    };
     let (mut rank, mut size) = (0, 0);
     // SAFETY: MPI is initialized.
     unsafe {
         PMPI_Comm_rank(k.comm_world, &mut rank);
         PMPI_Comm_size(k.comm_world, &mut size);
     }
-    RANK.store(rank, Ordering::Relaxed);
+    status::set_world_rank(rank);
     let host = hostname();
     let (_, core) = clock::ticks_and_core();
     let core = (core != u32::MAX).then_some(core);
@@ -345,39 +292,9 @@ pub fn start() {
     crate::callsites::warm_up();
     crate::requests::reserve(4096);
 
-    // The rank file.
-    let dir = std::path::Path::new(&cfg.dir);
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        fail(&format!(
-            "cannot create the trace directory {}: {e}",
-            dir.display()
-        ));
+    let Some((fd, path)) = create_rank_file(cfg, rank) else {
         return;
-    }
-    let path = dir.join(mpiscope_trace::rank_file_name(rank as u32));
-    let cpath = match std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
-        Ok(c) => c,
-        Err(_) => {
-            fail(&format!("bad trace path {}", path.display()));
-            return;
-        }
     };
-    // SAFETY: NUL-terminated path.
-    let fd = unsafe {
-        libc::open(
-            cpath.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
-        fail(&format!(
-            "cannot create {}: {}",
-            path.display(),
-            std::io::Error::last_os_error()
-        ));
-        return;
-    }
     let info = RankInfo {
         rank: rank as u32,
         size: size as u32,
@@ -400,7 +317,80 @@ pub fn start() {
             .unwrap_or_default(),
         options: cfg.to_json(),
     };
-    let json = serde_json::to_vec(&info).unwrap_or_default();
+    let Some(len) = write_header(fd, &path, &info, sync) else {
+        return;
+    };
+    status::set_epoch_ns(g.epoch_ns);
+    sink::open(fd, len);
+    set_window(cfg, tps);
+    status::set_state(State::Tracing);
+    crate::defs::write_kept();
+    crate::comms::start(rank, size);
+    if rank == 0 {
+        write_manifest(
+            cfg,
+            &info,
+            &g,
+            size as u32,
+            tps,
+            res_ticks as f64 * 1e9 / tps,
+        );
+    }
+    if cfg.signals {
+        crate::signals::install();
+    }
+    start_keeper(cfg, tps);
+    // SAFETY: registering a plain function.
+    unsafe { libc::atexit(crate::ending::on_exit) };
+}
+
+/// Creates this rank's file in the trace directory (truncating an earlier one); `None`
+/// when it cannot (tracing is then disabled).
+fn create_rank_file(cfg: &Config, rank: c_int) -> Option<(c_int, std::path::PathBuf)> {
+    let dir = std::path::Path::new(&cfg.dir);
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        fail(&format!(
+            "cannot create the trace directory {}: {e}",
+            dir.display()
+        ));
+        return None;
+    }
+    let path = dir.join(mpiscope_trace::rank_file_name(rank as u32));
+    let cpath = match std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) {
+        Ok(c) => c,
+        Err(_) => {
+            fail(&format!("bad trace path {}", path.display()));
+            return None;
+        }
+    };
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            cpath.as_ptr(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_APPEND | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        fail(&format!(
+            "cannot create {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        ));
+        return None;
+    }
+    Some((fd, path))
+}
+
+/// Writes the file header and the info block to `fd`; returns their length, or `None`
+/// (the file closed, tracing disabled) when they cannot be written.
+fn write_header(
+    fd: c_int,
+    path: &std::path::Path,
+    info: &RankInfo,
+    sync: (u64, u64),
+) -> Option<u64> {
+    let json = serde_json::to_vec(info).unwrap_or_default();
     let mut head = block::file_header().to_vec();
     head.extend(block::frame(block::BlockKind::Info, 0, 1, sync, &json));
     // SAFETY: our descriptor; a file size limit below the header is a plain error here.
@@ -427,61 +417,35 @@ pub fn start() {
         // SAFETY: our descriptor.
         unsafe { libc::close(fd) };
         fail(&format!("cannot write {}: {e}", path.display()));
-        return;
+        return None;
     }
-    EPOCH_NS.store(g.epoch_ns, Ordering::Relaxed);
-    sink::open(fd, head.len() as u64);
-    // Window.
+    Some(head.len() as u64)
+}
+
+/// The recording window (`MPISCOPE_START_AFTER`, `MPISCOPE_DURATION`), in ticks from now.
+fn set_window(cfg: &Config, tps: f64) {
     let to_ticks = |ns: u64| (ns as f64 * tps / 1e9) as u64;
     let now = clock::ticks();
     if cfg.start_after_ns > 0 {
-        rt::WINDOW_START.store(
+        crate::guard::WINDOW_START.store(
             now.saturating_add(to_ticks(cfg.start_after_ns)),
             Ordering::Relaxed,
         );
     }
     if let Some(d) = cfg.duration_ns {
-        rt::WINDOW_END.store(
+        crate::guard::WINDOW_END.store(
             now.saturating_add(to_ticks(cfg.start_after_ns + d)),
             Ordering::Relaxed,
         );
     }
-    STATE.store(TRACING, Ordering::Release);
-    // Definitions made before the file existed: calls first, then the rest.
-    {
-        let _g = DEFINE_CALL.lock().unwrap_or_else(|p| p.into_inner());
-        let mut defs: Vec<Definition> = Vec::new();
-        for (w, word) in CALLS_DEFINED.iter().enumerate() {
-            let bits = word.load(Ordering::Relaxed);
-            defs.extend(
-                (0..64)
-                    .filter(|b| bits & (1 << b) != 0)
-                    .map(|b| call_def((w * 64 + b) as u32)),
-            );
-        }
-        defs.extend(std::mem::take(
-            &mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()),
-        ));
-        define(&defs);
-    }
-    crate::comms::start(rank, size);
-    if rank == 0 {
-        write_manifest(
-            cfg,
-            &info,
-            &g,
-            size as u32,
-            tps,
-            res_ticks as f64 * 1e9 / tps,
-        );
-    }
-    if cfg.signals {
-        crate::signals::install();
-    }
+}
+
+/// The flush interval of busy threads, and the keeper for blocked ones and hangs.
+fn start_keeper(cfg: &Config, tps: f64) {
     let per_ns = tps / 1e9;
     let ticks = |ns: u64| (ns as f64 * per_ns) as u64;
     if cfg.flush_every_ns > 0 {
-        rt::FLUSH_TICKS.store(ticks(cfg.flush_every_ns), Ordering::Relaxed);
+        crate::guard::FLUSH_TICKS.store(ticks(cfg.flush_every_ns), Ordering::Relaxed);
     }
     crate::keeper::start(crate::keeper::Keeper {
         flush_ticks: ticks(cfg.flush_every_ns),
@@ -489,8 +453,6 @@ pub fn start() {
         kill: cfg.hang_kill,
         ticks_per_ns: per_ns,
     });
-    // SAFETY: registering a plain function.
-    unsafe { libc::atexit(on_exit) };
 }
 
 fn write_manifest(cfg: &Config, info: &RankInfo, g: &Gathered, size: u32, tps: f64, res_ns: f64) {
@@ -573,165 +535,17 @@ fn rfc3339(ns: u64) -> String {
     )
 }
 
-// ---------------------------------------------------------------- definitions
-
-fn call_def(call: u32) -> Definition {
-    let c = rt::c_id(call) as usize;
-    Definition::Call(CallDef {
-        id: call,
-        name: CALL_NAMES.get(c).copied().unwrap_or("?").into(),
-        lang: if call >= FORTRAN_BASE {
-            Lang::Fortran
-        } else {
-            Lang::C
-        },
-    })
-}
-
-/// Writes definitions now, or keeps them until the rank file exists.
-pub fn define(defs: &[Definition]) {
-    if defs.is_empty() {
-        return;
-    }
-    if !sink::is_open() {
-        if STATE.load(Ordering::Relaxed) != STOPPED {
-            PENDING
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(defs.iter().cloned());
-        }
-        return;
-    }
-    let mut payload = Vec::new();
-    for d in defs {
-        d.encode(&mut payload);
-    }
-    let framed = block::frame(
-        block::BlockKind::Definitions,
-        0,
-        defs.len() as u32,
-        clock::pair(),
-        &payload,
-    );
-    sink::write_block(&framed, 0);
-}
-
-static DEFINE_CALL: Mutex<()> = Mutex::new(());
-
-/// Defines a call id on first use. The bit is set only once the definition is in the file
-/// (or, before the file exists, once `start` is sure to write it), so that no thread can flush
-/// an event of this call before its definition.
-pub fn define_call(call: u32) {
-    let (w, b) = (call as usize / 64, call % 64);
-    let Some(word) = CALLS_DEFINED.get(w) else {
-        return;
-    };
-    if word.load(Ordering::Acquire) & (1 << b) != 0 {
-        return;
-    }
-    let _g = DEFINE_CALL.lock().unwrap_or_else(|p| p.into_inner());
-    if word.load(Ordering::Acquire) & (1 << b) != 0 {
-        return;
-    }
-    if sink::is_open() {
-        define(&[call_def(call)]);
-    }
-    // Before the file exists, `start` writes every call whose bit is set.
-    word.fetch_or(1 << b, Ordering::AcqRel);
-}
-
-/// Defines a communicator.
-pub fn define_comm(d: mpiscope_trace::CommDef) {
-    define(&[Definition::Comm(d)]);
-}
-
-/// Defines an operation.
-pub fn define_op(id: u32, name: &str) {
-    define(&[Definition::Op(OpDef {
-        id,
-        name: name.into(),
-    })]);
-}
-
-/// Keeps the counters of an exiting thread.
-pub fn absorb_counters(c: &[Counter]) {
-    let mut e = sink::EXITED.lock().unwrap_or_else(|p| p.into_inner());
-    if e.is_empty() {
-        e.resize(c.len(), Counter::default());
-    }
-    for (a, b) in e.iter_mut().zip(c) {
-        a.count += b.count;
-        a.recorded += b.recorded;
-        a.ticks += b.ticks;
-    }
-}
-
-// ---------------------------------------------------------------- the end
-
-/// Before `MPI_Finalize`: everything recorded so far reaches the file, in case finalization
-/// never returns.
-pub fn before_finalize() {
-    if is_tracing() {
-        crate::threads::for_each_state(|t| {
-            if !t.is_busy() {
-                t.flush();
-            }
-        });
-    }
-}
-
-/// After `MPI_Finalize` (and its event): the end. Skipped inside another recorded call (MPICH's
-/// Fortran `mpi_finalize_` calls the C `MPI_Finalize`): the outer wrapper ends after its own
-/// event is committed.
-pub fn after_finalize() {
-    if rt::inside_recorded_call() {
-        return;
-    }
-    sink::end("finalize", sink::Ending::Finalize);
-}
-
-extern "C" fn on_exit() {
-    sink::end("exit", sink::Ending::Final { skip_self: false });
-}
-
-/// A signal whose default action ends the process: the end of the record.
-pub(crate) fn end_by_signal(sig: c_int, skip_self: bool, info: *const libc::siginfo_t) {
-    let mut buf = [0u8; 96];
-    let from = crate::signals::sender(info);
-    let reason = sink::signal_reason(&mut buf, sig, from);
-    sink::end(reason, sink::Ending::Final { skip_self });
-}
-
-/// A signal the program handles: this thread's events are written and a note records it.
-pub(crate) fn note_signal(thread: u16, name: &str, message: &str) {
-    if is_tracing() && !sink::ended() {
-        sink::note_raw("signal", thread, Some(name), message, clock::ticks());
-    }
-}
-
-/// `MPI_Abort(comm, errorcode)` is about to end the job: the record ends first, with the
-/// aborting call as a call in progress.
-pub fn on_abort(errorcode: c_int) {
-    let mut buf = [0u8; 64];
-    let mut w = sink::FixedBuf {
-        buf: &mut buf,
-        len: 0,
-    };
-    let _ = write!(w, "MPI_Abort (error code {errorcode})");
-    let n = w.len;
-    let reason = std::str::from_utf8(&buf[..n]).unwrap_or("MPI_Abort");
-    sink::end(reason, sink::Ending::Final { skip_self: false });
-}
+// ---------------------------------------------------------------- pause
 
 /// `MPI_Pcontrol(level)`: 0 pauses, any other level resumes.
 pub fn pcontrol(level: c_int) {
     let Some(cfg) = CONFIG.get() else { return };
-    if !cfg.pcontrol || STATE.load(Ordering::Acquire) == STOPPED {
+    if !cfg.pcontrol || status::state() == State::Stopped {
         return;
     }
     let pc = CALL_NAMES.iter().position(|n| *n == "MPI_Pcontrol");
     for (i, m) in MODES.iter().enumerate() {
-        let keep = pc.is_some_and(|p| rt::c_id(i as u32) as usize == p);
+        let keep = pc.is_some_and(|p| calls::c_id(i as u32) as usize == p);
         let v = if level == 0 && !keep {
             MODE_OFF
         } else {

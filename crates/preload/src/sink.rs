@@ -1,5 +1,5 @@
-//! The rank file: writing blocks, stopping cleanly when the file system refuses, and the end
-//! of the record (trailer) however the process ends.
+//! The rank file: writing blocks, notes and the trailer, and stopping cleanly when the file
+//! system refuses (how the record ends is [`crate::ending`]'s).
 //!
 //! Everything here may run in a signal handler: no allocation (messages and JSON blocks are
 //! formatted into fixed buffers), only async-signal-safe calls.
@@ -17,9 +17,10 @@ use std::sync::Mutex;
 
 use mpiscope_trace::block;
 
+use crate::calls::{self, Counter, FORTRAN_BASE, NCALLS};
 use crate::clock;
-use crate::rt::{self, Counter, NCALLS};
-use crate::wrappers::{CALL_NAMES, FORTRAN_BASE};
+use crate::fixed::FixedBuf;
+use crate::status::warn_args;
 
 static FD: AtomicI32 = AtomicI32::new(-1);
 static WRITE_LOCK: Mutex<()> = Mutex::new(());
@@ -28,56 +29,6 @@ static FILE_LEN: AtomicU64 = AtomicU64::new(0);
 static EVENTS: AtomicU64 = AtomicU64::new(0);
 static LOST: AtomicU64 = AtomicU64::new(0);
 static ENDED: AtomicBool = AtomicBool::new(false);
-/// Counters of threads that exited.
-pub(crate) static EXITED: Mutex<Vec<Counter>> = Mutex::new(Vec::new());
-
-/// A writer into a fixed buffer (no allocation).
-pub(crate) struct FixedBuf<'a> {
-    pub buf: &'a mut [u8],
-    pub len: usize,
-}
-
-impl FixedBuf<'_> {
-    pub fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
-    }
-}
-
-impl std::fmt::Write for FixedBuf<'_> {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let b = s.as_bytes();
-        if self.len + b.len() > self.buf.len() {
-            return Err(std::fmt::Error);
-        }
-        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
-        Ok(())
-    }
-}
-
-/// Prints one line on stderr, prefixed with the rank, in one write (lines of ranks sharing
-/// the launcher's stderr must not interleave). No allocation.
-pub fn warn_args(args: std::fmt::Arguments<'_>) {
-    let mut buf = [0u8; 1024];
-    let mut w = FixedBuf {
-        buf: &mut buf,
-        len: 0,
-    };
-    let r = crate::session::world_rank();
-    let _ = if r >= 0 {
-        write!(w, "mpiscope: rank {r}: ")
-    } else {
-        write!(w, "mpiscope: ")
-    };
-    let _ = w.write_fmt(args);
-    if w.len == w.buf.len() {
-        w.len -= 1;
-    }
-    let _ = w.write_str("\n");
-    // SAFETY: valid buffer; a failed write to stderr is not worth reporting.
-    unsafe { libc::write(2, w.buf.as_ptr().cast(), w.len) };
-}
-
 /// Starts writing to `fd`, which holds `len` bytes of complete blocks.
 pub(crate) fn open(fd: c_int, len: u64) {
     FILE_LEN.store(len, Ordering::Release);
@@ -173,7 +124,7 @@ fn stop_on_error(errno: c_int) {
     if ENDED.swap(true, Ordering::AcqRel) {
         return;
     }
-    crate::session::stop_recording();
+    calls::stop_recording();
     let fd = FD.load(Ordering::Acquire);
     let len = FILE_LEN.load(Ordering::Acquire);
     if fd >= 0 {
@@ -188,7 +139,7 @@ fn stop_on_error(errno: c_int) {
     let what = error_text(errno);
     let _ = write!(w, "tracing stopped: cannot write the trace: {what}");
     let (t, ns) = clock::pair();
-    let secs = ns.saturating_sub(crate::session::epoch_ns()) as f64 / 1e9;
+    let secs = ns.saturating_sub(crate::status::epoch_ns()) as f64 / 1e9;
     note_raw(
         "stopped",
         0,
@@ -217,7 +168,8 @@ fn error_text(errno: c_int) -> &'static str {
     }
 }
 
-fn close() {
+/// Closes the rank file: nothing is written after this.
+pub(crate) fn close() {
     let fd = FD.swap(-1, Ordering::AcqRel);
     if fd >= 0 {
         // SAFETY: our descriptor.
@@ -294,13 +246,7 @@ pub(crate) fn write_trailer(reason: &str) {
     if fd < 0 {
         return;
     }
-    static mut TOTALS: [Counter; NCALLS] = [Counter {
-        count: 0,
-        recorded: 0,
-        ticks: 0,
-        skipped: 0,
-        phase: 0,
-    }; NCALLS];
+    static mut TOTALS: [Counter; NCALLS] = [Counter::ZERO; NCALLS];
     static mut BUF: [u8; 1 << 18] = [0; 1 << 18];
     // SAFETY: the end happens once (guarded by ENDED); these statics are used only here.
     let totals = unsafe { &mut *core::ptr::addr_of_mut!(TOTALS) };
@@ -308,17 +254,7 @@ pub(crate) fn write_trailer(reason: &str) {
     for c in totals.iter_mut() {
         *c = Counter::default();
     }
-    let mut add = |c: &[Counter]| {
-        for (a, b) in totals.iter_mut().zip(c) {
-            a.count += b.count;
-            a.recorded += b.recorded;
-            a.ticks += b.ticks;
-        }
-    };
-    crate::threads::for_each_state(|t| add(&t.counters));
-    if let Ok(e) = EXITED.try_lock() {
-        add(&e);
-    }
+    calls::add_totals(totals);
     let (sync_t, sync_ns) = clock::pair();
     let mut w = FixedBuf {
         buf: &mut buf[block::BLOCK_HEADER_LEN..],
@@ -341,7 +277,7 @@ pub(crate) fn write_trailer(reason: &str) {
             w,
             "{}{{\"id\":{id},\"name\":\"{}\",\"fortran\":{},\"count\":{},\"recorded\":{},\"ticks\":{}}}",
             if first { "" } else { "," },
-            CALL_NAMES.get(rt::c_id(id as u32) as usize).copied().unwrap_or("?"),
+            calls::name(id as u32),
             id as u32 >= FORTRAN_BASE,
             c.count,
             c.recorded,
@@ -371,53 +307,18 @@ pub(crate) fn write_trailer(reason: &str) {
     let _ = write_guarded(fd, &buf[..block::BLOCK_HEADER_LEN + n]);
 }
 
-/// How the record ends.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
-    /// `MPI_Finalize` returned: threads are outside MPI; their buffers are written directly.
-    Finalize,
-    /// The process ends (exit, a signal, `MPI_Abort`): every thread is asked.
-    Final {
-        /// This thread's state may be inconsistent (a fault in the recorder's own code).
-        skip_self: bool,
-    },
+/// Counts `events` as lost (threads that did not answer before the end).
+pub(crate) fn count_lost(events: u64) {
+    LOST.fetch_add(events, Ordering::Relaxed);
 }
 
-/// Ends the record once: every thread's events, the calls in progress (unless finalized),
-/// the trailer with `reason`, and the file closed.
-pub(crate) fn end(reason: &str, how: Ending) {
-    if !crate::session::is_tracing() || ENDED.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    crate::session::stop_recording();
-    match how {
-        Ending::Finalize => crate::threads::for_each_state(|t| {
-            if !t.is_busy() {
-                t.flush();
-            }
-        }),
-        Ending::Final { skip_self } => {
-            let missing = crate::signals::collect(crate::signals::Scope::Final, skip_self);
-            LOST.fetch_add(missing, Ordering::Relaxed);
-        }
-    }
-    write_trailer(reason);
-    crate::session::mark_stopped();
-    close();
+/// Claims the end of the record: true for the first caller only (an ending, or a write
+/// that failed), who then writes the trailer.
+pub(crate) fn claim_end() -> bool {
+    !ENDED.swap(true, Ordering::AcqRel)
 }
 
 /// Has the record ended?
 pub(crate) fn ended() -> bool {
     ENDED.load(Ordering::Acquire)
-}
-
-/// Reason text for a signal ending: `signal SIGTERM (sent by process 1234)`.
-pub(crate) fn signal_reason(buf: &mut [u8], sig: c_int, from: Option<i32>) -> &str {
-    let mut w = FixedBuf { buf, len: 0 };
-    let _ = write!(w, "signal {}", crate::signals::name(sig));
-    if let Some(pid) = from {
-        let _ = write!(w, " (sent by process {pid})");
-    }
-    let n = w.len;
-    std::str::from_utf8(&w.buf[..n]).unwrap_or("signal")
 }

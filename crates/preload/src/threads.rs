@@ -1,71 +1,21 @@
-//! The registry of thread states, and where each thread is in a wrapper.
+//! The registry of thread states: each thread's [`ThreadState`], found in one compare for
+//! the first thread that called MPI and through a thread-local for the others.
 //!
-//! Every thread that makes a recorded MPI call owns a [`ThreadState`]. Its encoder and
-//! argument buffers are touched only by that thread, in its wrappers or in a signal handler
-//! running on it, so the hot path needs no atomic read-modify-write: the owner publishes its
-//! [`Phase`] with plain stores and compiler fences, which is all a handler on the same thread
-//! needs. Another thread that wants a state flushed (the end of the process, a hang) asks the
-//! owner with a signal ([`crate::signals`]) and waits for its acknowledgement.
+//! Every thread that makes a recorded MPI call owns a state (see [`crate::state`] for who
+//! may touch it and when). Another thread that wants a state flushed (the end of the
+//! process, a hang) asks the owner with a signal ([`crate::collect`]) and waits for its
+//! acknowledgement.
 //!
 //! States are never freed: a thread that exits flushes its state and retires it, and a later
 //! thread takes it over. So a pointer read from the registry stays valid forever, which is
 //! what lets a signal handler walk the registry without a lock.
 
 use std::cell::Cell;
-use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::rt::ThreadState;
-
-/// Where a thread is with respect to the recorder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Phase {
-    /// Outside any recorded call: the state may be flushed.
-    Idle = 0,
-    /// In the recorder's own code around a call (arguments, encoder): nothing may touch the
-    /// state; requests are deferred to the next transition.
-    Busy = 1,
-    /// Inside the real MPI call: the encoder is at rest, and the call's entry is known.
-    InCall = 2,
-    /// The state belongs to no thread (retired, waiting for reuse).
-    Retired = 3,
-}
-
-impl Phase {
-    fn from_u8(v: u8) -> Phase {
-        match v {
-            0 => Phase::Idle,
-            1 => Phase::Busy,
-            2 => Phase::InCall,
-            _ => Phase::Retired,
-        }
-    }
-}
-
-/// The phase word of a state: written by its owner only (plain stores), read by handlers.
-#[derive(Default)]
-pub struct PhaseCell(AtomicU8);
-
-impl PhaseCell {
-    /// The current phase.
-    #[inline(always)]
-    pub fn get(&self) -> Phase {
-        Phase::from_u8(self.0.load(Ordering::Relaxed))
-    }
-
-    /// Publishes a new phase. The fences keep the compiler from moving the state's other
-    /// writes across it, so a signal handler on this thread sees a consistent state.
-    #[inline(always)]
-    pub fn set(&self, p: Phase) {
-        compiler_fence(Ordering::SeqCst);
-        self.0.store(p as u8, Ordering::Release);
-        compiler_fence(Ordering::SeqCst);
-    }
-}
-
-/// Most threads a rank can have recording at once (later ones are not recorded).
-pub const MAX_THREADS: usize = 4096;
+pub use crate::calls::MAX_THREADS;
+use crate::state::{gettid, Phase, ThreadState};
 
 static SLOTS: [AtomicPtr<ThreadState>; MAX_THREADS] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_THREADS];
@@ -90,7 +40,7 @@ impl Drop for TlsOwner {
         let st = unsafe { &mut *p };
         st.phase.set(Phase::Busy);
         st.flush();
-        crate::session::absorb_counters(&st.counters);
+        crate::calls::absorb(st.counters);
         st.retire();
         st.phase.set(Phase::Retired);
         if let Ok(mut f) = FREE.lock() {
@@ -101,12 +51,6 @@ impl Drop for TlsOwner {
 
 thread_local! {
     static TLS: TlsOwner = const { TlsOwner(Cell::new(core::ptr::null_mut())) };
-}
-
-/// The kernel's id of the calling thread.
-pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
 }
 
 /// A state for a new thread: a retired one taken over, or a new one registered.
@@ -123,9 +67,7 @@ fn new_state() -> Option<*mut ThreadState> {
     }
     let slot = USED.fetch_add(1, Ordering::AcqRel);
     if slot >= MAX_THREADS {
-        crate::session::warn_once(
-            "more than 4096 threads call MPI; later threads are not recorded",
-        );
+        crate::status::warn_once("more than 4096 threads call MPI; later threads are not recorded");
         return None;
     }
     let st = Box::into_raw(ThreadState::new(
@@ -222,4 +164,10 @@ pub fn for_each_slot(mut f: impl FnMut(usize, &mut ThreadState)) {
             f(i, st);
         }
     }
+}
+
+/// True when this thread is between `enter` and `commit` of a recorded call.
+pub fn inside_recorded_call() -> bool {
+    // SAFETY: the state belongs to this thread.
+    current().is_some_and(|p| unsafe { (*p).is_busy() })
 }

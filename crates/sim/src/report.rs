@@ -5,8 +5,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::engine::{SimResult, Span};
 use crate::platform::Platform;
+use crate::result::{SimResult, Span};
 
 /// A link's load.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -284,7 +284,7 @@ pub fn module_graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         // `use crate::{a, b::c}` groups.
         for (i, _) in text.match_indices("crate::{") {
             let group: String = text[i + 8..].chars().take_while(|&c| c != ';').collect();
-            for part in group.split(|c: char| c == ',' || c == '{' || c == '}') {
+            for part in group.split([',', '{', '}']) {
                 let name: String = part
                     .trim()
                     .chars()

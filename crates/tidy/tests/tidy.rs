@@ -172,7 +172,9 @@ fn the_project_cites_its_sources_by_name() {
         "issue 9",
     ];
     let mut found = Vec::new();
-    for p in texts {
+    // This file names the patterns it looks for.
+    let me = root.join("crates/tidy/tests/tidy.rs");
+    for p in texts.into_iter().filter(|p| *p != me) {
         let Ok(text) = std::fs::read_to_string(&p) else {
             continue;
         };

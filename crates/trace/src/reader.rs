@@ -399,11 +399,29 @@ impl<R: Read> RankReader<R> {
     /// Reads the next block; event blocks are left ready for decoding.
     fn next_block(&mut self) {
         let at = self.offset;
+        let Some((hb, hdr)) = self.read_header(at) else {
+            return;
+        };
+        let len = hdr.payload_len as usize;
+        if !self.read_payload(at, len) {
+            return;
+        }
+        if block_crc(&hb, &self.payload) != hdr.crc {
+            return self.corrupt(at, "block checksum mismatch");
+        }
+        self.offset += (BLOCK_HEADER_LEN + len) as u64;
+        self.blocks += 1;
+        self.absorb_block(at, &hdr);
+    }
+
+    /// Reads the header of the block at `at`; `None` at the end of the record, or when it
+    /// stops there (damaged or unreadable).
+    fn read_header(&mut self, at: u64) -> Option<([u8; BLOCK_HEADER_LEN], BlockHeader)> {
         let mut hb = [0u8; BLOCK_HEADER_LEN];
         match Self::fill(&mut self.src, &mut hb) {
             Ok(0) => {
                 self.done = true;
-                return;
+                return None;
             }
             Ok(n) if n < BLOCK_HEADER_LEN => {
                 if hb[..n].iter().all(|&b| b == 0) {
@@ -417,7 +435,7 @@ impl<R: Read> RankReader<R> {
                         ),
                     );
                 }
-                return;
+                return None;
             }
             Ok(_) => {}
             Err(e) => {
@@ -426,28 +444,37 @@ impl<R: Read> RankReader<R> {
                     error: e,
                 });
                 self.done = true;
-                return;
+                return None;
             }
         }
         if hb.iter().all(|&b| b == 0) {
             self.done = true;
-            return;
+            return None;
         }
         let hdr = match BlockHeader::parse(&hb) {
             Ok(h) => h,
-            Err(m) => return self.corrupt(at, m),
+            Err(m) => {
+                self.corrupt(at, m);
+                return None;
+            }
         };
-        let len = hdr.payload_len as usize;
+        Some((hb, hdr))
+    }
+
+    /// Reads the `len` payload bytes of the block at `at` into `self.payload`; false when
+    /// the record stops there.
+    fn read_payload(&mut self, at: u64, len: usize) -> bool {
         // Grow the buffer with the data actually read, never to a length the header merely
         // claims (a damaged length must not allocate a gigabyte).
         self.payload.clear();
         match Self::fill_vec(&mut self.src, &mut self.payload, len) {
             Ok(n) if n == len => {}
             Ok(n) => {
-                return self.corrupt(
+                self.corrupt(
                     at,
                     format!("file ends inside a block ({n} of {len} payload bytes)"),
-                )
+                );
+                return false;
             }
             Err(e) => {
                 self.stopped = Some(ReadError::Io {
@@ -455,14 +482,14 @@ impl<R: Read> RankReader<R> {
                     error: e,
                 });
                 self.done = true;
-                return;
+                return false;
             }
         }
-        if block_crc(&hb, &self.payload) != hdr.crc {
-            return self.corrupt(at, "block checksum mismatch");
-        }
-        self.offset += (BLOCK_HEADER_LEN + len) as u64;
-        self.blocks += 1;
+        true
+    }
+
+    /// Takes in the block at `at` whose payload is in `self.payload`.
+    fn absorb_block(&mut self, at: u64, hdr: &BlockHeader) {
         match hdr.kind {
             BlockKind::Events => {
                 self.clock.update(hdr.sync_ticks, hdr.sync_ns);

@@ -1,4 +1,4 @@
-//! Access-order tracing (seed 001, section 5.1): after a collective completes, its receive
+//! Access-order tracing ([Li 2010], section 5.1): after a collective completes, its receive
 //! sub-messages are protected; the first touch of each one faults, is recorded (order and
 //! time since the call returned) and reopens that sub-message's pages. The records of a run
 //! give, per call site, the order in which the program reads what it received, from which

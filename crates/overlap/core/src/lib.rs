@@ -1,4 +1,4 @@
-//! MPI-free core of T-NBC, the transparent non-blocking collectives of seed 001.
+//! MPI-free core of T-NBC, the transparent non-blocking collectives of [Li 2010].
 //!
 //! The preload libraries that will intercept MPI_Alltoall build on four pieces kept here so they can
 //! be tested without MPI:
@@ -10,7 +10,7 @@
 //!   handler can search with atomics only;
 //! - [`access`]: access-order tracing (which received sub-message the program reads first) and
 //!   the consensus order per call site;
-//! - [`model`]: the seed's overlap model and the OSU / IMB overlap measures;
+//! - [`model`]: [Li 2010]'s overlap model and the OSU / IMB overlap measures;
 //! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
 //!   SIGSEGV handler itself.
 

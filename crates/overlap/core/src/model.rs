@@ -1,4 +1,4 @@
-//! The overlap model of seed 001 (section 3 and formula 3) and the two usual ways of
+//! The overlap model of [Li 2010] (section 3 and formula 3) and the two usual ways of
 //! measuring overlap.
 //!
 //! A collective that takes `t_comm` is followed by computation: first `t_curc` that touches
@@ -35,7 +35,7 @@ pub fn imb_percent(t_pure: f64, t_cpu: f64, t_ovrl: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// The seed's Table 1 cases (T_comm = 268 ms, T_init = 60 ms).
+    /// [Li 2010]'s Table 1 cases (T_comm = 268 ms, T_init = 60 ms).
     #[test]
     fn seed_scenarios() {
         // (a) T_CURC >= T_comm: everything but the initialisation.

@@ -1,4 +1,4 @@
-//! Page arithmetic for protecting a user receive buffer (seed 001 section 4.1.2).
+//! Page arithmetic for protecting a user receive buffer ([Li 2010] section 4.1.2).
 //!
 //! Only the pages lying entirely inside the buffer are protected: the unaligned first and last
 //! pages may hold other data of the application, so the sub-messages touching them are completed

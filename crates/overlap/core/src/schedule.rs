@@ -96,7 +96,7 @@ pub fn alltoall(
     Ok(Schedule { rounds })
 }
 
-/// Alltoall in access order (seed 001, section 5.2.2) with every rank on one node: round `k`
+/// Alltoall in access order ([Li 2010], section 5.2.2) with every rank on one node: round `k`
 /// is a scatter from rank `order[k]`; see [`alltoall_ordered_on_nodes`].
 pub fn alltoall_ordered(
     rank: usize,
@@ -107,7 +107,7 @@ pub fn alltoall_ordered(
     alltoall_ordered_on_nodes(rank, size, block, order, &vec![0; size])
 }
 
-/// Alltoall in access order across nodes (seed 001, section 5.2.2). Every rank reads the
+/// Alltoall in access order across nodes ([Li 2010], section 5.2.2). Every rank reads the
 /// blocks in the same `order` of sources, so the block read first should be everywhere first.
 /// Ranks sharing a node share its network interface: on each node only one rank sends at a
 /// time, the one whose block is read earliest among the node's ranks, while the first ranks

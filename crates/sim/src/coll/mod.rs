@@ -18,6 +18,9 @@
 //! * [`algorithms_used`] lists every algorithm a call runs (sub-collectives included: remainders
 //!   broadcast through the selector, reduce + bcast, …) and [`simgrid_abort`] tells whether
 //!   SimGrid 3.32 aborts on that call in replay (the programs are valid nonetheless).
+//! * [`Collective::from_name`], [`Collective::function`], [`Collective::of_family`],
+//!   [`resolve_algorithm`] and [`parse_forced`]: every name of a collective and of its
+//!   algorithms comes from the one table of `names.rs`.
 //! * One file per collective holds its algorithms; `select.rs` holds the decision rules of
 //!   both selectors; `ops.rs` the shared builders and Open MPI's trees.
 //!
@@ -31,12 +34,15 @@ mod alltoallv;
 mod barrier;
 mod bcast;
 mod gather;
+mod names;
 mod ops;
 mod reduce;
 mod reduce_scatter;
 mod scan;
 mod scatter;
 mod select;
+
+pub use names::{algorithms, parse_forced, resolve_algorithm};
 
 #[cfg(test)]
 mod tests;
@@ -297,7 +303,7 @@ impl<'f> Cx<'f> {
     fn choose(&self, args: &CollArgs) -> Result<&'static str, CollError> {
         match self.forced {
             Some((kind, name)) if kind == args.kind => {
-                resolve(kind, name).ok_or_else(|| CollError::UnknownAlgorithm {
+                resolve_algorithm(kind, name).ok_or_else(|| CollError::UnknownAlgorithm {
                     kind,
                     name: name.to_string(),
                     known: algorithms(kind).join(", "),
@@ -357,62 +363,6 @@ impl CollArgs {
     pub(crate) fn bytes(&self) -> u64 {
         self.count.saturating_mul(self.dtype_size)
     }
-}
-
-/// The algorithms of `kind`, by the names [`program`]'s `forced` accepts.
-pub fn algorithms(kind: Collective) -> &'static [&'static str] {
-    match kind {
-        Collective::Barrier => barrier::NAMES,
-        Collective::Bcast => bcast::NAMES,
-        Collective::Reduce => reduce::NAMES,
-        Collective::Allreduce => allreduce::NAMES,
-        Collective::Alltoall => alltoall::NAMES,
-        Collective::Alltoallv => alltoallv::NAMES,
-        Collective::Gather => gather::GATHER_NAMES,
-        Collective::Gatherv => gather::GATHERV_NAMES,
-        Collective::Scatter => scatter::SCATTER_NAMES,
-        Collective::Scatterv => scatter::SCATTERV_NAMES,
-        Collective::Allgather => allgather::NAMES,
-        Collective::Allgatherv => allgatherv::NAMES,
-        Collective::ReduceScatter => reduce_scatter::NAMES,
-        Collective::Scan | Collective::Exscan => scan::NAMES,
-    }
-}
-
-/// Other names accepted for the algorithms of `kind` (alias, canonical name).
-fn aliases(kind: Collective) -> &'static [(&'static str, &'static str)] {
-    match kind {
-        Collective::Barrier => barrier::ALIASES,
-        Collective::Bcast => bcast::ALIASES,
-        Collective::Reduce => reduce::ALIASES,
-        Collective::Allreduce => allreduce::ALIASES,
-        Collective::Alltoall => alltoall::ALIASES,
-        Collective::Alltoallv => alltoallv::ALIASES,
-        Collective::Gather => gather::GATHER_ALIASES,
-        Collective::Gatherv | Collective::Scatterv => &[("default", "linear")],
-        Collective::Scatter => scatter::SCATTER_ALIASES,
-        Collective::Allgather => allgather::ALIASES,
-        Collective::Allgatherv => allgatherv::ALIASES,
-        Collective::ReduceScatter => reduce_scatter::ALIASES,
-        Collective::Scan | Collective::Exscan => scan::ALIASES,
-    }
-}
-
-/// The canonical name of algorithm `name` of `kind` (exact, then case-insensitive, then
-/// aliases).
-fn resolve(kind: Collective, name: &str) -> Option<&'static str> {
-    let names = algorithms(kind);
-    names
-        .iter()
-        .find(|n| **n == name)
-        .or_else(|| names.iter().find(|n| n.eq_ignore_ascii_case(name)))
-        .copied()
-        .or_else(|| {
-            aliases(kind)
-                .iter()
-                .find(|(a, _)| a.eq_ignore_ascii_case(name))
-                .map(|(_, c)| *c)
-        })
 }
 
 /// Checks that `args` can describe a call.

@@ -188,51 +188,14 @@ fn simulate_forced(call: impl Fn(u32) -> CollArgs, p: u32, forced: Option<&str>)
                         }
                         POp::Compute(_) => continue,
                     };
-                    let id = reqs.len();
-                    let detached = kind == ReqKind::Send && bytes < DETACHED;
-                    reqs.push(Req {
-                        bytes,
-                        flow: None,
-                        done_at: if detached { Some(now) } else { None },
-                    });
-                    let key = if kind == ReqKind::Send {
-                        (r, peer as usize, tag)
-                    } else {
-                        (peer as usize, r, tag)
-                    };
-                    let q = queues.entry(key).or_default();
-                    let other = if kind == ReqKind::Send {
-                        &mut q.1
-                    } else {
-                        &mut q.0
-                    };
-                    if other.is_empty() {
-                        if kind == ReqKind::Send {
-                            q.0.push(id);
-                        } else {
-                            q.1.push(id);
-                        }
-                    } else {
-                        let o = other.remove(0);
-                        let (s, rv) = if kind == ReqKind::Send {
-                            (id, o)
-                        } else {
-                            (o, id)
-                        };
-                        assert_eq!(reqs[s].bytes, reqs[rv].bytes);
-                        let f = flows.len();
-                        flows.push(Flow {
-                            src: key.0,
-                            dst: key.1,
-                            active_at: now + LAT,
-                            left: reqs[s].bytes as f64 + ENVELOPE,
-                            rate: 0.0,
-                            done: false,
-                            reqs: [s, rv],
-                        });
-                        reqs[s].flow = Some(f);
-                        reqs[rv].flow = Some(f);
-                    }
+                    let id = post(
+                        &mut reqs,
+                        &mut flows,
+                        &mut queues,
+                        now,
+                        r,
+                        (kind, peer, bytes, tag),
+                    );
                     let st = &mut ranks[r];
                     if blocking {
                         st.blocked.push(id);
@@ -246,40 +209,104 @@ fn simulate_forced(call: impl Fn(u32) -> CollArgs, p: u32, forced: Option<&str>)
         if ranks.iter().all(|r| r.done.is_some()) {
             return ranks.iter().map(|r| r.done.unwrap()).fold(0.0, f64::max);
         }
-        // next event: a flow leaving its latency phase or a flow ending
-        let active: Vec<usize> = (0..flows.len())
-            .filter(|&f| !flows[f].done && flows[f].active_at <= now)
-            .collect();
-        share(&mut flows, &active, p);
-        let mut next = f64::INFINITY;
-        for f in 0..flows.len() {
-            if flows[f].done {
-                continue;
-            }
-            if flows[f].active_at > now {
-                next = next.min(flows[f].active_at);
-            } else {
-                next = next.min(now + flows[f].left / flows[f].rate);
-            }
+        now = next_event(&mut flows, &mut reqs, now, p);
+    }
+}
+
+/// Posts a request of rank `r` at `now` and, when its match is already posted, starts
+/// their flow; returns the request's id.
+fn post(
+    reqs: &mut Vec<Req>,
+    flows: &mut Vec<Flow>,
+    queues: &mut Queues,
+    now: f64,
+    r: usize,
+    (kind, peer, bytes, tag): (ReqKind, u32, u64, i32),
+) -> usize {
+    let id = reqs.len();
+    let detached = kind == ReqKind::Send && bytes < DETACHED;
+    reqs.push(Req {
+        bytes,
+        flow: None,
+        done_at: if detached { Some(now) } else { None },
+    });
+    let key = if kind == ReqKind::Send {
+        (r, peer as usize, tag)
+    } else {
+        (peer as usize, r, tag)
+    };
+    let q = queues.entry(key).or_default();
+    let other = if kind == ReqKind::Send {
+        &mut q.1
+    } else {
+        &mut q.0
+    };
+    if other.is_empty() {
+        if kind == ReqKind::Send {
+            q.0.push(id);
+        } else {
+            q.1.push(id);
         }
-        assert!(next.is_finite(), "deadlock");
-        let dt = next - now;
-        for &f in &active {
-            flows[f].left -= flows[f].rate * dt;
+    } else {
+        let o = other.remove(0);
+        let (s, rv) = if kind == ReqKind::Send {
+            (id, o)
+        } else {
+            (o, id)
+        };
+        assert_eq!(reqs[s].bytes, reqs[rv].bytes);
+        let f = flows.len();
+        flows.push(Flow {
+            src: key.0,
+            dst: key.1,
+            active_at: now + LAT,
+            left: reqs[s].bytes as f64 + ENVELOPE,
+            rate: 0.0,
+            done: false,
+            reqs: [s, rv],
+        });
+        reqs[s].flow = Some(f);
+        reqs[rv].flow = Some(f);
+    }
+    id
+}
+
+/// Moves time to the next event (a flow leaving its latency phase or a flow ending), marks
+/// the requests of the flows done by then, and returns the new time.
+fn next_event(flows: &mut [Flow], reqs: &mut [Req], now: f64, p: usize) -> f64 {
+    let active: Vec<usize> = (0..flows.len())
+        .filter(|&f| !flows[f].done && flows[f].active_at <= now)
+        .collect();
+    share(flows, &active, p);
+    let mut next = f64::INFINITY;
+    for f in 0..flows.len() {
+        if flows[f].done {
+            continue;
         }
-        now = next;
-        for f in 0..flows.len() {
-            let fl = &mut flows[f];
-            if !fl.done && fl.active_at <= now && fl.left <= 1e-6 {
-                fl.done = true;
-                for &q in &fl.reqs {
-                    if reqs[q].done_at.is_none() {
-                        reqs[q].done_at = Some(now);
-                    }
+        if flows[f].active_at > now {
+            next = next.min(flows[f].active_at);
+        } else {
+            next = next.min(now + flows[f].left / flows[f].rate);
+        }
+    }
+    assert!(next.is_finite(), "deadlock");
+    let dt = next - now;
+    for &f in &active {
+        flows[f].left -= flows[f].rate * dt;
+    }
+    let now = next;
+    for f in 0..flows.len() {
+        let fl = &mut flows[f];
+        if !fl.done && fl.active_at <= now && fl.left <= 1e-6 {
+            fl.done = true;
+            for &q in &fl.reqs {
+                if reqs[q].done_at.is_none() {
+                    reqs[q].done_at = Some(now);
                 }
             }
         }
     }
+    now
 }
 
 fn a(kind: Collective, p: u32, r: u32, count: u64) -> CollArgs {
@@ -421,25 +448,9 @@ fn regression_times_of_the_design_note() {
 /// Parses a case `p collective algorithm size [root]`: `size` is the count (every rank) or a
 /// comma-separated per-rank count vector; `-` as algorithm means the selector's choice.
 fn parse_case(line: &str) -> (u32, Collective, Option<String>, Vec<u64>, u32) {
-    use Collective::*;
     let f: Vec<&str> = line.split_whitespace().collect();
     let p: u32 = f[0].parse().unwrap();
-    let kind = match f[1] {
-        "barrier" => Barrier,
-        "bcast" => Bcast,
-        "reduce" => Reduce,
-        "allreduce" => Allreduce,
-        "alltoall" => Alltoall,
-        "alltoallv" => Alltoallv,
-        "allgather" => Allgather,
-        "allgatherv" => Allgatherv,
-        "gather" => Gather,
-        "scatter" => Scatter,
-        "reducescatter" => ReduceScatter,
-        "scan" => Scan,
-        "exscan" => Exscan,
-        k => panic!("{k}"),
-    };
+    let kind = Collective::from_name(f[1]).unwrap_or_else(|| panic!("{}", f[1]));
     let forced = (f[2] != "-").then(|| f[2].to_string());
     let counts: Vec<u64> = if f[3].contains(',') {
         f[3].split(',').map(|x| x.parse().unwrap()).collect()

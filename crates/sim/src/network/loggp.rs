@@ -4,12 +4,13 @@
 //! (`L` the route latency of the platform, or the model's own `L` when given), and costs the
 //! receiver `o` again; consecutive messages leaving one host are separated by at least `g`
 //! (and by `(S - 1) G`, the time the NIC is busy injecting). Contention between different
-//! hosts' messages is ignored: this is the fast model.
+//! hosts' messages is ignored: this is the fast model. Registered as [`LOGGP`] (`loggp`).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::{NetworkModel, TransferId};
+use super::{NetworkKind, NetworkModel, NetworkParams, Registration, TransferId};
+use crate::calibration::{Calibration, Key, LogGpValues};
 use crate::platform::{HostId, LinkId, Platform, PlatformError};
 use crate::time::Time;
 
@@ -36,6 +37,37 @@ impl Default for LogGp {
         }
     }
 }
+
+impl From<LogGpValues> for LogGp {
+    /// The parameters `mpiscope calibrate` measured (`mpiscope/loggp`), all four given.
+    fn from(v: LogGpValues) -> LogGp {
+        LogGp {
+            l: Some(v.l),
+            o: v.o,
+            g: v.g,
+            big_g: Some(v.big_g),
+        }
+    }
+}
+
+impl NetworkParams for LogGp {
+    fn build<'p>(&self, platform: &'p Platform) -> Box<dyn NetworkModel + 'p> {
+        Box::new(LogGpModel::new(platform, self.clone()))
+    }
+}
+
+/// `loggp`: LogGP with the platform's `mpiscope/loggp` values when it has them, else the
+/// routes' latencies and bandwidths without overheads.
+pub const LOGGP: Registration = Registration {
+    name: "loggp",
+    about: "LogGP: closed-form message times, no contention",
+    configure: |options| {
+        let measured = Calibration::read(options, &[Key::LogGp])?;
+        Ok(NetworkKind::new(
+            measured.loggp.map_or_else(LogGp::default, LogGp::from),
+        ))
+    },
+};
 
 /// The LogGP network model.
 #[derive(Debug)]

@@ -467,18 +467,49 @@ impl System {
     /// Progressive filling of the variables in `comp_vars` (all carrying `mark`) over the
     /// constraints in `comp_cons`; other variables on those constraints keep their values
     /// and the capacity they use.
+    ///
+    /// Round by round: the constraints that saturate at the lowest level (ties within
+    /// [`EPS`]) fix their unfixed variables at that level over their penalty, unless some
+    /// of those variables' bounds stop them lower (they are fixed at their bounds first,
+    /// and the constraints stay); the constraints those variables cross get their new
+    /// levels.
     fn fill(&mut self, mark: u64) {
         self.stats.components += 1;
         self.stats.variables += self.comp_vars.len() as u64;
         self.stats.constraints += self.comp_cons.len() as u64;
+        self.start_fill();
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut saturated = std::mem::take(&mut self.saturated);
+        while let Some(top) = self.heap.pop() {
+            self.stats.pops += 1;
+            if !self.is_current(&top) {
+                continue;
+            }
+            let level = top.level;
+            self.stats.rounds += 1;
+            self.saturating_at(level, top.cons, &mut saturated);
+            self.unfixed_of(&saturated, mark, &mut candidates);
+            let bounded = self.fix_round(level, &saturated, &mut candidates);
+            self.requeue(&candidates, &saturated, bounded);
+        }
+        // Variables never fixed (their constraints all dropped out) take what they have.
+        for &v in &self.comp_vars {
+            self.vars[v as usize].fixed = true;
+        }
+        self.candidates = candidates;
+        self.saturated = saturated;
+    }
+
+    /// Unfixes the component's variables and queues its constraints by the level at which
+    /// they saturate (a lazy heap: an entry is stale when the constraint's version moved
+    /// on).
+    fn start_fill(&mut self) {
         for &v in &self.comp_vars {
             let var = &mut self.vars[v as usize];
             var.fixed = false;
             var.value = 0.0;
             var.fixed_by = NO_CONS;
         }
-        // Constraints by the level at which they saturate (a lazy heap: an entry is stale
-        // when the constraint's version moved on).
         self.heap.clear();
         for i in 0..self.comp_cons.len() {
             let c = self.comp_cons[i];
@@ -500,119 +531,120 @@ impl System {
                 });
             }
         }
-        let mut candidates = std::mem::take(&mut self.candidates);
-        let mut saturated = std::mem::take(&mut self.saturated);
-        while let Some(top) = self.heap.pop() {
-            self.stats.pops += 1;
-            if !self.is_current(&top) {
-                continue;
+    }
+
+    /// Into `saturated`: constraint `first` and every other current one saturating at
+    /// `level` (ties within the tolerance), taken off the heap.
+    fn saturating_at(&mut self, level: f64, first: ConsId, saturated: &mut Vec<ConsId>) {
+        saturated.clear();
+        saturated.push(first);
+        while let Some(next) = self.heap.peek() {
+            if next.level > level * (1.0 + EPS) {
+                break;
             }
-            let level = top.level;
-            self.stats.rounds += 1;
-            // Every constraint saturating at this level (ties within the tolerance).
-            saturated.clear();
-            saturated.push(top.cons);
-            while let Some(next) = self.heap.peek() {
-                if next.level > level * (1.0 + EPS) {
-                    break;
-                }
-                let next = self.heap.pop().expect("peeked");
-                if self.is_current(&next) {
-                    saturated.push(next.cons);
-                }
+            let next = self.heap.pop().expect("peeked");
+            if self.is_current(&next) {
+                saturated.push(next.cons);
             }
-            // Their unfixed variables.
-            candidates.clear();
-            for &c in &saturated {
-                for &(v, _) in &self.cons[c as usize].vars {
-                    let var = &mut self.vars[v as usize];
-                    if !var.fixed && var.mark == mark {
-                        var.mark = mark + 1; // deduplicate
-                        var.fixed_by = c;
-                        candidates.push(v);
-                    }
+        }
+    }
+
+    /// Into `candidates`: the unfixed variables of the component (carrying `mark`) on the
+    /// `saturated` constraints, once each, each remembering the first one it was found on.
+    fn unfixed_of(&mut self, saturated: &[ConsId], mark: u64, candidates: &mut Vec<VarId>) {
+        candidates.clear();
+        for &c in saturated {
+            for &(v, _) in &self.cons[c as usize].vars {
+                let var = &mut self.vars[v as usize];
+                if !var.fixed && var.mark == mark {
+                    var.mark = mark + 1; // deduplicate
+                    var.fixed_by = c;
+                    candidates.push(v);
                 }
             }
-            for &v in &candidates {
-                self.vars[v as usize].mark = mark;
+        }
+        for &v in candidates.iter() {
+            self.vars[v as usize].mark = mark;
+        }
+    }
+
+    /// Fixes this round's variables: those bounded below `level` at their bounds (only
+    /// the lowest ones: `candidates` keeps them alone), else all of them at the level; the
+    /// `saturated` constraints are then done. True when the bounds decided.
+    fn fix_round(&mut self, level: f64, saturated: &[ConsId], candidates: &mut Vec<VarId>) -> bool {
+        let mut min_bp = f64::INFINITY;
+        for &v in candidates.iter() {
+            let var = &self.vars[v as usize];
+            let bp = var.bound * var.penalty;
+            if bp < level && bp < min_bp {
+                min_bp = bp;
             }
-            // Bounded variables that stop below the level go first.
-            let mut min_bp = f64::INFINITY;
-            for &v in &candidates {
+        }
+        if min_bp.is_finite() {
+            let lim = min_bp * (1.0 + 1e-5);
+            candidates.retain(|&v| {
                 let var = &self.vars[v as usize];
-                let bp = var.bound * var.penalty;
-                if bp < level && bp < min_bp {
-                    min_bp = bp;
+                var.bound * var.penalty <= lim
+            });
+            for &v in candidates.iter() {
+                let b = self.vars[v as usize].bound;
+                self.vars[v as usize].fixed_by = NO_CONS;
+                self.fix(v, b);
+            }
+            true
+        } else {
+            for &v in candidates.iter() {
+                let x = level / self.vars[v as usize].penalty;
+                self.fix(v, x);
+            }
+            for &c in saturated {
+                self.cons[c as usize].live = false;
+            }
+            false
+        }
+    }
+
+    /// Queues the new levels of the constraints crossed by the variables just fixed, and,
+    /// when bounds decided the round, the `saturated` constraints left with capacity.
+    fn requeue(&mut self, candidates: &[VarId], saturated: &[ConsId], bounded: bool) {
+        for &v in candidates {
+            for j in 0..self.vars[v as usize].cons.len() {
+                let c = self.vars[v as usize].cons[j].0;
+                let k = &mut self.cons[c as usize];
+                if !k.live {
+                    continue;
+                }
+                k.version = k.version.wrapping_add(1);
+                if k.usage > 1e-12 && k.rem > EPS * k.capacity {
+                    self.heap.push(Level {
+                        level: k.rem / k.usage,
+                        cons: c,
+                        version: k.version,
+                    });
+                } else {
+                    k.live = false;
                 }
             }
-            if min_bp.is_finite() {
-                let lim = min_bp * (1.0 + 1e-5);
-                candidates.retain(|&v| {
-                    let var = &self.vars[v as usize];
-                    var.bound * var.penalty <= lim
-                });
-                for &v in &candidates {
-                    let b = self.vars[v as usize].bound;
-                    self.vars[v as usize].fixed_by = NO_CONS;
-                    self.fix(v, b);
-                }
-            } else {
-                for &v in &candidates {
-                    let x = level / self.vars[v as usize].penalty;
-                    self.fix(v, x);
-                }
-                // Saturated constraints are done.
-                for &c in &saturated {
-                    self.cons[c as usize].live = false;
-                }
-            }
-            // New levels of the constraints whose variables were fixed.
-            for &v in &candidates {
-                for j in 0..self.vars[v as usize].cons.len() {
-                    let c = self.vars[v as usize].cons[j].0;
-                    let k = &mut self.cons[c as usize];
-                    if !k.live {
-                        continue;
-                    }
+        }
+        if bounded {
+            for &c in saturated {
+                let k = &mut self.cons[c as usize];
+                if k.live && k.usage > 1e-12 && k.rem > EPS * k.capacity {
                     k.version = k.version.wrapping_add(1);
-                    if k.usage > 1e-12 && k.rem > EPS * k.capacity {
-                        self.heap.push(Level {
-                            level: k.rem / k.usage,
-                            cons: c,
-                            version: k.version,
-                        });
-                    } else {
-                        k.live = false;
-                    }
-                }
-            }
-            // Constraints left saturated by bounded variables go back in.
-            if min_bp.is_finite() {
-                for &c in &saturated {
-                    let k = &mut self.cons[c as usize];
-                    if k.live && k.usage > 1e-12 && k.rem > EPS * k.capacity {
-                        k.version = k.version.wrapping_add(1);
-                        self.heap.push(Level {
-                            level: k.rem / k.usage,
-                            cons: c,
-                            version: k.version,
-                        });
-                    }
-                }
-            }
-            if candidates.is_empty() {
-                // Nothing could be fixed (cannot happen with positive usages); avoid spinning.
-                for &c in &saturated {
-                    self.cons[c as usize].live = false;
+                    self.heap.push(Level {
+                        level: k.rem / k.usage,
+                        cons: c,
+                        version: k.version,
+                    });
                 }
             }
         }
-        // Variables never fixed (their constraints all dropped out) take what they have.
-        for &v in &self.comp_vars {
-            self.vars[v as usize].fixed = true;
+        if candidates.is_empty() {
+            // Nothing could be fixed (cannot happen with positive usages); avoid spinning.
+            for &c in saturated {
+                self.cons[c as usize].live = false;
+            }
         }
-        self.candidates = candidates;
-        self.saturated = saturated;
     }
 
     fn is_current(&self, l: &Level) -> bool {

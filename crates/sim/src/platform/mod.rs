@@ -6,14 +6,16 @@
 //! per direction. Platforms come from generators (flat cluster, fat tree, torus, dragonfly,
 //! arbitrary graph), from our TOML format, or from SimGrid platform XML v4.1.
 //!
-//! * Generators: [`cluster()`], [`fat_tree()`], [`torus()`], [`dragonfly()`], [`graph()`].
-//!   The first four build exactly what SimGrid 3.32 builds for the corresponding `<cluster>`
-//!   (same host and link names, same routes, link by link), so that a platform described
-//!   both ways simulates the same.
-//! * Files: [`xml::from_simgrid_xml`] (SimGrid platform XML v4.1), [`toml::from_toml_path`]
-//!   (our own format), and [`load`], which picks one by the file's extension.
-//! * Rank placement: [`mapping::map_ranks`] with a [`mapping::Mapping`] (sequential,
-//!   round-robin, seeded random, SimGrid hostfile).
+//! * [`topology`]: the generators, [`cluster()`], [`fat_tree()`], [`torus()`],
+//!   [`dragonfly()`], [`graph()`], each with its own routing. The first four build exactly
+//!   what SimGrid 3.32 builds for the corresponding `<cluster>` (same host and link names,
+//!   same routes, link by link), so that a platform described both ways simulates the same.
+//! * [`routing`]: zones within zones and the routes a file declares, as SimGrid routes them.
+//! * [`format`]: files, [`xml::from_simgrid_xml`] (SimGrid platform XML v4.1),
+//!   [`toml::from_toml_path`] (our own format), their [`units`] and [`config`] options, and
+//!   [`load`], which picks one by the file's extension.
+//! * [`mapping`]: rank placement, [`mapping::map_ranks`] with a [`mapping::Mapping`]
+//!   (sequential, round-robin, seeded random, SimGrid hostfile).
 //!
 //! Routes are computed on demand from the topology (no table of all host pairs), so a
 //! platform of tens of thousands of hosts takes memory in proportion to its hosts and links.
@@ -21,30 +23,21 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-pub mod cluster;
-pub mod config;
-pub mod dragonfly;
-pub mod fat_tree;
-pub mod graph;
+pub mod format;
 pub mod mapping;
-mod nesting;
-pub mod toml;
-pub mod torus;
-pub mod units;
-pub mod xml;
-mod zones;
+pub mod routing;
+pub mod topology;
 
-#[cfg(test)]
-mod input_tests;
 #[cfg(test)]
 mod simgrid_tests;
 
-pub use cluster::{cluster, BackboneSpec, ClusterSpec, LoopbackSpec};
-pub use dragonfly::{dragonfly, DragonflySpec};
-pub use fat_tree::{fat_tree, FatTreeSpec};
-pub use graph::{graph, Direction, GraphEdge, GraphHost, GraphLink, GraphSpec, LinkRef};
+pub use format::{config, toml, units, xml};
 pub use mapping::{map_ranks, Hostfile, Mapping};
-pub use torus::{torus, TorusSpec};
+pub use topology::{cluster, dragonfly, fat_tree, graph, torus};
+pub use topology::{
+    BackboneSpec, ClusterSpec, Direction, DragonflySpec, FatTreeSpec, GraphEdge, GraphHost,
+    GraphLink, GraphSpec, LinkRef, LoopbackSpec, TorusSpec,
+};
 
 /// Index of a host in [`Platform::hosts`].
 pub type HostId = u32;

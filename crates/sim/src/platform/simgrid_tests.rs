@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::xml::{from_simgrid_xml, from_simgrid_xml_str};
+use super::format::xml::{from_simgrid_xml, from_simgrid_xml_str};
 use super::*;
 
 fn testdata() -> PathBuf {

@@ -4,12 +4,17 @@
 //! next action, executes it in simulated time, and passes back the [`Outcome`] (a test's or
 //! a probe's flag), so a workload can decide at simulated time (an HPL skeleton polling with
 //! `Iprobe`). Trace replay ([`ti`] for SimGrid time-independent traces, [`trace`] for ours,
-//! [`structural`] for our traces' compressed loop structure) is one kind of workload; programmatic skeletons are another.
+//! [`structural`] for our traces' compressed loop structure) is one kind of workload;
+//! programmatic skeletons are another. [`open`] is the one way in for recorded workloads:
+//! it tells the three kinds apart and reads each the way it is read.
 
+mod open;
 pub mod structural;
 mod threads;
 pub mod ti;
 pub mod trace;
+
+pub use open::{open, Input, InputKind, Loaded, OpenOptions};
 
 use crate::coll::CollArgs;
 
@@ -200,6 +205,14 @@ pub enum WorkloadError {
         /// 1-based line (or event number for binary traces).
         line: u64,
         /// What is wrong.
+        message: String,
+    },
+    /// A run directory could not be opened (no manifest, a bad one, missing rank files).
+    #[error("cannot open the trace {path}: {message}")]
+    Open {
+        /// The run directory.
+        path: String,
+        /// Why.
         message: String,
     },
     /// A file could not be read.

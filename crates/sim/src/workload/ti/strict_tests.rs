@@ -1,7 +1,10 @@
 //! Lines that are not valid actions of their rank: errors naming the file and the line, or,
 //! in a lenient reading, skipped and counted.
 
+use std::path::PathBuf;
+
 use super::*;
+use crate::workload::ANY;
 
 /// Writes per-rank files `r<i>.txt` and their index; returns the index.
 fn per_rank(dir: &Path, ranks: &[&str]) -> PathBuf {

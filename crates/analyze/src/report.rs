@@ -1,0 +1,347 @@
+//! The whole report of a run (`mpiscope report`): the statistics ([`crate::profile`]), the
+//! communication matrices ([`crate::matrix`]), and, for the whole run, the endings of the
+//! records ([`crate::ending`]) and the load balance ([`crate::balance`]).
+//!
+//! [`report`] runs the passes in that order: the matrices and the balance reuse the
+//! point-to-point pairs and the per-rank times the statistics found. The endings and the
+//! balance describe the whole run, so they are left out when a time window is asked for.
+//!
+//! The JSON form keeps the order of its keys: the statistics, then `balance`, `matrix` and
+//! `endings` (each when computed), then `warnings`.
+
+use std::fmt::Write;
+
+use mpiscope_trace::RunDir;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+
+use crate::balance::Balance;
+use crate::ending::Endings;
+use crate::matrix::Matrix;
+use crate::profile::Profile;
+use crate::stats::CallStats;
+use crate::window::Window;
+use crate::AnalyzeError;
+
+/// What a report covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// The calls counted: those entering within this window.
+    pub window: Window,
+    /// With `Some(k)`, the balance suggests a placement of ranks on nodes of `k` ranks.
+    pub ranks_per_node: Option<u32>,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            window: Window::ALL,
+            ranks_per_node: None,
+        }
+    }
+}
+
+/// The report of a run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Report {
+    /// Per-function, per-rank, per-callsite and per-pair statistics, and the problems met.
+    pub profile: Profile,
+    /// Load balance and wait states, for whole runs.
+    pub balance: Option<Balance>,
+    /// Rank x rank communication matrices, when computed.
+    pub matrix: Option<Matrix>,
+    /// How each rank's record ends and where ranks were waiting, for whole runs.
+    pub endings: Option<Endings>,
+}
+
+/// Builds the report of `run`.
+pub fn report(run: &RunDir, options: &ReportOptions) -> Result<Report, AnalyzeError> {
+    let window = &options.window;
+    let profile = crate::profile::profile_window(run, window)?;
+    let matrix = crate::matrix::matrix(run, &profile.p2p, window)?;
+    let (endings, balance) = if window.is_all() {
+        let endings = crate::ending::endings(run)?;
+        let balance =
+            crate::balance::balance(run, &profile.per_rank, &profile.p2p, options.ranks_per_node)?;
+        (Some(endings), Some(balance))
+    } else {
+        (None, None)
+    };
+    Ok(Report {
+        profile,
+        balance,
+        matrix,
+        endings,
+    })
+}
+
+impl Serialize for Report {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let p = &self.profile;
+        let optional = [
+            self.balance.is_some(),
+            self.matrix.is_some(),
+            self.endings.is_some(),
+        ];
+        let len = 8 + optional.iter().filter(|&&b| b).count();
+        let mut s = serializer.serialize_struct("Report", len)?;
+        s.serialize_field("ranks", &p.ranks)?;
+        s.serialize_field("events", &p.events)?;
+        s.serialize_field("calls", &p.calls)?;
+        s.serialize_field("per_rank", &p.per_rank)?;
+        s.serialize_field("bursts", &p.bursts)?;
+        s.serialize_field("callsites", &p.callsites)?;
+        s.serialize_field("p2p", &p.p2p)?;
+        match &self.balance {
+            Some(b) => s.serialize_field("balance", b)?,
+            None => s.skip_field("balance")?,
+        }
+        match &self.matrix {
+            Some(m) => s.serialize_field("matrix", m)?,
+            None => s.skip_field("matrix")?,
+        }
+        match &self.endings {
+            Some(e) => s.serialize_field("endings", e)?,
+            None => s.skip_field("endings")?,
+        }
+        s.serialize_field("warnings", &p.warnings)?;
+        s.end()
+    }
+}
+
+fn human_bytes(b: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+impl Report {
+    /// The report as terminal tables.
+    pub fn to_text(&self) -> String {
+        let p = &self.profile;
+        let mut s = String::new();
+        functions(&mut s, p);
+        bursts_and_callsites(&mut s, p);
+        pairs(&mut s, p);
+        if let Some(m) = &self.matrix {
+            s += &m.to_text();
+        }
+        ranks(&mut s, p);
+        if let Some(b) = &self.balance {
+            s += &b.to_text();
+        }
+        if let Some(e) = &self.endings {
+            s.push_str(&e.to_text());
+        }
+        for w in &p.warnings {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        s
+    }
+}
+
+/// The totals and the table of functions, most time first.
+fn functions(s: &mut String, p: &Profile) {
+    let total_calls: u64 = p.calls.values().map(|c| c.count).sum();
+    let _ = writeln!(
+        s,
+        "{} ranks, {} calls ({} recorded events)\n",
+        p.ranks, total_calls, p.events
+    );
+    let _ = writeln!(
+        s,
+        "{:<28} {:>12} {:>12} {:>11} {:>11} {:>11} {:>11} {:>11} {:>12}",
+        "Function",
+        "Calls",
+        "Recorded",
+        "Time (s)",
+        "Mean (us)",
+        "Median (us)",
+        "p99 (us)",
+        "Max (us)",
+        "Bytes"
+    );
+    let mut rows: Vec<(&String, &CallStats)> = p.calls.iter().collect();
+    rows.sort_by(|a, b| {
+        b.1.time_s
+            .total_cmp(&a.1.time_s)
+            .then(b.1.count.cmp(&a.1.count))
+    });
+    for (name, c) in rows {
+        let _ = writeln!(
+            s,
+            "{:<28} {:>12} {:>12} {:>11.6} {:>11.3} {:>11.3} {:>11.3} {:>11.3} {:>12}",
+            name,
+            c.count,
+            c.recorded,
+            c.time_s,
+            c.mean_s * 1e6,
+            c.median_s * 1e6,
+            c.p99_s * 1e6,
+            c.max_s * 1e6,
+            human_bytes(c.bytes)
+        );
+    }
+}
+
+/// The compute bursts, and the ten busiest callsites.
+fn bursts_and_callsites(s: &mut String, p: &Profile) {
+    let b = &p.bursts;
+    if b.count > 0 {
+        let _ = writeln!(
+            s,
+            "\nCompute bursts: {} between MPI calls; mean {:.3} us, harmonic mean {:.3} us, \
+             median {:.3} us, p90 {:.3} us, p99 {:.3} us",
+            b.count,
+            b.mean_s * 1e6,
+            b.harmonic_mean_s * 1e6,
+            b.median_s * 1e6,
+            b.p90_s * 1e6,
+            b.p99_s * 1e6
+        );
+    }
+    if p.callsites.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:>4} {:<22} {:>6} {:>11} {:>11} {:>11}  Location",
+        "Site", "Function", "Ranks", "Calls", "Time (s)", "Mean (us)"
+    );
+    for c in p.callsites.iter().take(10) {
+        let _ = writeln!(
+            s,
+            "{:>4} {:<22} {:>6} {:>11} {:>11.6} {:>11.3}  {}",
+            c.callsite,
+            c.function,
+            c.ranks,
+            c.count,
+            c.time_s,
+            c.mean_s * 1e6,
+            c.location.as_deref().unwrap_or("?")
+        );
+    }
+    if p.callsites.len() > 10 {
+        let _ = writeln!(
+            s,
+            "     ({} more callsites in --json)",
+            p.callsites.len() - 10
+        );
+    }
+}
+
+/// The ten busiest point-to-point pairs.
+fn pairs(s: &mut String, p: &Profile) {
+    if p.p2p.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\nPoint-to-point, busiest pairs (sender -> receiver):");
+    for t in p.p2p.iter().take(10) {
+        let _ = writeln!(
+            s,
+            "  {:>6} -> {:<6} {:>10} messages {:>12}",
+            t.from,
+            t.to,
+            t.messages,
+            human_bytes(t.bytes)
+        );
+    }
+    if p.p2p.len() > 10 {
+        let _ = writeln!(s, "  ({} more pairs in --json)", p.p2p.len() - 10);
+    }
+}
+
+/// The table of ranks: wall, MPI and compute time, granularity, and how each record ends.
+fn ranks(s: &mut String, p: &Profile) {
+    let _ = writeln!(
+        s,
+        "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6} {:>11} {:>12}  End",
+        "Rank",
+        "Host",
+        "Wall (s)",
+        "MPI (s)",
+        "Compute (s)",
+        "MPI%",
+        "Granularity",
+        "Burst hm (us)"
+    );
+    for r in &p.per_rank {
+        let pct = if r.wall_s > 0.0 {
+            100.0 * r.mpi_s / r.wall_s
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            s,
+            "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>11.3} {:>12.3}  {}",
+            r.rank,
+            r.host,
+            r.wall_s,
+            r.mpi_s,
+            r.compute_s,
+            pct,
+            r.granularity,
+            r.burst_harmonic_mean_s * 1e6,
+            r.end
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The top-level keys of `r`'s JSON, in order.
+    fn keys(r: &Report) -> Vec<String> {
+        let v: serde_json::Value = serde_json::to_value(r).expect("serializes");
+        let text = serde_json::to_string(r).expect("serializes");
+        let mut found: Vec<(usize, String)> = v
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(|k| {
+                let at = text.find(&format!("\"{k}\":")).expect("a key");
+                (at, k.clone())
+            })
+            .collect();
+        found.sort();
+        found.into_iter().map(|(_, k)| k).collect()
+    }
+
+    #[test]
+    fn json_keys_keep_their_order() {
+        let mut r = Report::default();
+        r.profile.warnings.push("w".into());
+        let plain = [
+            "ranks",
+            "events",
+            "calls",
+            "per_rank",
+            "bursts",
+            "callsites",
+            "p2p",
+            "warnings",
+        ];
+        assert_eq!(keys(&r), plain);
+        r.balance = Some(Balance::default());
+        r.endings = Some(Endings::default());
+        let mut all: Vec<&str> = plain[..7].to_vec();
+        all.extend(["balance", "endings", "warnings"]);
+        assert_eq!(keys(&r), all);
+        // The statistics are written as they are on their own, the extra sections before
+        // the warnings.
+        let text = serde_json::to_string(&r).expect("serializes");
+        let stats = serde_json::to_string(&r.profile).expect("serializes");
+        let head = stats.split(",\"warnings\"").next().expect("a head");
+        assert!(text.starts_with(head), "{text}");
+        assert!(text.ends_with(",\"warnings\":[\"w\"]}"), "{text}");
+    }
+}

@@ -1,0 +1,45 @@
+//! `mpiscope dump`: the events of a trace as text, one line each
+//! (`mpiscope_analyze::dump`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+/// Options of `mpiscope dump`.
+#[derive(Args, Debug)]
+pub struct DumpArgs {
+    /// Run directory written by `mpiscope trace`.
+    dir: PathBuf,
+    /// Only this rank.
+    #[arg(long)]
+    rank: Option<u32>,
+    /// At most this many events per rank.
+    #[arg(long)]
+    limit: Option<u64>,
+    /// Resolve callsites to function and file:line (needs debug information).
+    #[arg(long)]
+    symbols: bool,
+    /// Print communicator and callsite tables after each rank.
+    #[arg(long)]
+    defs: bool,
+}
+
+/// Runs `mpiscope dump`; a closed pipe (`| head`) ends it quietly.
+pub fn dump(a: DumpArgs) -> Result<i32> {
+    let run = crate::inputs::open_run(&a.dir)?;
+    let opts = mpiscope_analyze::dump::DumpOptions {
+        rank: a.rank,
+        limit: a.limit,
+        symbols: a.symbols,
+        definitions: a.defs,
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match mpiscope_analyze::dump::dump(&run, &opts, &mut out) {
+        Err(mpiscope_analyze::AnalyzeError::Write(e))
+            if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        r => r?,
+    }
+    Ok(0)
+}

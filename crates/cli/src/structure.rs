@@ -1,0 +1,85 @@
+//! `mpiscope structure`: the loop structure of each rank (`mpiscope_analyze::structure`), as
+//! text or JSON, or saved as the structural form `mpiscope replay` replays
+//! (`mpiscope_sim::workload::structural`).
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+use mpiscope_analyze::structure::{self as loops, Algorithm, Detail};
+
+use crate::outputs;
+
+/// Options of `mpiscope structure`.
+#[derive(Args, Debug)]
+pub struct StructureArgs {
+    /// Run directory written by `mpiscope trace`.
+    dir: PathBuf,
+    /// Only this rank.
+    #[arg(long)]
+    rank: Option<u32>,
+    /// `low`: call and callsite; `high`: also the peer (relative to the rank) and the
+    /// message size class.
+    #[arg(long, default_value = "low", value_parser = ["low", "high"])]
+    detail: String,
+    /// `fold` (linear-time loop folding) or `seed` ([Grosclaude 2012]'s runs and digrams).
+    #[arg(long, default_value = "fold", value_parser = ["fold", "seed"])]
+    algorithm: String,
+    /// Print JSON (the tree with per-position statistics) instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Instead, save the structural form that `mpiscope replay FILE` replays: per rank
+    /// the loop tree, every distinct call with all its recorded arguments, mean times.
+    /// JSON, gzip-compressed when FILE ends in `.gz`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rank", "json"])]
+    save: Option<PathBuf>,
+    /// Replace an existing output file that mpiscope did not write (never a
+    /// directory, a symbolic link or a special file).
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `mpiscope structure`.
+pub fn structure(a: StructureArgs) -> Result<i32> {
+    if let Some(out) = &a.save {
+        mpiscope_files::check_output(out, &outputs::STRUCTURAL_FORM, a.force)?;
+    }
+    let run = crate::inputs::open_run(&a.dir)?;
+    let input = crate::inputs::announce_input(&run);
+    if let Some(out) = a.save {
+        let form = mpiscope_sim::workload::structural::save(&run)?;
+        let bytes = mpiscope_sim::workload::structural::write_file(&form, &out)?;
+        eprintln!(
+            "mpiscope: structural form of {} rank(s) in {} ({bytes} bytes)",
+            form.ranks.len(),
+            out.display(),
+        );
+        return Ok(0);
+    }
+    if let Some(r) = a.rank {
+        anyhow::ensure!(
+            r < run.ranks(),
+            "--rank {r}: the run has ranks 0 to {}",
+            run.ranks().saturating_sub(1)
+        );
+    }
+    let only = a.rank.map(|r| vec![r]);
+    let detail = if a.detail == "high" {
+        Detail::High
+    } else {
+        Detail::Low
+    };
+    let algorithm = if a.algorithm == "seed" {
+        Algorithm::Seed
+    } else {
+        Algorithm::Fold
+    };
+    let s = loops::structure(&run, only.as_deref(), detail, algorithm)?;
+    let text = if a.json {
+        serde_json::to_string_pretty(&crate::inputs::with_input(&s, &input)?)? + "\n"
+    } else {
+        s.to_text()
+    };
+    outputs::write_stdout(&text)?;
+    Ok(0)
+}

@@ -1,0 +1,186 @@
+//! `mpiscope export --format chrome|paraver` on traces of real runs: the files parse, every
+//! message end is paired with its start, Paraver's records are sorted and complete.
+
+use crate::common;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{mpi_lock, mpiscope, tempdir, Mpi};
+use serde_json::Value;
+
+fn traced(program: &str, args: &[&str], dir: &Path) -> PathBuf {
+    let exe = common::build(Mpi::OpenMpi, program, &[]);
+    let _g = mpi_lock();
+    let (run, trace) = common::run_traced(Mpi::OpenMpi, 4, &exe, args, &[], dir);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    trace
+}
+
+fn export(trace: &Path, format: &str, out: &Path) {
+    let o = Command::new(mpiscope())
+        .arg("export")
+        .arg(trace)
+        .args(["--format", format, "-o"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// (slices, message start ids, message end ids).
+fn chrome(path: &Path) -> (usize, HashSet<u64>, Vec<u64>) {
+    let j: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let ev = j["traceEvents"].as_array().unwrap();
+    let ids = |ph: &str| -> Vec<u64> {
+        ev.iter()
+            .filter(|e| e["ph"] == ph)
+            .map(|e| e["id"].as_u64().unwrap())
+            .collect()
+    };
+    let starts: HashSet<u64> = ids("s").into_iter().collect();
+    let ends: Vec<u64> = ids("f");
+    (ev.iter().filter(|e| e["ph"] == "X").count(), starts, ends)
+}
+
+#[test]
+fn chrome_and_paraver_of_lu() {
+    let tmp = tempdir();
+    // 12 iterations, 5 planes: 6 neighbour pairs x 12 x (5 + 1) messages.
+    let trace = traced("npb/lu.c", &["12", "5", "4"], tmp.path());
+    let json = tmp.path().join("lu.json");
+    export(&trace, "chrome", &json);
+    let (slices, starts, ends) = chrome(&json);
+    assert_eq!((starts.len(), ends.len()), (432, 432));
+    assert!(
+        ends.iter().all(|e| starts.contains(e)),
+        "an arrow ends where none starts"
+    );
+    let report = common::report_json(&trace);
+    assert_eq!(slices as u64, report["events"].as_u64().unwrap());
+
+    let base = tmp.path().join("lu");
+    export(&trace, "paraver", &base);
+    let prv = std::fs::read_to_string(base.with_extension("prv")).unwrap();
+    let mut lines = prv.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("#Paraver (") && header.ends_with(":1(4):1:4(1:1,1:1,1:1,1:1)"),
+        "{header}"
+    );
+    let (mut last, mut comms, mut events) = (0u64, 0, 0);
+    for l in lines {
+        let f: Vec<&str> = l.split(':').collect();
+        let t: u64 = f[5].parse().unwrap();
+        assert!(t >= last, "records out of order at {l}");
+        last = t;
+        match f[0] {
+            "1" => assert_eq!(f.len(), 8, "{l}"),
+            "2" => {
+                assert_eq!((f.len(), f[6]), (8, "50000000"), "{l}");
+                events += 1;
+            }
+            "3" => {
+                assert_eq!(f.len(), 15, "{l}");
+                assert_eq!(f[13], "2048", "{l}");
+                let (from, to): (i64, i64) = (f[3].parse().unwrap(), f[9].parse().unwrap());
+                assert_eq!((from - to).abs(), 1, "{l}");
+                comms += 1;
+            }
+            other => panic!("record type {other}: {l}"),
+        }
+    }
+    assert_eq!(comms, 432);
+    // An entry and an exit event per call of the main threads.
+    assert_eq!(events, 2 * report["events"].as_u64().unwrap());
+    let pcf = std::fs::read_to_string(base.with_extension("pcf")).unwrap();
+    assert!(
+        pcf.contains("50000000    MPI call") && pcf.contains("MPI_Waitall"),
+        "{pcf}"
+    );
+    let row = std::fs::read_to_string(base.with_extension("row")).unwrap();
+    assert!(
+        row.contains("LEVEL THREAD SIZE 4") && row.contains("THREAD 1.4.1"),
+        "{row}"
+    );
+}
+
+/// The OTF2 archive of the same kind of run reads back with `otf2-print` (Debian's
+/// otf2-tools), without a warning, with every call and message.
+#[test]
+fn otf2_reads_back_with_otf2_print() {
+    let tmp = tempdir();
+    let trace = traced("npb/lu.c", &["12", "5", "4"], tmp.path());
+    let out = tmp.path().join("otf2");
+    export(&trace, "otf2", &out);
+    let o = Command::new("otf2-print")
+        .arg(out.join("traces.otf2"))
+        .output()
+        .expect("otf2-print (apt-get install otf2-tools, or scripts/deps.sh)");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let count = |what: &str| text.lines().filter(|l| l.starts_with(what)).count();
+    assert_eq!((count("MPI_SEND "), count("MPI_RECV ")), (432, 432));
+    let report = common::report_json(&trace);
+    let events = report["events"].as_u64().unwrap() as usize;
+    assert_eq!((count("ENTER "), count("LEAVE ")), (events, events));
+    // Sends go to the neighbours, on MPI_COMM_WORLD.
+    let send = text.lines().find(|l| l.starts_with("MPI_SEND ")).unwrap();
+    assert!(send.contains("Communicator: \"MPI_COMM_WORLD\""), "{send}");
+    let defs = Command::new("otf2-print")
+        .arg("-G")
+        .arg(out.join("traces.otf2"))
+        .output()
+        .unwrap();
+    let defs = String::from_utf8_lossy(&defs.stdout);
+    assert_eq!(
+        defs.lines()
+            .filter(|l| l.starts_with("LOCATION_GROUP "))
+            .count(),
+        4,
+        "{defs}"
+    );
+}
+
+/// Every completion function, wildcards, probes and persistent requests: no arrow may end
+/// where none started, and the messages with a known source and tag are all drawn.
+#[test]
+fn chrome_pairs_nonblocking_messages() {
+    let tmp = tempdir();
+    let trace = traced("c/p2p_nonblocking.c", &[], tmp.path());
+    let json = tmp.path().join("nb.json");
+    export(&trace, "chrome", &json);
+    let (_, starts, ends) = chrome(&json);
+    let unique: HashSet<u64> = ends.iter().copied().collect();
+    assert_eq!(unique.len(), ends.len(), "a message received twice");
+    assert!(
+        ends.iter().all(|e| starts.contains(e)),
+        "an arrow ends where none starts"
+    );
+    // Phases A-H, K, L, M: 1+4+3+2+1+1+2+2+1+1+1 = 19 messages per rank at least.
+    assert!(
+        ends.len() >= 4 * 19,
+        "{} of {} messages drawn",
+        ends.len(),
+        starts.len()
+    );
+
+    // Bad format is named.
+    let o = Command::new(mpiscope())
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "vampir", "-o"])
+        .arg(tmp.path().join("x"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'vampir'") && err.contains("--format"),
+        "{err}"
+    );
+    // Every format is offered, from the one registry.
+    assert!(err.contains("simgrid-ti, chrome, paraver, otf2"), "{err}");
+}

@@ -1,0 +1,21 @@
+//! End-to-end tests of the `mpiscope` command with real `mpirun`, one binary with a module
+//! per topic (one link instead of a dozen). Pick a topic with a filter:
+//! `cargo test --release -p mpiscope --test cli -- faults::`.
+
+mod common;
+
+mod calibrate;
+mod corpus;
+mod exports;
+mod faults;
+mod hpl;
+mod matrix;
+mod outputs;
+mod overlap;
+mod plan;
+mod record_c;
+mod record_misc;
+mod replay;
+mod slurm;
+mod structural_replay;
+mod structure;

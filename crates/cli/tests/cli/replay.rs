@@ -1,0 +1,291 @@
+//! End-to-end tests of `mpiscope replay`: a run recorded under real `mpirun` replayed on a
+//! modeled cluster, hand-written SimGrid time-independent traces checked against the model's
+//! analytic times, and bad inputs that must give a clear error (never a panic).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
+
+/// A flat SimGrid cluster of `hosts` hosts: 1 GB/s, 10 us private split-duplex links, 1 Gf.
+fn cluster(dir: &Path, hosts: u32) -> PathBuf {
+    let p = dir.join("cluster.xml");
+    std::fs::write(
+        &p,
+        format!(
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
+             <platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\
+             <cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-{}\" speed=\"1Gf\" \
+             bw=\"1GBps\" lat=\"10us\"/></zone></platform>\n",
+            hosts - 1
+        ),
+    )
+    .unwrap();
+    p
+}
+
+/// A SimGrid time-independent trace: one file per rank with the given lines.
+fn ti_trace(dir: &Path, ranks: &[&str]) -> PathBuf {
+    let index = dir.join("index.txt");
+    let mut list = String::new();
+    for (r, body) in ranks.iter().enumerate() {
+        let f = dir.join(format!("rank{r}.txt"));
+        std::fs::write(&f, body).unwrap();
+        list.push_str(&format!("{}\n", f.display()));
+    }
+    std::fs::write(&index, list).unwrap();
+    index
+}
+
+struct Out {
+    ok: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn replay(args: &[&str]) -> Out {
+    let o = Command::new(mpiscope())
+        .arg("replay")
+        .args(args)
+        .output()
+        .expect("launch mpiscope");
+    Out {
+        ok: o.status.success(),
+        code: o.status.code(),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn replay_json(args: &[&str]) -> serde_json::Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let o = replay(&a);
+    assert!(o.ok, "replay {args:?} failed:\n{}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{}", o.stdout))
+}
+
+/// A failure that is an error message, not a crash.
+fn assert_clean_error(o: &Out, needles: &[&str]) {
+    assert!(!o.ok, "expected a failure, got:\n{}", o.stdout);
+    assert_eq!(o.code, Some(2), "not a clean error exit:\n{}", o.stderr);
+    assert!(!o.stderr.contains("panicked"), "panic:\n{}", o.stderr);
+    for n in needles {
+        assert!(
+            o.stderr.contains(n),
+            "`{n}` missing from the error:\n{}",
+            o.stderr
+        );
+    }
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn replay_of_a_recorded_run() {
+    let _g = mpi_lock();
+    let tmp = tempdir();
+    let exe = build(Mpi::OpenMpi, "c/collectives.c", &[]);
+    let (run, dir) = run_traced(Mpi::OpenMpi, 4, &exe, &[], &[], tmp.path());
+    assert_eq!(run.code, Some(0), "traced run failed:\n{}", run.stderr);
+    let platform = cluster(tmp.path(), 4);
+    let d = dir.to_str().unwrap();
+    let p = platform.to_str().unwrap();
+
+    let j = replay_json(&[d, "--platform", p]);
+    let makespan = j["makespan_s"].as_f64().expect("makespan_s");
+    assert!(makespan > 0.0 && makespan < 60.0, "makespan {makespan}");
+    assert_eq!(j["ranks"], 4);
+    let per_rank = j["per_rank"].as_array().unwrap();
+    assert_eq!(per_rank.len(), 4);
+    for r in per_rank {
+        let end = r["end_s"].as_f64().unwrap();
+        assert!(end <= makespan + 1e-12, "{r}");
+        assert!(r["compute_s"].as_f64().unwrap() >= 0.0);
+        assert!(
+            r["comm_s"].as_f64().unwrap() > 0.0,
+            "every rank communicates: {r}"
+        );
+    }
+    assert!(j["messages"].as_u64().unwrap() > 0);
+    // Callsites are numbered across ranks and named by file and line.
+    let sites = j["callsites"].as_array().unwrap();
+    assert!(!sites.is_empty());
+    assert!(
+        sites.iter().any(|c| c["location"]
+            .as_str()
+            .unwrap_or("")
+            .contains("collectives.c:")),
+        "{sites:?}"
+    );
+    let ids: std::collections::BTreeSet<u64> = sites
+        .iter()
+        .map(|c| c["callsite"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), sites.len(), "one entry per callsite");
+
+    // Deterministic: the same input gives the same simulated numbers.
+    let again = replay_json(&[d, "--platform", p]);
+    assert_eq!(j["makespan_s"], again["makespan_s"]);
+    assert_eq!(j["per_rank"], again["per_rank"]);
+
+    // The other models and selectors run the same trace.
+    for extra in [
+        &["--network", "loggp"][..],
+        &["--collectives", "mpich"],
+        &["--algorithm", "allreduce=lr", "--mapping", "round-robin"],
+    ] {
+        let mut a = vec![d, "--platform", p];
+        a.extend_from_slice(extra);
+        let j = replay_json(&a);
+        assert!(j["makespan_s"].as_f64().unwrap() > 0.0, "{extra:?}: {j}");
+    }
+
+    // Human-readable report and a Perfetto timeline.
+    let timeline = tmp.path().join("timeline.json");
+    let o = replay(&[
+        d,
+        "--platform",
+        p,
+        "--quiet",
+        "--timeline",
+        timeline.to_str().unwrap(),
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(o.stdout.contains("makespan"), "{}", o.stdout);
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&timeline).unwrap()).expect("timeline JSON");
+    assert!(!t["traceEvents"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn replay_of_ti_traces_matches_the_model() {
+    let tmp = tempdir();
+    let platform = cluster(tmp.path(), 4);
+    let p = platform.to_str().unwrap();
+
+    // One rendezvous transfer of 1e6 bytes: two links of 10 us, then the message and SMPI's
+    // 16-byte envelope at 1 GB/s.
+    let index = ti_trace(
+        tmp.path(),
+        &[
+            "0 init\n0 send 1 0 1000000\n0 finalize\n",
+            "1 init\n1 recv 0 0 1000000\n1 finalize\n",
+        ],
+    );
+    let j = replay_json(&[index.to_str().unwrap(), "--platform", p]);
+    let t = j["makespan_s"].as_f64().unwrap();
+    assert!(close(t, 20e-6 + 1_000_016e-9, 1e-9), "single transfer: {t}");
+    // SimGrid's SMPI model (smpirun's default): above 65,472 bytes the latency is multiplied
+    // by 11.6436 and the bandwidth by 0.940694 (SimGrid 3.32 gives 0.001295933952 s).
+    let j = replay_json(&[
+        index.to_str().unwrap(),
+        "--platform",
+        p,
+        "--network",
+        "smpi",
+    ]);
+    let t = j["makespan_s"].as_f64().unwrap();
+    assert!(
+        close(t, 20e-6 * 11.6436 + 1_000_016.0 / 0.940694e9, 1e-9),
+        "SMPI model: {t}"
+    );
+    let j = replay_json(&[
+        index.to_str().unwrap(),
+        "--platform",
+        p,
+        "--bw-factor",
+        "0:0.5",
+        "--lat-factor",
+        "1000:2",
+    ]);
+    let t = j["makespan_s"].as_f64().unwrap();
+    assert!(close(t, 40e-6 + 2_000_032e-9, 1e-9), "custom factors: {t}");
+
+    // 1e9 flops on a 1 Gf host take one second.
+    let d2 = tmp.path().join("compute");
+    std::fs::create_dir(&d2).unwrap();
+    let index = ti_trace(&d2, &["0 init\n0 compute 1000000000\n0 finalize\n"]);
+    let j = replay_json(&[index.to_str().unwrap(), "--platform", p]);
+    assert!(close(j["makespan_s"].as_f64().unwrap(), 1.0, 1e-9), "{j}");
+
+    // Two ranks on one host (sequential:2) share its core: twice as long.
+    let d3 = tmp.path().join("shared");
+    std::fs::create_dir(&d3).unwrap();
+    let index = ti_trace(
+        &d3,
+        &[
+            "0 init\n0 compute 1000000000\n0 finalize\n",
+            "1 init\n1 compute 1000000000\n1 finalize\n",
+        ],
+    );
+    let i3 = index.to_str().unwrap();
+    let j = replay_json(&[i3, "--platform", p, "--mapping", "sequential:2"]);
+    assert!(close(j["makespan_s"].as_f64().unwrap(), 2.0, 1e-9), "{j}");
+    let j = replay_json(&[i3, "--platform", p]);
+    assert!(close(j["makespan_s"].as_f64().unwrap(), 1.0, 1e-9), "{j}");
+}
+
+#[test]
+fn replay_reports_bad_input() {
+    let tmp = tempdir();
+    let platform = cluster(tmp.path(), 2);
+    let p = platform.to_str().unwrap();
+
+    // Missing input, missing platform.
+    let missing = tmp.path().join("nope.txt");
+    assert_clean_error(
+        &replay(&[missing.to_str().unwrap(), "--platform", p]),
+        &["nope.txt"],
+    );
+    let index = ti_trace(
+        tmp.path(),
+        &["0 init\n0 recv 1 0 8\n0 finalize\n", "1 init\n1 finalize\n"],
+    );
+    let i = index.to_str().unwrap();
+    assert_clean_error(
+        &replay(&[i, "--platform", "/nonexistent/platform.xml"]),
+        &["/nonexistent/platform.xml"],
+    );
+
+    // A receive nobody sends: a deadlock naming the rank and what it waits for.
+    assert_clean_error(&replay(&[i, "--platform", p]), &["deadlock", "rank 0"]);
+
+    // A malformed line names its file and line.
+    let d = tmp.path().join("bad");
+    std::fs::create_dir(&d).unwrap();
+    let bad = ti_trace(
+        &d,
+        &[
+            "0 init\n0 send 1 zero 8\n0 finalize\n",
+            "1 init\n1 recv 0 0 8\n1 finalize\n",
+        ],
+    );
+    assert_clean_error(
+        &replay(&[bad.to_str().unwrap(), "--platform", p]),
+        &["rank0.txt", "2"],
+    );
+
+    // Bad options name the option.
+    for (opt, val) in [
+        ("--mapping", "spiral"),
+        ("--network", "pigeon"),
+        ("--collectives", "lam"),
+        ("--algorithm", "bcast=nosuch"),
+        ("--bw-factor", "1000:x"),
+        ("--lat-factor", "0.5"),
+    ] {
+        assert_clean_error(&replay(&[i, "--platform", p, opt, val]), &[opt]);
+    }
+
+    // A platform with too few hosts for a hostfile entry.
+    let hf = tmp.path().join("hosts");
+    std::fs::write(&hf, "n0\nn7\n").unwrap();
+    assert_clean_error(
+        &replay(&[i, "--platform", p, "--hostfile", hf.to_str().unwrap()]),
+        &["n7"],
+    );
+}

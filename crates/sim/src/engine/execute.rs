@@ -1,0 +1,340 @@
+//! Running a rank: its workload's actions, one at a time, until one blocks.
+//!
+//! [`Simulation::run_rank`] first finishes what the rank is in the middle of (a blocking
+//! collective's next step, a pack's next fragment, meeting a pack's partner), then asks the
+//! workload for its next action, handing it the outcome of the previous one, and executes
+//! it. [`Simulation::execute`] dispatches on the action's kind: computations and sleeps
+//! block the rank until they end; sends, receives, waits and probes go through `p2p`;
+//! collectives through `nbc`; packs through `sched`. MPI calls are counted per rank and
+//! per callsite.
+
+use std::cmp::Reverse;
+
+use super::state::{Block, Comm, ReqIdx, WaitList};
+use super::Simulation;
+use crate::result::SimError;
+use crate::time::Time;
+use crate::workload::{Action, CommId, Outcome, ReqHandle, ANY};
+
+/// Refuses an action whose amount of work or time is not a finite number (a negative one
+/// counts as none): workloads check their inputs, this catches what a computation made.
+fn check_amounts(r: u32, action: &Action) -> Result<(), SimError> {
+    let (what, v) = match action {
+        Action::Compute { flops } => ("a computation of", *flops),
+        Action::ComputeWhilePolling { flops, .. } => ("a polled computation of", *flops),
+        Action::Collective { comp_flops, .. } => ("a collective computing", *comp_flops),
+        Action::Sleep { secs } => ("a sleep of", *secs),
+        Action::Pack { secs, .. } => ("a pack of", *secs),
+        _ => return Ok(()),
+    };
+    if v.is_finite() {
+        return Ok(());
+    }
+    let unit = match action {
+        Action::Sleep { .. } | Action::Pack { .. } => "seconds",
+        _ => "flops",
+    };
+    Err(SimError::Invalid {
+        rank: r,
+        message: format!("{what} {v} {unit}: expected a finite number"),
+    })
+}
+
+impl Simulation<'_> {
+    /// Runs rank `r` until it blocks or ends.
+    pub(super) fn run_rank(&mut self, r: u32) -> Result<(), SimError> {
+        loop {
+            if !matches!(self.ranks[r as usize].block, Block::None) || self.ranks[r as usize].done {
+                return Ok(());
+            }
+            if self.ranks[r as usize].coll.is_some() {
+                self.step_collective(r)?;
+                continue;
+            }
+            // Packs go fragment by fragment only on oversubscribed cores.
+            if self.any_oversubscribed {
+                if let Some(p) = self.ranks[r as usize].packing {
+                    self.next_fragment(r, p);
+                    continue;
+                }
+            }
+            if let Some(partner) = self.ranks[r as usize].pack_with.take() {
+                self.meet_partner(r, partner);
+                continue;
+            }
+            let mut last = std::mem::take(&mut self.ranks[r as usize].last);
+            if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
+                if let Outcome::Polled { chunks, .. } = last {
+                    let found = self.find_send(r, src, tag, ctx).is_some();
+                    last = Outcome::Polled { chunks, found };
+                }
+            }
+            let action = match self.workloads[r as usize].next(last) {
+                None => Action::Finalize,
+                Some(a) => a?,
+            };
+            self.actions += 1;
+            self.execute(r, action)?;
+        }
+    }
+
+    /// Executes `action` for rank `r`.
+    fn execute(&mut self, r: u32, action: Action) -> Result<(), SimError> {
+        let now = self.now;
+        check_amounts(r, &action)?;
+        match action {
+            Action::Compute { flops } => {
+                if flops > 0.0 {
+                    let e = self.start_exec(r, flops);
+                    self.execs.insert(e, r);
+                    self.block(r, Block::Exec(e), "compute");
+                }
+            }
+            Action::Sleep { secs } => {
+                if secs > 0.0 {
+                    let end = now.plus(Time::from_secs(secs));
+                    self.sleepers.push(Reverse((end, r)));
+                    self.block(r, Block::Sleep(end), "sleep");
+                }
+            }
+            Action::Pack {
+                secs,
+                fragments,
+                with,
+            } => self.start_pack(r, secs, fragments, with),
+            Action::Callsite(c) => self.ranks[r as usize].callsite = c,
+            Action::Clock => self.ranks[r as usize].last = Outcome::Time(now.0),
+            Action::Send {
+                dst,
+                tag,
+                bytes,
+                comm,
+                req,
+                sync,
+            } => {
+                self.count_call(r);
+                let w = self.destination(r, comm, dst, "send")?;
+                let q = self.post_send(r, w, tag, comm * 2, bytes, sync)?;
+                match req {
+                    Some(h) => {
+                        self.ranks[r as usize].user_reqs.insert(h, q);
+                    }
+                    None if self.reqs[q as usize].complete => self.release(q),
+                    None => self.block(r, Block::Reqs(WaitList::from_elem(q, 1), true), "send"),
+                }
+            }
+            Action::Recv {
+                src,
+                tag,
+                bytes,
+                comm,
+                req,
+            } => self.recv(r, src, tag, bytes, comm, req)?,
+            Action::Sendrecv {
+                dst,
+                send_bytes,
+                src,
+                recv_bytes,
+                tag,
+                comm,
+            } => {
+                self.count_call(r);
+                let to = self.destination(r, comm, dst, "sendrecv")?;
+                let from = self.peer_world(r, comm, src)?;
+                let rq = self.post_recv(r, from, tag, comm * 2, recv_bytes)?;
+                let sq = self.post_send(r, to, tag, comm * 2, send_bytes, false)?;
+                self.wait_for(r, WaitList::from_buf([rq, sq]), "sendrecv");
+            }
+            Action::Wait { reqs } => self.wait(r, &reqs),
+            Action::Test { req } => self.test(r, req),
+            Action::Probe { src, tag, comm } => {
+                self.count_call(r);
+                let w = self.peer_world(r, comm, src)?;
+                if self.find_send(r, w, tag, comm * 2).is_none() {
+                    let ctx = comm * 2;
+                    self.block(r, Block::Probe { src: w, tag, ctx }, "probe");
+                }
+            }
+            Action::ComputeWhilePolling {
+                flops,
+                chunks,
+                src,
+                tag,
+                comm,
+            } => self.compute_while_polling(r, flops, chunks, src, tag, comm)?,
+            Action::Iprobe { src, tag, comm } => {
+                self.count_call(r);
+                let w = self.peer_world(r, comm, src)?;
+                let flag = self.find_send(r, w, tag, comm * 2).is_some();
+                self.ranks[r as usize].last = Outcome::Flag(flag);
+                self.poll_cost(r);
+            }
+            Action::Collective {
+                args,
+                comm,
+                comp_flops,
+                req,
+            } => {
+                self.count_call(r);
+                self.start_collective(r, &args, comm, comp_flops, req)?;
+            }
+            Action::DefineComm { comm, members } => self.define_comm(comm, members),
+            Action::Finalize => self.finalize(r),
+        }
+        Ok(())
+    }
+
+    /// [`Action::Recv`]: posted, then waited for unless it has a request handle.
+    fn recv(
+        &mut self,
+        r: u32,
+        src: i64,
+        tag: i64,
+        bytes: u64,
+        comm: CommId,
+        req: Option<ReqHandle>,
+    ) -> Result<(), SimError> {
+        self.count_call(r);
+        let w = if src == ANY {
+            ANY
+        } else {
+            i64::from(
+                self.world_rank(comm, src as u32)
+                    .ok_or_else(|| SimError::Invalid {
+                        rank: r,
+                        message: format!(
+                    "receive from rank {src} of communicator {comm}, which has no such rank"
+                ),
+                    })?,
+            )
+        };
+        let q = self.post_recv(r, w, tag, comm * 2, bytes)?;
+        match req {
+            Some(h) => {
+                self.ranks[r as usize].user_reqs.insert(h, q);
+            }
+            None => self.block(r, Block::Reqs(WaitList::from_elem(q, 1), true), "recv"),
+        }
+        Ok(())
+    }
+
+    /// [`Action::Wait`]: for the requests of these handles (unknown handles: already
+    /// completed).
+    fn wait(&mut self, r: u32, handles: &[ReqHandle]) {
+        self.count_call(r);
+        let mut qs = WaitList::with_capacity(handles.len());
+        for h in handles {
+            if let Some(q) = self.ranks[r as usize].user_reqs.remove(h) {
+                qs.push(q);
+            }
+        }
+        self.wait_for(r, qs, "wait");
+    }
+
+    /// [`Action::DefineComm`]: communicator `comm` of world ranks `members`, unless it is
+    /// defined already (every member defines it).
+    fn define_comm(&mut self, comm: CommId, members: Vec<u32>) {
+        let idx = comm as usize;
+        if self.comms.len() <= idx {
+            self.comms.resize(idx + 1, None);
+        }
+        if self.comms[idx].is_none() {
+            let size = members.len() as u32;
+            self.comms[idx] = Some(Comm { members, size });
+        }
+    }
+
+    /// [`Action::Test`]: the flag (true for a handle that is not known: already completed),
+    /// and the request dropped when complete.
+    fn test(&mut self, r: u32, req: ReqHandle) {
+        self.count_call(r);
+        let flag = match self.ranks[r as usize].user_reqs.get(&req).copied() {
+            Some(q) if self.reqs[q as usize].complete => {
+                self.ranks[r as usize].user_reqs.remove(&req);
+                self.release(q);
+                true
+            }
+            Some(_) => false,
+            None => true,
+        };
+        self.ranks[r as usize].last = Outcome::Flag(flag);
+        self.poll_cost(r);
+    }
+
+    /// [`Action::ComputeWhilePolling`]: one computation of all the chunks, cut short by
+    /// `p2p` after the chunk a matching send arrives in (a message already there: the
+    /// first probe finds it).
+    fn compute_while_polling(
+        &mut self,
+        r: u32,
+        flops: f64,
+        chunks: u64,
+        src: i64,
+        tag: i64,
+        comm: CommId,
+    ) -> Result<(), SimError> {
+        let w = self.peer_world(r, comm, src)?;
+        let ctx = comm * 2;
+        let found = self.find_send(r, w, tag, ctx).is_some();
+        let chunks = if found { 1 } else { chunks.max(1) };
+        let e = self.start_exec(r, flops.max(0.0) * chunks as f64);
+        self.execs.insert(e, r);
+        let block = Block::Polling {
+            exec: e,
+            flops: flops.max(f64::MIN_POSITIVE),
+            chunks,
+            found,
+            src: w,
+            tag,
+            ctx,
+        };
+        self.block(r, block, "compute");
+        Ok(())
+    }
+
+    /// [`Action::Finalize`]: outstanding requests are waited for (as SMPI does at the end
+    /// of a replay), then the rank ends.
+    fn finalize(&mut self, r: u32) {
+        let mut pending: Vec<ReqIdx> = self.ranks[r as usize]
+            .user_reqs
+            .drain()
+            .map(|(_, q)| q)
+            .collect();
+        pending.sort_unstable();
+        let unfinished: WaitList = pending
+            .iter()
+            .copied()
+            .filter(|&q| !self.reqs[q as usize].complete)
+            .collect();
+        for &q in &pending {
+            if self.reqs[q as usize].complete {
+                self.release(q);
+            }
+        }
+        if !unfinished.is_empty() {
+            self.block(r, Block::Reqs(unfinished, true), "finalize");
+            // Run again once done, then end.
+            self.ranks[r as usize].last = Outcome::None;
+            return;
+        }
+        let rank = &mut self.ranks[r as usize];
+        rank.done = true;
+        rank.result.end_s = self.now.secs();
+    }
+
+    /// Counts an MPI call of rank `r` at its callsite.
+    fn count_call(&mut self, r: u32) {
+        let rank = &mut self.ranks[r as usize];
+        rank.result.mpi_calls += 1;
+        rank.callsite_entry().1 += 1;
+    }
+
+    /// The simulated cost of a test or probe ([`crate::SimConfig::poll_cost`]).
+    fn poll_cost(&mut self, r: u32) {
+        if self.config.poll_cost > 0.0 {
+            let end = self.now.plus(Time::from_secs(self.config.poll_cost));
+            self.sleepers.push(Reverse((end, r)));
+            self.block(r, Block::Sleep(end), "poll");
+        }
+    }
+}

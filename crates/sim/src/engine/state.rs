@@ -1,0 +1,333 @@
+//! The engine's state types: requests and mailboxes, what a rank waits for, collectives and
+//! packs in progress, and the per-rank record. Plain data, shared by the engine's modules
+//! (which hold the behaviour), so that none of them depends on another for its types.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::coll::Program;
+use crate::config::SimConfig;
+use crate::cpu::ExecId;
+use crate::platform::{HostId, Platform};
+use crate::result::RankResult;
+use crate::time::Time;
+use crate::workload::{CommId, Outcome, ReqHandle};
+
+/// Maps keyed by small integers the engine assigns (transfers, computations, requests):
+/// a fast non-cryptographic hash, as nothing here comes from outside.
+pub(super) type IdMap<K, V> = rustc_hash::FxHashMap<K, V>;
+
+/// Requests a rank waits for: one or two (a blocking call, an exchange) stay inline.
+pub(super) type WaitList = smallvec::SmallVec<[ReqIdx; 2]>;
+
+/// A request: its index in `Simulation::reqs` (slots are recycled).
+pub(super) type ReqIdx = u32;
+
+/// Matching contexts: communicator `c`'s point-to-point messages match in context `2 c`,
+/// its collectives' in `2 c + COLL_CTX`, so the two never meet (as MPI requires).
+pub(super) const COLL_CTX: u32 = 1;
+
+/// Fraction of a chunk under which [`Action::ComputeWhilePolling`](crate::workload::Action::ComputeWhilePolling) counts a send arriving
+/// as arriving at the end of the chunk just computed (rounding of computation dates).
+pub(super) const CHUNK_TIE: f64 = 1e-9;
+
+/// The context of the request standing for a whole non-blocking collective.
+pub(super) const NBC_CTX: u32 = u32::MAX;
+
+/// Which side of a message a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A send (also the request standing for a non-blocking collective).
+    Send,
+    /// A receive.
+    Recv,
+}
+
+/// A send or a receive, from posting until its owner releases it and its transfer ends.
+#[derive(Debug, Clone)]
+pub(super) struct Req {
+    /// The rank that posted it.
+    pub(super) owner: u32,
+    /// Send or receive.
+    pub(super) kind: Kind,
+    /// World rank of the peer, or ANY.
+    pub(super) peer: i64,
+    /// Tag, or ANY (receives).
+    pub(super) tag: i64,
+    /// Matching context ([`COLL_CTX`]).
+    pub(super) ctx: u32,
+    /// Message size.
+    pub(super) bytes: u64,
+    /// Complete from the owner's point of view.
+    pub(super) complete: bool,
+    /// Matched (transfer started).
+    pub(super) matched: bool,
+    /// When it was matched ([`Time::NEVER`] before).
+    pub(super) matched_at: Time,
+    /// Transfer finished (or never needed).
+    pub(super) finished: bool,
+    /// The owner no longer refers to it.
+    pub(super) released: bool,
+    /// Matched peer (for receives: the sender's world rank).
+    pub(super) partner: i64,
+}
+
+/// A rank's unmatched requests, in posting order (matching is FIFO: non-overtaking).
+#[derive(Debug, Default)]
+pub(super) struct Mailbox {
+    /// Receives posted by the rank and not matched yet.
+    pub(super) recvs: VecDeque<ReqIdx>,
+    /// Sends to the rank not matched yet.
+    pub(super) sends: VecDeque<ReqIdx>,
+}
+
+/// What a rank waits for (the rank runs again once it holds).
+#[derive(Debug, Clone)]
+pub(super) enum Block {
+    /// Nothing: the rank runs.
+    None,
+    /// A computation to end.
+    Exec(ExecId),
+    /// Until this date.
+    Sleep(Time),
+    /// Ready, but bound to a core that computes for another rank bound to it: an MPI library
+    /// polling with `sched_yield` (Open MPI's `mpi_yield_when_idle`, MPICH's default when
+    /// oversubscribed) gets the core back at the end of the computing rank's time slice, or
+    /// when a computation on the core ends, whichever comes first.
+    Scheduled(Time),
+    /// All of these requests complete; `release`: the rank drops them when woken (a
+    /// collective's requests are dropped at its end instead).
+    Reqs(WaitList, bool),
+    /// A matching send to arrive (`MPI_Probe`).
+    Probe {
+        /// World rank, or ANY.
+        src: i64,
+        /// Tag, or ANY.
+        tag: i64,
+        /// Matching context.
+        ctx: u32,
+    },
+    /// [`Action::Pack`](crate::workload::Action::Pack) `with` a partner: its own fragments are copied, the other end's
+    /// are not yet (the pair of world ranks, lower first, is the key of
+    /// `Simulation::joints`).
+    Partner((u32, u32)),
+    /// [`Action::ComputeWhilePolling`](crate::workload::Action::ComputeWhilePolling): computation `exec` of `chunks` chunks of `flops`,
+    /// cut short after the chunk during which a matching send arrives (`found`).
+    Polling {
+        /// The computation of all the chunks.
+        exec: ExecId,
+        /// Flops per chunk.
+        flops: f64,
+        /// Chunks to compute (cut to the chunk the send arrives in).
+        chunks: u64,
+        /// A matching send arrived.
+        found: bool,
+        /// The probes' world rank, or ANY.
+        src: i64,
+        /// The probes' tag, or ANY.
+        tag: i64,
+        /// The probes' matching context.
+        ctx: u32,
+    },
+}
+
+/// An [`Action::Pack`](crate::workload::Action::Pack) in progress on an oversubscribed core.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Packing {
+    /// Fragments still to copy.
+    pub(super) left: u32,
+    /// Seconds per fragment.
+    pub(super) each: f64,
+    /// The rank has yielded its core after a fragment: it must get it back first.
+    pub(super) yielded: bool,
+}
+
+/// A collective in progress: its program of point-to-point steps and their requests.
+pub(super) struct CollRun {
+    /// The algorithm's steps ([`crate::coll`]).
+    pub(super) program: Box<dyn Program>,
+    /// The communicator.
+    pub(super) comm: CommId,
+    /// Requests of its non-blocking steps, in posting order.
+    pub(super) reqs: Vec<ReqIdx>,
+    /// Requests waited so far by `WaitAll`.
+    pub(super) waited: usize,
+    /// The reduction's computation at the end, flops.
+    pub(super) comp_flops: f64,
+    /// The MPI function, for timelines and deadlock reports.
+    pub(super) name: &'static str,
+}
+
+/// A non-blocking collective in progress: it advances on its own (as with an asynchronous
+/// progress engine) while its rank goes on, and completes `done_req`.
+pub(super) struct Background {
+    /// The collective.
+    pub(super) run: CollRun,
+    /// The request the rank's handle refers to (`MPI_Wait` on the collective).
+    pub(super) done_req: ReqIdx,
+    /// Requests the next step needs complete; released then when `release`.
+    pub(super) waiting: Vec<ReqIdx>,
+    /// Release `waiting` once complete.
+    pub(super) release: bool,
+    /// Computation (a reduction) the next step needs finished.
+    pub(super) exec: Option<ExecId>,
+    /// The program has no more steps: outstanding requests, then `comp_flops`.
+    pub(super) program_done: bool,
+    /// The final computation was started.
+    pub(super) computed: bool,
+}
+
+/// A simulated rank: where it runs, what it waits for, its requests and collectives in
+/// progress, and what it has spent so far.
+pub(super) struct Rank {
+    /// Its host.
+    pub(super) host: HostId,
+    /// The core it is bound to ([`SimConfig::bind_to_core`]).
+    pub(super) core: Option<u32>,
+    /// Where it waits for a core ([`Block::Scheduled`]): its core's or its host's queue.
+    pub(super) cpu_queue: u32,
+    /// What it waits for.
+    pub(super) block: Block,
+    /// It has finalized.
+    pub(super) done: bool,
+    /// The outcome to hand its workload with the next action.
+    pub(super) last: Outcome,
+    /// The probe ending an [`Action::ComputeWhilePolling`](crate::workload::Action) that
+    /// has found nothing yet: made when the rank runs again, after the ranks due before it
+    /// at that date.
+    pub(super) final_probe: Option<(i64, i64, u32)>,
+    /// The [`Action::Pack`](crate::workload::Action::Pack) it is in, fragment by fragment.
+    pub(super) packing: Option<Packing>,
+    /// The other end of the [`Action::Pack`](crate::workload::Action::Pack) it is in, met
+    /// when its own copy ends.
+    pub(super) pack_with: Option<u32>,
+    /// Its workload's request handles.
+    pub(super) user_reqs: IdMap<ReqHandle, ReqIdx>,
+    /// The blocking collective it is in.
+    pub(super) coll: Option<CollRun>,
+    /// Non-blocking collectives in progress, in the order they were started.
+    pub(super) background: Vec<Background>,
+    /// Since when it waits.
+    pub(super) blocked_since: Time,
+    /// In what it waits (`compute`, `MPI_Send`, ...), for timelines and reports.
+    pub(super) blocked_name: &'static str,
+    /// Its current callsite ([`Action::Callsite`](crate::workload::Action::Callsite)).
+    pub(super) callsite: u32,
+    /// Per callsite this rank used: (callsite, calls, seconds); few entries, searched
+    /// linearly from the last one used.
+    pub(super) by_callsite: Vec<(u32, u64, f64)>,
+    /// The entry of `by_callsite` used last.
+    pub(super) last_callsite: usize,
+    /// Its results so far.
+    pub(super) result: RankResult,
+}
+
+impl Rank {
+    /// This rank's (calls, seconds) entry of its current callsite.
+    pub(super) fn callsite_entry(&mut self) -> &mut (u32, u64, f64) {
+        let cs = self.callsite;
+        if self
+            .by_callsite
+            .get(self.last_callsite)
+            .is_none_or(|e| e.0 != cs)
+        {
+            self.last_callsite = match self.by_callsite.iter().position(|e| e.0 == cs) {
+                Some(i) => i,
+                None => {
+                    self.by_callsite.push((cs, 0, 0.0));
+                    self.by_callsite.len() - 1
+                }
+            };
+        }
+        &mut self.by_callsite[self.last_callsite]
+    }
+}
+
+/// A communicator.
+#[derive(Debug, Clone)]
+pub(super) struct Comm {
+    /// World rank of each member (empty for the world: identity).
+    pub(super) members: Vec<u32>,
+    /// Its size.
+    pub(super) size: u32,
+}
+
+impl Rank {
+    /// A rank on `host` (bound to `core` when set), waiting for a core in `cpu_queue`,
+    /// about to run.
+    pub(super) fn new(host: HostId, core: Option<u32>, cpu_queue: u32) -> Rank {
+        Rank {
+            host,
+            core,
+            cpu_queue,
+            block: Block::None,
+            done: false,
+            last: Outcome::None,
+            final_probe: None,
+            packing: None,
+            pack_with: None,
+            user_reqs: IdMap::default(),
+            coll: None,
+            background: Vec::new(),
+            blocked_since: Time::ZERO,
+            blocked_name: "",
+            callsite: 0,
+            by_callsite: Vec::new(),
+            last_callsite: 0,
+            result: RankResult::default(),
+        }
+    }
+}
+
+/// Where ranks compute: each rank's core (when bound) and CPU queue (one per host, or one
+/// per core used when ranks are bound), and per queue whether it is oversubscribed.
+pub(super) struct CpuQueues {
+    /// Per rank: its core (when bound) and its queue.
+    pub(super) of_rank: Vec<(Option<u32>, u32)>,
+    /// Per queue: more ranks than cores (see [`SimConfig::oversubscribed_wake_up`]).
+    pub(super) oversubscribed: Vec<bool>,
+    /// Per queue: the ranks bound to it (filled only when some queue is oversubscribed).
+    pub(super) residents: Vec<Vec<u32>>,
+}
+
+impl CpuQueues {
+    /// The queues of ranks placed on `hosts` (one host per rank) of `platform`: with
+    /// [`SimConfig::bind_to_core`] the `k`-th rank of a host is bound to core `k mod cores`.
+    pub(super) fn place(platform: &Platform, config: &SimConfig, hosts: &[HostId]) -> CpuQueues {
+        let mut placed = vec![0u32; platform.hosts.len()];
+        let mut queues: HashMap<(HostId, Option<u32>), u32> = HashMap::new();
+        // Per queue: (ranks, cores).
+        let mut queue_residents: Vec<(u32, u32)> = Vec::new();
+        let of_rank: Vec<(Option<u32>, u32)> = hosts
+            .iter()
+            .map(|&h| {
+                let cores = platform.hosts[h as usize].cores.max(1);
+                let core = config.bind_to_core.then(|| placed[h as usize] % cores);
+                placed[h as usize] += 1;
+                let next = queues.len() as u32;
+                let q = *queues.entry((h, core)).or_insert(next);
+                if q == next {
+                    queue_residents.push((0, if core.is_some() { 1 } else { cores }));
+                }
+                queue_residents[q as usize].0 += 1;
+                (core, q)
+            })
+            .collect();
+        let oversubscribed: Vec<bool> = queue_residents
+            .iter()
+            .map(|&(ranks, cores)| {
+                config.bind_to_core && config.oversubscribed_wake_up > 0.0 && ranks > cores
+            })
+            .collect();
+        let mut residents: Vec<Vec<u32>> = vec![Vec::new(); oversubscribed.len()];
+        if oversubscribed.contains(&true) {
+            for (r, &(_, q)) in of_rank.iter().enumerate() {
+                residents[q as usize].push(r as u32);
+            }
+        }
+        CpuQueues {
+            of_rank,
+            oversubscribed,
+            residents,
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Replay of mpiscope traces (`mpiscope trace` run directories).
+//!
+//! Each rank's events become actions: the time between two MPI calls becomes a computation
+//! (its duration times the traced host's speed, so it scales with the simulated host's
+//! speed); point-to-point calls, waits, probes and collectives keep their arguments
+//! (communicators, ranks, tags, sizes, roots, per-peer counts); receives use the source and
+//! tag actually matched in the traced run; tests and probes that failed in the traced run are
+//! skipped (the simulated run decides when messages arrive), successful ones become waits and
+//! blocking probes. Calls that only work locally (`MPI_Comm_rank`, `MPI_Wtime`, datatype
+//! calls...) count as computation.
+//!
+//! One thread per rank is replayed, the one that initialized MPI; a communication call of
+//! another thread stops the replay with an error (`threads.rs`).
+//!
+//! `translator.rs` turns one event into actions (`collective.rs` the arguments of a
+//! collective), `callsites.rs` numbers the callsites of all ranks; this file reads the rank
+//! files and feeds the translator.
+
+mod callsites;
+mod collective;
+mod translator;
+
+use mpiscope_trace::{RankReader, RunDir};
+
+pub use self::callsites::Callsites;
+pub(crate) use self::translator::{Shared, Translator};
+use super::threads::{is_replayed, rest_on_main_thread, several_threads};
+use super::{Action, Outcome, RankWorkload, WorkloadError};
+
+/// Options of a trace replay.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// Speed (flop/s) of the traced hosts: compute bursts become `seconds × speed` flops.
+    /// `None`: the simulated host's own speed (bursts keep their traced durations there).
+    pub traced_speed: Option<f64>,
+    /// Count each message size at a callsite as a callsite of its own (the replay then
+    /// reports time per callsite and size, as mpiP's message-size statistics do).
+    pub callsites_by_size: bool,
+}
+
+/// Reads a run directory: one workload per rank.
+pub fn load(
+    run: &RunDir,
+    options: TraceOptions,
+    host_speeds: &[f64],
+) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
+    load_with_callsites(run, options, host_speeds).map(|(w, _)| w)
+}
+
+/// As [`load`], plus the table that names the callsite ids the workloads report (filled as
+/// the replay reads the traces).
+pub fn load_with_callsites(
+    run: &RunDir,
+    options: TraceOptions,
+    host_speeds: &[f64],
+) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
+    let shared = Shared::new();
+    let n = run.ranks();
+    let mut out: Vec<Box<dyn RankWorkload>> = Vec::with_capacity(n as usize);
+    for r in 0..n {
+        let reader = run.open_rank(r).map_err(|e| WorkloadError::Io {
+            path: run.path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let speed = options
+            .traced_speed
+            .unwrap_or_else(|| host_speeds.get(r as usize).copied().unwrap_or(1e9));
+        let tr = shared.translator(
+            r,
+            reader.path().display().to_string(),
+            speed,
+            options.callsites_by_size,
+        );
+        out.push(Box::new(TraceRank { reader, tr }));
+    }
+    Ok((out, shared.callsites))
+}
+
+struct TraceRank {
+    reader: RankReader<std::io::BufReader<std::fs::File>>,
+    tr: Translator,
+}
+
+impl RankWorkload for TraceRank {
+    fn next(&mut self, _last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        loop {
+            if let Some(a) = self.tr.queue.pop_front() {
+                return Some(Ok(a));
+            }
+            if self.tr.ended {
+                return None;
+            }
+            let Some(ev) = self.reader.next_event() else {
+                if let Some(e) = self.reader.stopped() {
+                    if !e.is_truncation() {
+                        return Some(Err(WorkloadError::Io {
+                            path: self.reader.path().display().to_string(),
+                            message: e.to_string(),
+                        }));
+                    }
+                }
+                self.tr.ended = true;
+                return Some(Ok(Action::Finalize));
+            };
+            if ev.thread != 0 {
+                let name = self.reader.tables().call_name(ev.call);
+                if is_replayed(&name) {
+                    let name = name.into_owned();
+                    return Some(Err(several_threads(
+                        &mut self.reader,
+                        self.tr.rank,
+                        self.tr.events + 1,
+                        &ev,
+                        &name,
+                    )));
+                }
+                self.tr.events += 1;
+                continue;
+            }
+            if ev.unfinished {
+                // A call the rank was still inside when its record ended (a signal, a
+                // hang): it never returned, so the replay ends the rank before it.
+                self.tr.events += 1;
+                continue;
+            }
+            let name = self.reader.tables().call_name(ev.call).into_owned();
+            if let Err(e) = self.tr.event(self.reader.tables(), &name, &ev) {
+                return Some(Err(e));
+            }
+            if self.tr.ended {
+                // Other threads' blocks may follow the main thread's MPI_Finalize.
+                let (reader, rank) = (&mut self.reader, self.tr.rank);
+                if let Err(e) = rest_on_main_thread(reader, rank, &mut self.tr.events) {
+                    return Some(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the simulator, one binary with a module per topic (one link
+//! instead of three). Pick a topic with a filter:
+//! `cargo test -p mpiscope-sim --test sim -- overflow::`.
+//!
+//! `overflow` and `threads` need nothing outside the workspace; `simgrid_diff` compares
+//! with SimGrid (`smpirun`) and is meant for release builds:
+//! `cargo test --release -p mpiscope-sim --test sim -- simgrid_diff::`. The C programs it
+//! records live in `crates/sim/tests/programs/`.
+
+mod overflow;
+mod simgrid_diff;
+mod threads;
