@@ -28,7 +28,8 @@ pub struct CallStats {
     pub bytes_sent: u64,
     /// Payload bytes received.
     pub bytes_received: u64,
-    /// Median time of a recorded call, seconds (within 9%, from a log histogram).
+    /// Median time of a recorded call, seconds: from a log histogram, within
+    /// `percentile_rel_error` (6.25%) of the exact one and never outside `[min, max]`.
     pub median_s: f64,
     /// 90th percentile, seconds.
     pub p90_s: f64,
@@ -84,7 +85,7 @@ pub struct Bursts {
     pub mean_s: f64,
     /// Harmonic mean over the non-zero bursts, seconds.
     pub harmonic_mean_s: f64,
-    /// Median, seconds (within 9%).
+    /// Median, seconds (within `percentile_rel_error`, never outside the bursts' range).
     pub median_s: f64,
     /// 90th percentile, seconds.
     pub p90_s: f64,
