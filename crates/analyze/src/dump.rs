@@ -251,6 +251,16 @@ fn dump_rank<R: std::io::Read>(
         return Ok(());
     }
     reader.drain();
+    ending(&reader, rank, opts, out)
+}
+
+/// The notes of a drained record and how it ends.
+fn ending<R: std::io::Read>(
+    reader: &RankReader<R>,
+    rank: u32,
+    opts: &DumpOptions,
+    out: &mut dyn Write,
+) -> Result<(), AnalyzeError> {
     for note in reader.notes() {
         if let Some(v) = opts.json {
             json_line(
