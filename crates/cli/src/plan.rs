@@ -43,7 +43,7 @@ pub struct PlanArgs {
     /// List the points and their settings, and exit.
     #[arg(long)]
     list: bool,
-    /// No progress bar and no messages (warnings and errors are still printed).
+    /// No progress bar (the summary of what was done is still printed).
     #[arg(short, long)]
     quiet: bool,
     /// Print a JSON summary of the run on stdout: the points simulated, already finished,
@@ -147,10 +147,8 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
             points.len()
         );
     }
-    if !a.quiet {
-        for f in &written.files {
-            eprintln!("wrote {}", f.display());
-        }
+    for f in &written.files {
+        eprintln!("wrote {}", f.display());
     }
     summary.unfinished = written.missing.len();
     summary.files = written
@@ -318,17 +316,15 @@ fn simulate(
         b.finish_and_clear();
     }
     crate::inputs::report_skipped(&skipped);
-    if !a.quiet {
-        eprintln!(
-            "mpiscope plan: {} point(s) simulated, {} already finished{}",
-            summary.simulated,
-            summary.reused,
-            if share.size > 1 {
-                format!(" (share {} of {})", share.rank, share.size)
-            } else {
-                String::new()
-            }
-        );
-    }
+    eprintln!(
+        "mpiscope plan: {} point(s) simulated, {} already finished{}",
+        summary.simulated,
+        summary.reused,
+        if share.size > 1 {
+            format!(" (share {} of {})", share.rank, share.size)
+        } else {
+            String::new()
+        }
+    );
     Ok(summary)
 }

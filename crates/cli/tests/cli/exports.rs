@@ -176,5 +176,5 @@ fn chrome_pairs_nonblocking_messages() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--format vampir"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("'vampir' for '--format"));
 }
