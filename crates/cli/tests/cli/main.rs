@@ -5,6 +5,7 @@
 mod common;
 
 mod calibrate;
+mod conventions;
 mod corpus;
 mod exports;
 mod faults;

@@ -66,10 +66,15 @@ fn replay_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{}", o.stdout))
 }
 
-/// A failure that is an error message, not a crash.
+/// A failure that is an error message, not a crash: exit 1 (an error while running).
 fn assert_clean_error(o: &Out, needles: &[&str]) {
+    assert_error_exit(o, 1, needles);
+}
+
+/// A failure with exit `code` (2: a usage error) and a message naming `needles`.
+fn assert_error_exit(o: &Out, code: i32, needles: &[&str]) {
     assert!(!o.ok, "expected a failure, got:\n{}", o.stdout);
-    assert_eq!(o.code, Some(2), "not a clean error exit:\n{}", o.stderr);
+    assert_eq!(o.code, Some(code), "not a clean error exit:\n{}", o.stderr);
     assert!(!o.stderr.contains("panicked"), "panic:\n{}", o.stderr);
     for n in needles {
         assert!(
@@ -382,7 +387,13 @@ fn replay_reports_bad_input() {
         ("--bw-factor", "1000:x"),
         ("--lat-factor", "0.5"),
     ] {
-        assert_clean_error(&replay(&[i, "--platform", p, opt, val]), &[opt]);
+        // Closed lists are clap's to check: a usage error.
+        let usage = ["--network", "--collectives"].contains(&opt);
+        assert_error_exit(
+            &replay(&[i, "--platform", p, opt, val]),
+            if usage { 2 } else { 1 },
+            &[opt],
+        );
     }
 
     // A platform with too few hosts for a hostfile entry.
