@@ -145,7 +145,10 @@ mod tests {
     const NOWHERE: Wanted = Wanted {
         library: "NoSuchLib",
         needed_by: "mpiscope frobnicate",
-        sonames: &["libmpiscope-no-such-library.so.7", "libmpiscope-no-such-library.so"],
+        sonames: &[
+            "libmpiscope-no-such-library.so.7",
+            "libmpiscope-no-such-library.so",
+        ],
         install: "libnosuchlib7 (Debian)",
     };
 
@@ -165,7 +168,10 @@ mod tests {
         }
         match e {
             LoadError::Missing { reason, .. } => {
-                assert!(reason.contains("libmpiscope-no-such-library.so.7"), "{reason}")
+                assert!(
+                    reason.contains("libmpiscope-no-such-library.so.7"),
+                    "{reason}"
+                )
             }
             other => panic!("{other:?}"),
         }
