@@ -6,7 +6,9 @@
 //! A [`Wanted`] names the library, the command that needs it, its sonames (versioned first:
 //! the ABI the caller was written for, then the unversioned name a development package or a
 //! module adds) and what to install. [`Library::open`] tries each soname in turn
-//! (`dlopen`, through `libloading`); [`Library::get`] resolves one symbol to a function
+//! (`dlopen`, through `libloading`), or only the file or soname its environment variable
+//! names when that is set (a site whose OpenBLAS has another name, a test that makes it
+//! missing); [`Library::get`] resolves one symbol to a function
 //! pointer. Each failure is a [`LoadError`] whose message says which command needs which
 //! library and how to get it, so that a login node without OpenBLAS runs every other
 //! command and refuses `calibrate` with a sentence, not a loader error at start-up.
@@ -26,6 +28,9 @@ pub struct Wanted {
     pub sonames: &'static [&'static str],
     /// What to install, for the error message (`libopenblas0 (Debian, Ubuntu) ...`).
     pub install: &'static str,
+    /// The environment variable that, when set and not empty, names the one file or
+    /// soname to open instead (`MPISCOPE_OPENBLAS`).
+    pub env: &'static str,
 }
 
 /// A library that could not be used.
@@ -34,15 +39,18 @@ pub enum LoadError {
     /// No soname could be opened.
     #[error(
         "{needed_by} needs {library} ({sonames}), which cannot be loaded ({reason}): install \
-         {install}, or add the directory that holds it to LD_LIBRARY_PATH"
+         {install}, or add the directory that holds it to LD_LIBRARY_PATH, or name the file \
+         in {env}"
     )]
     Missing {
         /// The command that needs it.
         needed_by: &'static str,
         /// The library's common name.
         library: &'static str,
-        /// The sonames tried, comma separated.
+        /// The sonames tried, comma separated (or the file named by `env`).
         sonames: String,
+        /// The environment variable that names the file to open.
+        env: &'static str,
         /// The loader's message for the first soname tried.
         reason: String,
         /// What to install.
@@ -60,7 +68,7 @@ pub enum LoadError {
         /// The library's common name.
         library: &'static str,
         /// The soname that was opened.
-        soname: &'static str,
+        soname: String,
         /// The missing symbol.
         symbol: &'static str,
         /// The loader's message.
@@ -75,15 +83,21 @@ pub enum LoadError {
 pub struct Library {
     lib: libloading::Library,
     wanted: Wanted,
-    soname: &'static str,
+    soname: String,
 }
 
 impl Library {
     /// Opens the first of `wanted.sonames` the dynamic loader finds (usual search: the
-    /// loader's cache, `LD_LIBRARY_PATH`, the system directories).
+    /// loader's cache, `LD_LIBRARY_PATH`, the system directories), or only the name in the
+    /// environment variable `wanted.env` when it is set and not empty.
     pub fn open(wanted: Wanted) -> Result<Library, LoadError> {
+        let chosen = std::env::var(wanted.env).ok().filter(|v| !v.is_empty());
+        let names: Vec<&str> = match &chosen {
+            Some(v) => vec![v.as_str()],
+            None => wanted.sonames.to_vec(),
+        };
         let mut first_reason = None;
-        for &soname in wanted.sonames {
+        for soname in names {
             // SAFETY: opening a shared library runs its initializers; the libraries named by
             // mpiscope's `Wanted`s (OpenBLAS, libotf2) are ordinary C libraries whose
             // initializers have no requirement on the caller.
@@ -92,7 +106,7 @@ impl Library {
                     return Ok(Library {
                         lib,
                         wanted,
-                        soname,
+                        soname: soname.to_owned(),
                     })
                 }
                 Err(e) => {
@@ -103,15 +117,19 @@ impl Library {
         Err(LoadError::Missing {
             needed_by: wanted.needed_by,
             library: wanted.library,
-            sonames: wanted.sonames.join(", "),
+            sonames: match &chosen {
+                Some(v) => format!("{v}, from {}", wanted.env),
+                None => wanted.sonames.join(", "),
+            },
+            env: wanted.env,
             reason: first_reason.unwrap_or_else(|| "no soname to try".to_owned()),
             install: wanted.install,
         })
     }
 
-    /// The soname that was opened.
-    pub fn soname(&self) -> &'static str {
-        self.soname
+    /// The soname (or file) that was opened.
+    pub fn soname(&self) -> &str {
+        &self.soname
     }
 
     /// The address of `symbol` as a `T`, a function pointer type.
@@ -129,7 +147,7 @@ impl Library {
             Err(e) => Err(LoadError::Symbol {
                 needed_by: self.wanted.needed_by,
                 library: self.wanted.library,
-                soname: self.soname,
+                soname: self.soname.clone(),
                 symbol,
                 reason: e.to_string(),
                 install: self.wanted.install,
@@ -150,6 +168,7 @@ mod tests {
             "libmpiscope-no-such-library.so",
         ],
         install: "libnosuchlib7 (Debian)",
+        env: "MPISCOPE_TEST_NO_SUCH_LIBRARY",
     };
 
     /// A library that is nowhere: the message names the command, the library, every
@@ -163,6 +182,7 @@ mod tests {
             "libmpiscope-no-such-library.so.7, libmpiscope-no-such-library.so",
             "install libnosuchlib7 (Debian)",
             "LD_LIBRARY_PATH",
+            "MPISCOPE_TEST_NO_SUCH_LIBRARY",
         ] {
             assert!(msg.contains(part), "`{part}` not in: {msg}");
         }
@@ -186,6 +206,7 @@ mod tests {
             needed_by: "this test",
             sonames: &["libmpiscope-no-such-library.so.7", "libc.so.6"],
             install: "libc6",
+            env: "MPISCOPE_TEST_LIBC",
         };
         let lib = Library::open(libc).unwrap();
         assert_eq!(lib.soname(), "libc.so.6");
@@ -204,5 +225,30 @@ mod tests {
                 && msg.contains("install libc6"),
             "{msg}"
         );
+    }
+
+    /// The environment variable replaces the sonames: the file it names is the only one
+    /// tried, and the error says where the name came from.
+    #[test]
+    fn the_environment_names_the_one_file_to_open() {
+        let libc = Wanted {
+            library: "the C library",
+            needed_by: "this test",
+            sonames: &["libc.so.6"],
+            install: "libc6",
+            env: "MPISCOPE_TEST_DYNLIB_FILE",
+        };
+        // Only this test reads this variable.
+        std::env::set_var(libc.env, "/nonexistent/libc.so.6");
+        let msg = Library::open(libc).unwrap_err().to_string();
+        assert!(
+            msg.contains("(/nonexistent/libc.so.6, from MPISCOPE_TEST_DYNLIB_FILE)"),
+            "{msg}"
+        );
+        std::env::set_var(libc.env, "libm.so.6");
+        assert_eq!(Library::open(libc).unwrap().soname(), "libm.so.6");
+        std::env::set_var(libc.env, "");
+        assert_eq!(Library::open(libc).unwrap().soname(), "libc.so.6");
+        std::env::remove_var(libc.env);
     }
 }

@@ -85,6 +85,7 @@ pub const OPENBLAS: Wanted = Wanted {
     sonames: &["libopenblas.so.0", "libopenblas.so"],
     install: "libopenblas0 (Debian, Ubuntu) or openblas (Fedora; EPEL), or load an OpenBLAS \
               module",
+    env: "MPISCOPE_OPENBLAS",
 };
 
 /// The opened OpenBLAS: its routines as function pointers, valid while `_lib` is open (for

@@ -242,6 +242,7 @@ pub const OTF2: Wanted = Wanted {
     ],
     install: "libopen-trace-format2-10 (Debian 12; Ubuntu) or load an OTF2 3 module (Score-P's \
               otf2)",
+    env: "MPISCOPE_LIBOTF2",
 };
 
 /// libotf2, opened on the first call (later calls return the same table, or the same
