@@ -76,13 +76,21 @@ pub struct DgemmWorkerArgs {
 
 /// Runs one `dgemm-worker`: dgemm of `m x k` by `k x n` for `seconds`.
 pub fn dgemm_worker(a: DgemmWorkerArgs) -> Result<i32> {
-    mpiscope_kernels::dgemm_worker((a.m, a.n, a.k), a.seconds)?;
+    mpiscope_kernels::dgemm_worker(openblas()?, (a.m, a.n, a.k), a.seconds)?;
     Ok(0)
 }
 
+/// OpenBLAS, opened at run time; when missing, the error says what to install and that
+/// `--no-compute` calibrates without it.
+fn openblas() -> Result<&'static mpiscope_kernels::OpenBlas> {
+    mpiscope_kernels::openblas()
+        .map_err(|e| anyhow::anyhow!("{e}; or calibrate the network alone with --no-compute"))
+}
+
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
-fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Vec<KernelSample> {
-    mpiscope_kernels::use_one_thread();
+fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Result<Vec<KernelSample>> {
+    let blas = openblas()?;
+    blas.use_one_thread();
     let shapes = mpiscope_kernels::default_shapes();
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -95,13 +103,14 @@ fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Vec<KernelSample> {
     );
     bar.set_length((shapes.len() * passes as usize) as u64);
     let out = mpiscope_kernels::measure_in_passes(
+        blas,
         &shapes,
         passes as usize,
         samples as usize,
         &mut |done, _| bar.set_position(done as u64),
     );
     bar.finish_and_clear();
-    out
+    Ok(out)
 }
 
 /// What a calibration found, for the platform file and the summary.
@@ -235,7 +244,7 @@ fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<Comp
     let kernels = if a.no_compute {
         Vec::new()
     } else {
-        time_kernels(a.kernel_samples, a.kernel_passes, a.quiet)
+        time_kernels(a.kernel_samples, a.kernel_passes, a.quiet)?
     };
     let compute = if a.no_compute {
         None

@@ -17,7 +17,7 @@ fn one_way(bytes: u64) -> f64 {
 }
 
 /// `mpiscope-bench --json`-shaped results with SEND & RECV rows (round trips).
-fn bench_json(sizes: &[u64]) -> String {
+pub(crate) fn bench_json(sizes: &[u64]) -> String {
     let rows: Vec<serde_json::Value> = sizes
         .iter()
         .map(|&b| {

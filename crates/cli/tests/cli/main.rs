@@ -4,6 +4,7 @@
 
 mod common;
 
+mod anywhere;
 mod calibrate;
 mod conventions;
 mod corpus;
