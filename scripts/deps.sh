@@ -8,10 +8,11 @@ packages=(
   mpich libmpich-dev              # MPICH 4.0: mpicc.mpich / mpirun.mpich
   gfortran                        # Fortran test programs
   libclang-dev                    # bindgen reads mpi.h through libclang
-  libopenblas-dev                 # dgemm/dtrsm timed by `mpiscope calibrate` (cblas-sys)
+  libopenblas0                    # dgemm/dtrsm timed by `mpiscope calibrate` (opened at run time)
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
-  libotf2-trace-dev otf2-tools    # OTF2 export (libotf2) and its check (otf2-print)
+  libopen-trace-format2-10        # OTF2 export (libotf2, opened at run time)
+  otf2-tools                      # the OTF2 export's check (otf2-print)
   chromium                        # renders the HTML reports in tests (headless)
   slurm-wlm munge                 # a one-machine SLURM for crates/cli/tests/cli/slurm.rs (scripts/slurm.sh)
 )

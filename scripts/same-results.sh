@@ -44,7 +44,7 @@ done
 strip() {
   python3 -c '
 import json, sys
-HOST = ("wall", "elapsed", "per_s", "rate", "seconds_taken")
+HOST = ("wall", "elapsed", "per_s", "rate", "seconds_taken", "schema")
 def clean(v):
     if isinstance(v, dict):
         return {k: clean(x) for k, x in v.items() if not any(h in k for h in HOST)}

@@ -19,7 +19,9 @@ pub struct RunSummary {
     pub ranks: u32,
     /// Longest rank's wall time, seconds.
     pub wall_s: f64,
-    /// MPI time over wall time, summed over ranks.
+    /// MPI time over application time (end of `MPI_Init` to start of `MPI_Finalize`),
+    /// summed over ranks. It was over wall time, `MPI_Init` and `MPI_Finalize` included,
+    /// before the report measured MPI time within the application time.
     pub mpi_fraction: f64,
     /// Compute bursts per rank.
     pub bursts_per_rank: f64,
@@ -46,13 +48,13 @@ pub fn compare(runs: &[(String, Profile)]) -> Comparison {
         .iter()
         .map(|(name, p)| {
             let n = f64::from(p.ranks.max(1));
-            let wall: f64 = p.per_rank.iter().map(|r| r.wall_s).sum();
+            let app: f64 = p.per_rank.iter().map(|r| r.app_s).sum();
             let mpi: f64 = p.per_rank.iter().map(|r| r.mpi_s).sum();
             RunSummary {
                 run: name.clone(),
                 ranks: p.ranks,
                 wall_s: p.per_rank.iter().map(|r| r.wall_s).fold(0.0, f64::max),
-                mpi_fraction: if wall > 0.0 { mpi / wall } else { 0.0 },
+                mpi_fraction: if app > 0.0 { mpi / app } else { 0.0 },
                 bursts_per_rank: p.bursts.count as f64 / n,
                 burst_mean_s: p.bursts.mean_s,
                 burst_harmonic_mean_s: p.bursts.harmonic_mean_s,
@@ -176,6 +178,7 @@ mod tests {
             .map(|rank| RankStats {
                 rank,
                 wall_s: 2.0,
+                app_s: 1.0,
                 mpi_s: 0.5,
                 ..RankStats::default()
             })
@@ -194,10 +197,11 @@ mod tests {
         assert_eq!(c.runs[0].calls_per_rank["MPI_Send"], 20.0);
         assert_eq!(c.runs[1].calls_per_rank["MPI_Send"], 10.0);
         assert_eq!(c.runs[1].bytes_per_call["MPI_Send"], 1024.0);
-        assert!((c.runs[0].mpi_fraction - 0.25).abs() < 1e-12);
+        // Over the application time (1 s), not the wall time (2 s, MPI_Init included).
+        assert!((c.runs[0].mpi_fraction - 0.5).abs() < 1e-12);
         let t = c.to_text();
         assert!(
-            t.contains("4 ranks") && t.contains("MPI_Send") && t.contains("25.0%"),
+            t.contains("4 ranks") && t.contains("MPI_Send") && t.contains("50.0%"),
             "{t}"
         );
     }

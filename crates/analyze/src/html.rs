@@ -227,7 +227,8 @@ fn per_rank(p: &Profile) -> String {
         .fold(0.0, f64::max)
         .max(1e-12);
     let mut s = String::from(
-        "<figure><figcaption>Compute (blue) and MPI (orange) time per rank</figcaption>",
+        "<figure><figcaption>Compute (blue) and MPI (orange) time per rank, from the end of \
+         MPI_Init to the start of MPI_Finalize</figcaption>",
     );
     let _ = write!(
         s,
@@ -253,14 +254,104 @@ fn per_rank(p: &Profile) -> String {
             bh - 2.0,
             lw + cw + mw + 6.0,
             y + bh * 0.75,
-            if r.wall_s > 0.0 {
-                100.0 * r.mpi_s / r.wall_s
-            } else {
-                0.0
-            }
+            r.mpi_pct
         );
     }
     s += "</svg></figure>";
+    s
+}
+
+/// The callsites across ranks: totals, and the time per rank (min, mean, max, COV over
+/// the ranks that called there).
+fn callsites(p: &Profile) -> String {
+    let mut s = String::from(
+        "<h2>Callsites</h2><p>Time per rank over the ranks that called there; COV: standard \
+         deviation over mean.</p><table><tr><th>Location</th><th>Function</th><th>Ranks</th>\
+         <th>Calls</th><th>Time</th><th>Mean</th><th>Min per rank</th><th>Mean per rank</th>\
+         <th>Max per rank</th><th>COV</th></tr>",
+    );
+    for c in p.callsites.iter().take(40) {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+            esc(c.location.as_deref().unwrap_or("?")),
+            esc(&c.function),
+            c.ranks,
+            c.count,
+            secs(c.time_s),
+            secs(c.mean_s),
+            secs(c.rank_min_s),
+            secs(c.rank_mean_s),
+            secs(c.rank_max_s),
+            c.rank_cov
+        );
+    }
+    s += "</table>";
+    s
+}
+
+/// Messages by size class, point-to-point and collective.
+fn message_sizes(p: &Profile) -> String {
+    if p.message_sizes.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<h2>Message sizes</h2><p>Point-to-point: messages sent; collective: calls by buffer \
+         size.</p><table><tr><th>From</th><th>Point-to-point</th><th>Collective</th></tr>",
+    );
+    for b in &p.message_sizes {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&b.label),
+            b.p2p,
+            b.collective
+        );
+    }
+    s += "</table>";
+    s
+}
+
+/// The ranks: wall time, application time (end of MPI_Init to start of MPI_Finalize) and
+/// MPI and compute time within it, MPI_Init and MPI_Finalize apart; the sums.
+fn ranks_table(p: &Profile) -> String {
+    let mut s = String::from(
+        "<h2>Ranks</h2><p>App: from the end of MPI_Init to the start of MPI_Finalize; MPI, \
+         compute and MPI% are within it.</p><table><tr><th>Rank</th><th>Host</th><th>Wall</th>\
+         <th>App</th><th>MPI</th><th>Compute</th><th>MPI%</th><th>MPI_Init</th>\
+         <th>MPI_Finalize</th><th>Granularity</th><th>Burst harmonic mean</th></tr>",
+    );
+    for r in &p.per_rank {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{:.1}%</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
+            r.rank,
+            esc(&r.host),
+            secs(r.wall_s),
+            secs(r.app_s),
+            secs(r.mpi_s),
+            secs(r.compute_s),
+            r.mpi_pct,
+            secs(r.init_s),
+            secs(r.finalize_s),
+            r.granularity,
+            secs(r.burst_harmonic_mean_s)
+        );
+    }
+    let t = &p.totals;
+    let _ = write!(
+        s,
+        "<tr><td>all</td><td></td><td></td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td>\
+         <td>{}</td><td>{}</td><td></td><td></td></tr></table>",
+        secs(t.app_s),
+        secs(t.mpi_s),
+        secs(t.compute_s),
+        t.mpi_pct,
+        secs(t.init_s),
+        secs(t.finalize_s)
+    );
     s
 }
 
@@ -461,34 +552,15 @@ pub fn report(
             c.bytes
         );
     }
-    s += "</table><h2>Callsites</h2><table><tr><th>Location</th><th>Function</th><th>Ranks</th><th>Calls</th><th>Time</th><th>Mean</th></tr>";
-    for c in p.callsites.iter().take(40) {
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(c.location.as_deref().unwrap_or("?")),
-            esc(&c.function),
-            c.ranks,
-            c.count,
-            secs(c.time_s),
-            secs(c.mean_s)
-        );
-    }
-    s += "</table><h2>Ranks</h2><table><tr><th>Rank</th><th>Host</th><th>Wall</th><th>MPI</th><th>Compute</th><th>Granularity</th><th>Burst harmonic mean</th></tr>";
-    for r in &p.per_rank {
-        let _ = write!(
-            s,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td></tr>",
-            r.rank,
-            esc(&r.host),
-            secs(r.wall_s),
-            secs(r.mpi_s),
-            secs(r.compute_s),
-            r.granularity,
-            secs(r.burst_harmonic_mean_s)
-        );
-    }
-    s += "</table>";
+    let _ = write!(
+        s,
+        "</table><p>Median and p99 come from log histograms: within {:.2}% of the exact value, \
+         never outside [min, max].</p>",
+        100.0 * p.percentile_rel_error
+    );
+    s += &callsites(p);
+    s += &message_sizes(p);
+    s += &ranks_table(p);
     if let Some(st) = structure {
         let text = st.to_text();
         // Long structures (irregular polling loops) are cut: the full text is `mpiscope

@@ -10,6 +10,7 @@
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
 //! * [`matrix`]: messages and bytes rank x rank, point-to-point and collective;
 //! * [`balance`]: load imbalance, wait states and a placement hint;
+//! * [`sites`]: callsites across ranks (time per rank: min, mean, max, variation);
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
 //!   information.
 
@@ -25,6 +26,7 @@ pub mod overlap;
 pub mod parallel;
 pub mod profile;
 pub mod report;
+pub mod sites;
 pub mod stats;
 pub mod structure;
 pub mod symbols;

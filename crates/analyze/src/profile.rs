@@ -4,6 +4,13 @@
 //! rank's trailer when it has one (exact, including calls not recorded because of sampling
 //! or filters), else from the events and their `skipped` counters. Times are those of the
 //! recorded calls. Calls made through the Fortran bindings are counted under their C name.
+//!
+//! A rank's MPI and compute time are measured as mpiP does, between the end of `MPI_Init`
+//! (or `MPI_Init_thread`) and the start of `MPI_Finalize` (the *application time*,
+//! `app_s`): the start-up and the tear-down of the library are reported apart (`init_s`,
+//! `finalize_s`), so a short run is not "99% MPI" because of `MPI_Init`. A rank whose record
+//! (or report window) holds no `MPI_Init` starts at its first call; one without
+//! `MPI_Finalize` ends at its last. The per-function table still lists both functions.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,7 +19,8 @@ use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 use serde::Serialize;
 
 use crate::histogram::LogHistogram;
-pub use crate::stats::{Bursts, CallStats, CallsiteStats, PairTraffic, RankStats};
+use crate::sites::{Frames, SiteAcc, Sites};
+pub use crate::stats::{Bursts, CallStats, CallsiteStats, PairTraffic, RankStats, SizeBin, Totals};
 use crate::volume::{self, Volume};
 pub use crate::window::Window;
 use crate::AnalyzeError;
@@ -35,6 +43,15 @@ pub struct Profile {
     pub callsites: Vec<CallsiteStats>,
     /// Point-to-point traffic by (sender, receiver) world ranks, most bytes first.
     pub p2p: Vec<PairTraffic>,
+    /// Sums over ranks of the per-rank times (application, MPI, compute, init, finalize).
+    pub totals: Totals,
+    /// Messages by size, powers of two: point-to-point messages sent (to a real process)
+    /// and collective calls by their buffer's size.
+    pub message_sizes: Vec<SizeBin>,
+    /// The largest error of a percentile (`median_s`, `p90_s`, `p99_s`) relative to the exact
+    /// one: they come from log-scale histograms (see [`crate::histogram::REL_ERROR`]) and are
+    /// clamped into the range of the values.
+    pub percentile_rel_error: f64,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
 }
@@ -62,25 +79,8 @@ impl Acc {
         self.vol.sent += a.vol.sent;
         self.vol.received += a.vol.received;
         self.durations.merge(&a.durations);
-        if self.sizes.len() < a.sizes.len() {
-            self.sizes.resize(a.sizes.len(), 0);
-        }
-        for (x, n) in self.sizes.iter_mut().zip(&a.sizes) {
-            *x += n;
-        }
+        add_counts(&mut self.sizes, &a.sizes);
     }
-}
-
-/// A callsite's frames: (module path, offset), innermost first.
-type Frames = Vec<(String, u64)>;
-
-#[derive(Default)]
-struct SiteAcc {
-    function: String,
-    count: u64,
-    time_ns: u64,
-    max_ns: u64,
-    bytes: u64,
 }
 
 /// Size class of `b` bytes: 0 for 0, else `k` for `2^(k-1) <= b < 2^k`.
@@ -123,6 +123,8 @@ pub struct RankProfile {
     sites: Vec<(Frames, SiteAcc)>,
     /// Point-to-point sends: receiver's world rank -> (messages, bytes).
     sent_to: BTreeMap<u32, (u64, u64)>,
+    /// Messages by size class ([`size_class`]): point-to-point sends, collective calls.
+    sizes: [Vec<u64>; 2],
 }
 
 /// Reads one rank.
@@ -151,14 +153,25 @@ struct RankPass {
     /// The first entry and the last exit.
     first: u64,
     last: u64,
-    /// The first thread's time in MPI, its last exit, and its time between calls.
+    /// The first thread's time in MPI, its last exit, and its time between calls, from the
+    /// end of MPI_Init to the start of MPI_Finalize.
     mpi0: u64,
     prev_exit0: Option<u64>,
     compute0: u64,
+    /// The first thread has entered MPI_Finalize: its later calls are not counted.
+    finalized0: bool,
+    /// Time in MPI_Init(_thread) and in MPI_Finalize.
+    init_ns: u64,
+    finalize_ns: u64,
+    /// The end of MPI_Init and the start of MPI_Finalize, when seen.
+    app_start: Option<u64>,
+    app_end: Option<u64>,
     bursts: LogHistogram,
     burst_recip: f64,
     sites: ById<SiteAcc>,
     sent_to: ById<(u64, u64)>,
+    /// Messages by size class: point-to-point sends, collective calls.
+    sizes: [Vec<u64>; 2],
     /// Per call id: what its events need, worked out at the first one, and its totals.
     calls: ById<CallInfo>,
     /// Per communicator id: the processes a per-process count applies to.
@@ -181,10 +194,16 @@ impl RankPass {
             mpi0: 0,
             prev_exit0: None,
             compute0: 0,
+            finalized0: false,
+            init_ns: 0,
+            finalize_ns: 0,
+            app_start: None,
+            app_end: None,
             bursts: LogHistogram::default(),
             burst_recip: 0.0,
             sites: ById::default(),
             sent_to: ById::default(),
+            sizes: Default::default(),
             calls: ById::default(),
             comm_peers: ById::default(),
             threads: Vec::new(),
@@ -201,17 +220,39 @@ impl RankPass {
             self.threads.push(ev.thread);
         }
         let d = ev.duration();
-        if ev.thread == 0 {
-            self.mpi0 += d;
-            if let Some(p) = self.prev_exit0 {
-                let gap = ev.t_enter.saturating_sub(p);
-                self.compute0 += gap;
-                self.bursts.add(gap);
-                if gap > 0 {
-                    self.burst_recip += 1e9 / gap as f64;
+        let phase = self
+            .calls
+            .get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call))
+            .phase;
+        match phase {
+            Phase::Init => {
+                self.init_ns += d;
+                self.app_start = Some(ev.t_exit);
+                if ev.thread == 0 {
+                    // What came before MPI_Init is outside the application's time.
+                    self.mpi0 = 0;
+                    self.compute0 = 0;
+                    self.bursts = LogHistogram::default();
+                    self.burst_recip = 0.0;
+                    self.finalized0 = false;
+                    self.prev_exit0 = Some(ev.t_exit);
                 }
             }
-            self.prev_exit0 = Some(ev.t_exit);
+            Phase::Finalize => {
+                self.finalize_ns += d;
+                self.app_end.get_or_insert(ev.t_enter);
+                if ev.thread == 0 && !self.finalized0 {
+                    // The computation before it counts; its own time does not.
+                    self.gap0(ev.t_enter);
+                    self.finalized0 = true;
+                }
+            }
+            Phase::Other if ev.thread == 0 && !self.finalized0 => {
+                self.mpi0 += d;
+                self.gap0(ev.t_enter);
+                self.prev_exit0 = Some(ev.t_exit);
+            }
+            Phase::Other => {}
         }
         let info = self
             .calls
@@ -223,11 +264,7 @@ impl RankPass {
         acc.max_ns = acc.max_ns.max(d);
         acc.durations.add(d);
         if let Some(b) = ev.args.get(Slot::Bytes) {
-            let c = size_class(b.max(0) as u64) as usize;
-            if acc.sizes.len() <= c {
-                acc.sizes.resize(c + 1, 0);
-            }
-            acc.sizes[c] += 1;
+            count_size(&mut acc.sizes, b.max(0) as u64);
         }
         let peers = match ev.args.get(Slot::Comm) {
             None => 1,
@@ -261,28 +298,46 @@ impl RankPass {
                     .get_or_insert_with(peer as u32, Default::default);
                 e.0 += 1;
                 e.1 += v.sent;
+                count_size(&mut self.sizes[0], v.sent);
+            }
+        } else if info.collective {
+            if let Some(b) = ev.args.get(Slot::Bytes) {
+                count_size(&mut self.sizes[1], b.max(0) as u64);
             }
         }
     }
 
-    /// The rank's statistics once its events are read: times, bursts, and how its record
-    /// ends; counts from its trailer when it has one and the window is the whole run.
-    fn finish<R: std::io::Read>(self, reader: &RankReader<R>, window: &Window) -> RankProfile {
-        let rank = self.rank;
-        let mut stats = self.stats;
-        let bursts = self.bursts;
-        let mut by_id: HashMap<u32, Acc> =
-            self.calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
-        let sites: HashMap<u32, SiteAcc> = self.sites.into_iter().collect();
-        let sent_to: BTreeMap<u32, (u64, u64)> = self.sent_to.into_iter().collect();
+    /// Counts the first thread's computation from its last exit to `enter`, a compute burst.
+    #[inline]
+    fn gap0(&mut self, enter: u64) {
+        if let Some(p) = self.prev_exit0 {
+            let gap = enter.saturating_sub(p);
+            self.compute0 += gap;
+            self.bursts.add(gap);
+            if gap > 0 {
+                self.burst_recip += 1e9 / gap as f64;
+            }
+        }
+    }
+
+    /// The rank's times and bursts once its events are read.
+    fn times(&self) -> RankStats {
+        let mut stats = self.stats.clone();
+        let bursts = &self.bursts;
         stats.threads = self.threads.len() as u32;
         if self.first != u64::MAX {
             stats.wall_s = (self.last - self.first) as f64 * 1e-9;
             stats.first_ns = self.first;
             stats.last_ns = self.last;
+            let start = self.app_start.unwrap_or(self.first);
+            let end = self.app_end.unwrap_or(self.last);
+            stats.app_s = end.saturating_sub(start) as f64 * 1e-9;
         }
         stats.mpi_s = self.mpi0 as f64 * 1e-9;
         stats.compute_s = self.compute0 as f64 * 1e-9;
+        stats.init_s = self.init_ns as f64 * 1e-9;
+        stats.finalize_s = self.finalize_ns as f64 * 1e-9;
+        stats.mpi_pct = percent(stats.mpi_s, stats.app_s);
         stats.bursts = bursts.len();
         if stats.bursts > 0 {
             stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
@@ -299,6 +354,19 @@ impl RankPass {
         if stats.mpi_s > 0.0 {
             stats.granularity = stats.compute_s / stats.mpi_s;
         }
+        stats
+    }
+
+    /// The rank's statistics once its events are read: times, bursts, and how its record
+    /// ends; counts from its trailer when it has one and the window is the whole run.
+    fn finish<R: std::io::Read>(self, reader: &RankReader<R>, window: &Window) -> RankProfile {
+        let rank = self.rank;
+        let mut stats = self.times();
+        let bursts = self.bursts;
+        let mut by_id: HashMap<u32, Acc> =
+            self.calls.into_iter().map(|(id, c)| (id, c.acc)).collect();
+        let sites: HashMap<u32, SiteAcc> = self.sites.into_iter().collect();
+        let sent_to: BTreeMap<u32, (u64, u64)> = self.sent_to.into_iter().collect();
         let mut warning = None;
         let mut trailer_names: HashMap<u32, (String, bool)> = HashMap::new();
         if let Some(t) = reader.trailer() {
@@ -331,6 +399,7 @@ impl RankPass {
             burst_recip: self.burst_recip,
             sites: by_frames(tables, sites),
             sent_to,
+            sizes: self.sizes,
         }
     }
 }
@@ -426,13 +495,36 @@ enum Start {
     All,
 }
 
+/// Where a call stands in the library's life: it starts it, ends it, or is in between.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// MPI_Init, MPI_Init_thread.
+    Init,
+    /// MPI_Finalize.
+    Finalize,
+    /// Any other.
+    Other,
+}
+
+/// `100 part / whole`, 0 when `whole` is 0.
+fn percent(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    }
+}
+
 /// What the statistics need of one call id, worked out at its first event, and its totals.
 struct CallInfo {
     name: String,
+    phase: Phase,
     rule: volume::Rule,
     start: Start,
     /// Sends one point-to-point message when called.
     send: bool,
+    /// A collective (not a persistent one's creation): one message by its buffer's size.
+    collective: bool,
     acc: Acc,
 }
 
@@ -446,10 +538,17 @@ impl CallInfo {
             Family::Startall => Start::All,
             _ => Start::No,
         };
+        let phase = match class.family {
+            Family::Init | Family::InitThread => Phase::Init,
+            Family::Finalize => Phase::Finalize,
+            _ => Phase::Other,
+        };
         CallInfo {
+            phase,
             rule: volume::Rule::of(&class),
             start,
             send: is_send(&name),
+            collective: class.collective && !class.persistent,
             name,
             acc: Acc::default(),
         }
@@ -516,6 +615,7 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
     let results = crate::parallel::per_rank(run, |rd, rank| Ok(profile_rank(rd, rank, window)));
     let mut p = Profile {
         ranks: run.ranks(),
+        percentile_rel_error: crate::histogram::REL_ERROR,
         ..Profile::default()
     };
     let mut m = Merged::default();
@@ -526,13 +626,15 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
         }
     }
     missing_ranks(run, &mut p);
+    p.totals = Totals::of(&p.per_rank);
     p.p2p.sort_by(|a, b| {
         b.bytes
             .cmp(&a.bytes)
             .then((a.from, a.to).cmp(&(b.from, b.to)))
     });
     p.bursts = bursts_of(&m.bursts, m.burst_sum, m.burst_recip);
-    p.callsites = callsite_rows(m.sites);
+    p.callsites = m.sites.rows();
+    p.message_sizes = size_bins(&m.sizes);
     p.calls = m
         .acc
         .into_iter()
@@ -548,8 +650,10 @@ struct Merged {
     bursts: LogHistogram,
     burst_sum: f64,
     burst_recip: f64,
-    /// Per callsite: (number, ranks, totals).
-    sites: HashMap<Frames, (u32, u32, SiteAcc)>,
+    /// Per callsite, over ranks.
+    sites: Sites,
+    /// Messages by size class: point-to-point, collective.
+    sizes: [Vec<u64>; 2],
 }
 
 impl Merged {
@@ -562,23 +666,9 @@ impl Merged {
         self.bursts.merge(&rp.bursts);
         self.burst_sum += rp.stats.compute_s;
         self.burst_recip += rp.burst_recip;
-        for (frames, a) in rp.sites {
-            let next = self.sites.len() as u32;
-            let e = self.sites.entry(frames).or_insert_with(|| {
-                (
-                    next,
-                    0,
-                    SiteAcc {
-                        function: a.function.clone(),
-                        ..SiteAcc::default()
-                    },
-                )
-            });
-            e.1 += 1;
-            e.2.count += a.count;
-            e.2.time_ns += a.time_ns;
-            e.2.max_ns = e.2.max_ns.max(a.max_ns);
-            e.2.bytes += a.bytes;
+        self.sites.add(rp.sites);
+        for (into, from) in self.sizes.iter_mut().zip(&rp.sizes) {
+            add_counts(into, from);
         }
         for (to, (m, b)) in rp.sent_to {
             p.p2p.push(PairTraffic {
@@ -649,44 +739,42 @@ fn bursts_of(bursts: &LogHistogram, sum: f64, recip: f64) -> Bursts {
     }
 }
 
-/// The callsites, busiest first; the fifty busiest located in the binaries' debug
-/// information.
-fn callsite_rows(sites: HashMap<Frames, (u32, u32, SiteAcc)>) -> Vec<CallsiteStats> {
-    let mut symbolizer = crate::symbols::Symbolizer::new();
-    let mut sites: Vec<(Frames, (u32, u32, SiteAcc))> = sites.into_iter().collect();
-    sites.sort_by(|a, b| {
-        b.1 .2
-            .time_ns
-            .cmp(&a.1 .2.time_ns)
-            .then(a.1 .0.cmp(&b.1 .0))
-    });
-    let mut rows = Vec::with_capacity(sites.len());
-    for (i, (frames, (number, ranks, a))) in sites.into_iter().enumerate() {
-        // Debug information is read for the busiest callsites only.
-        let location = frames
-            .first()
-            .filter(|(path, _)| !path.is_empty() && i < 50)
-            .map(|(path, offset)| match symbolizer.resolve(path, *offset) {
-                Some(l) => l.to_string(),
-                None => format!("{path}+{offset:#x}"),
-            });
-        rows.push(CallsiteStats {
-            callsite: number,
-            function: a.function,
-            location,
-            ranks,
-            count: a.count,
-            time_s: ns(a.time_ns),
-            mean_s: if a.count > 0 {
-                ns(a.time_ns) / a.count as f64
-            } else {
-                0.0
-            },
-            max_s: ns(a.max_ns),
-            bytes: a.bytes,
-        });
+/// Counts one message of `bytes` in `counts`, by size class.
+fn count_size(counts: &mut Vec<u64>, bytes: u64) {
+    let c = size_class(bytes) as usize;
+    if counts.len() <= c {
+        counts.resize(c + 1, 0);
     }
-    rows
+    counts[c] += 1;
+}
+
+/// Adds counts by class.
+fn add_counts(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (x, n) in into.iter_mut().zip(from) {
+        *x += n;
+    }
+}
+
+/// The size bins from the smallest to the largest class holding a message (empty ones
+/// between them included), from counts by class (point-to-point, collective).
+fn size_bins(sizes: &[Vec<u64>; 2]) -> Vec<SizeBin> {
+    let at = |k: usize, c: usize| sizes[k].get(c).copied().unwrap_or(0);
+    let n = sizes[0].len().max(sizes[1].len());
+    let used: Vec<usize> = (0..n).filter(|&c| at(0, c) + at(1, c) > 0).collect();
+    let (Some(&lo), Some(&hi)) = (used.first(), used.last()) else {
+        return Vec::new();
+    };
+    (lo..=hi)
+        .map(|c| SizeBin {
+            from_bytes: if c == 0 { 0 } else { 1u64 << (c - 1).min(63) },
+            label: size_class_label(c as u32),
+            p2p: at(0, c),
+            collective: at(1, c),
+        })
+        .collect()
 }
 
 /// The row of one function.
@@ -715,5 +803,126 @@ fn call_row(a: Acc) -> CallStats {
             .filter(|(_, &n)| n > 0)
             .map(|(c, &n)| (size_class_label(c as u32), n))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiscope_trace::{CallDef, Lang};
+
+    /// Calls by id 1.. in `names` order.
+    fn tables(names: &[&str]) -> Tables {
+        let mut t = Tables::default();
+        for (i, n) in names.iter().enumerate() {
+            let id = i as u32 + 1;
+            t.calls.insert(
+                id,
+                CallDef {
+                    id,
+                    name: n.to_string(),
+                    lang: Lang::C,
+                },
+            );
+        }
+        t
+    }
+
+    /// An event of call `call` from `enter` to `exit` (us) on `thread`, with `args`.
+    fn ev(call: u32, enter: u64, exit: u64, thread: u16, args: &[(Slot, i64)]) -> Event {
+        let mut e = crate::testutil::event(args, &[]);
+        e.call = call;
+        e.thread = thread;
+        e.t_enter = enter * 1000;
+        e.t_exit = exit * 1000;
+        e
+    }
+
+    /// The halo example's shape: 300 ms in MPI_Init, 10 ms of application with 4 ms in
+    /// MPI, 50 ms in MPI_Finalize. MPI% is 40% of the application time, not 98% of the
+    /// wall time.
+    #[test]
+    fn mpi_time_is_between_init_and_finalize() {
+        let t = tables(&["MPI_Init", "MPI_Send", "MPI_Finalize", "MPI_Initialized"]);
+        let mut p = RankPass::new(0, None);
+        // Before MPI_Init (outside the application time), MPI_Init, then 2 x (2 ms compute,
+        // 2 ms MPI_Send), 2 ms compute, MPI_Finalize, a call after it.
+        let events = [
+            ev(4, 0, 1_000, 0, &[]),
+            ev(1, 2_000, 302_000, 0, &[]),
+            ev(2, 304_000, 306_000, 0, &[(Slot::Peer, 1), (Slot::Bytes, 8)]),
+            ev(2, 308_000, 310_000, 0, &[(Slot::Peer, 1), (Slot::Bytes, 8)]),
+            ev(3, 312_000, 362_000, 0, &[]),
+            ev(4, 363_000, 364_000, 0, &[]),
+        ];
+        for e in &events {
+            p.event(e, &t);
+        }
+        let s = p.times();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(s.wall_s, 0.364), "{s:?}");
+        assert!(close(s.app_s, 0.010), "{s:?}");
+        assert!(close(s.mpi_s, 0.004), "{s:?}");
+        assert!(close(s.compute_s, 0.006), "{s:?}");
+        assert!(close(s.mpi_pct, 40.0), "{s:?}");
+        assert!(close(s.init_s, 0.300), "{s:?}");
+        assert!(close(s.finalize_s, 0.050), "{s:?}");
+        // The bursts are the three computations inside the application time.
+        assert_eq!(s.bursts, 3);
+        assert!(close(s.granularity, 1.5), "{s:?}");
+        let totals = Totals::of(&[s.clone(), s]);
+        assert!(close(totals.app_s, 0.020) && close(totals.mpi_pct, 40.0));
+        assert!(close(totals.init_s, 0.600) && close(totals.finalize_s, 0.100));
+    }
+
+    /// A record (or a report window) without MPI_Init or MPI_Finalize: the application time
+    /// is from the first entry to the last exit, and calls on other threads do not count.
+    #[test]
+    fn without_init_or_finalize_the_record_bounds_the_time() {
+        let t = tables(&["MPI_Send", "MPI_Recv"]);
+        let mut p = RankPass::new(3, None);
+        for e in [
+            ev(1, 100, 103, 0, &[(Slot::Peer, 1), (Slot::Bytes, 8)]),
+            ev(2, 101, 140, 1, &[(Slot::Peer, 1), (Slot::Bytes, 8)]),
+            ev(
+                1,
+                110,
+                111,
+                0,
+                &[(Slot::Peer, mpiscope_trace::PEER_NULL), (Slot::Bytes, 8)],
+            ),
+        ] {
+            p.event(&e, &t);
+        }
+        let s = p.times();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(s.app_s, 40e-6) && close(s.wall_s, 40e-6), "{s:?}");
+        assert!(close(s.mpi_s, 4e-6) && close(s.compute_s, 7e-6), "{s:?}");
+        assert_eq!((s.init_s, s.finalize_s, s.threads), (0.0, 0.0, 2));
+        // One message to a real process, none to the null one.
+        assert_eq!(p.sizes[0].iter().sum::<u64>(), 1);
+        assert_eq!(size_bins(&p.sizes)[0].label, "8B");
+    }
+
+    #[test]
+    fn size_bins_span_the_classes_used() {
+        let mut sizes: [Vec<u64>; 2] = Default::default();
+        for b in [0, 8, 15, 1024] {
+            count_size(&mut sizes[0], b);
+        }
+        count_size(&mut sizes[1], 64);
+        let bins = size_bins(&sizes);
+        let labels: Vec<&str> = bins.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["0B", "1B", "2B", "4B", "8B", "16B", "32B", "64B", "128B", "256B", "512B", "1KiB"]
+        );
+        assert_eq!(
+            (bins[4].from_bytes, bins[4].p2p, bins[4].collective),
+            (8, 2, 0)
+        );
+        assert_eq!((bins[7].p2p, bins[7].collective), (0, 1));
+        assert_eq!((bins[11].from_bytes, bins[11].p2p), (1024, 1));
+        assert!(size_bins(&Default::default()).is_empty());
     }
 }

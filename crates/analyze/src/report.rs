@@ -82,7 +82,7 @@ impl Serialize for Report {
             self.matrix.is_some(),
             self.endings.is_some(),
         ];
-        let len = 8 + optional.iter().filter(|&&b| b).count();
+        let len = 11 + optional.iter().filter(|&&b| b).count();
         let mut s = serializer.serialize_struct("Report", len)?;
         s.serialize_field("ranks", &p.ranks)?;
         s.serialize_field("events", &p.events)?;
@@ -91,6 +91,9 @@ impl Serialize for Report {
         s.serialize_field("bursts", &p.bursts)?;
         s.serialize_field("callsites", &p.callsites)?;
         s.serialize_field("p2p", &p.p2p)?;
+        s.serialize_field("totals", &p.totals)?;
+        s.serialize_field("message_sizes", &p.message_sizes)?;
+        s.serialize_field("percentile_rel_error", &p.percentile_rel_error)?;
         match &self.balance {
             Some(b) => s.serialize_field("balance", b)?,
             None => s.skip_field("balance")?,
@@ -130,6 +133,8 @@ impl Report {
         let mut s = String::new();
         functions(&mut s, p);
         bursts_and_callsites(&mut s, p);
+        callsite_spread(&mut s, p);
+        message_sizes(&mut s, p);
         pairs(&mut s, p);
         if let Some(m) = &self.matrix {
             s += &m.to_text();
@@ -188,6 +193,21 @@ fn functions(s: &mut String, p: &Profile) {
             c.p99_s * 1e6,
             c.max_s * 1e6,
             human_bytes(c.bytes)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "(median and p99 from log histograms: within {:.2}% of the exact value, never outside \
+         [min, max])",
+        100.0 * p.percentile_rel_error
+    );
+    let t = &p.totals;
+    if t.app_s > 0.0 || t.init_s > 0.0 {
+        let _ = writeln!(
+            s,
+            "\nApplication time (end of MPI_Init to start of MPI_Finalize), all ranks: {:.6} s, \
+             MPI {:.6} s ({:.1}%), compute {:.6} s; apart: MPI_Init {:.6} s, MPI_Finalize {:.6} s",
+            t.app_s, t.mpi_s, t.mpi_pct, t.compute_s, t.init_s, t.finalize_s
         );
     }
 }
@@ -259,39 +279,117 @@ fn pairs(s: &mut String, p: &Profile) {
     }
 }
 
-/// The table of ranks: wall, MPI and compute time, granularity, and how each record ends.
+/// The table of ranks: wall time, the application time (end of MPI_Init to start of
+/// MPI_Finalize) and the MPI and compute time within it, MPI_Init and MPI_Finalize apart,
+/// granularity, and how each record ends; then the sums over ranks.
 fn ranks(s: &mut String, p: &Profile) {
     let _ = writeln!(
         s,
-        "\n{:>6} {:<16} {:>10} {:>10} {:>11} {:>6} {:>11} {:>12}  End",
+        "\n{:>6} {:<16} {:>10} {:>10} {:>10} {:>11} {:>6} {:>10} {:>10} {:>11} {:>12}  End",
         "Rank",
         "Host",
         "Wall (s)",
+        "App (s)",
         "MPI (s)",
         "Compute (s)",
         "MPI%",
+        "Init (s)",
+        "Final (s)",
         "Granularity",
         "Burst hm (us)"
     );
     for r in &p.per_rank {
-        let pct = if r.wall_s > 0.0 {
-            100.0 * r.mpi_s / r.wall_s
-        } else {
-            0.0
-        };
         let _ = writeln!(
             s,
-            "{:>6} {:<16} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>11.3} {:>12.3}  {}",
+            "{:>6} {:<16} {:>10.6} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>10.6} {:>10.6} {:>11.3} {:>12.3}  {}",
             r.rank,
             r.host,
             r.wall_s,
+            r.app_s,
             r.mpi_s,
             r.compute_s,
-            pct,
+            r.mpi_pct,
+            r.init_s,
+            r.finalize_s,
             r.granularity,
             r.burst_harmonic_mean_s * 1e6,
             r.end
         );
+    }
+    let t = &p.totals;
+    if p.per_rank.len() > 1 {
+        let _ = writeln!(
+            s,
+            "{:>6} {:<16} {:>10} {:>10.6} {:>10.6} {:>11.6} {:>5.1}% {:>10.6} {:>10.6}",
+            "*",
+            "(all ranks)",
+            "",
+            t.app_s,
+            t.mpi_s,
+            t.compute_s,
+            t.mpi_pct,
+            t.init_s,
+            t.finalize_s
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  App: from the end of MPI_Init to the start of MPI_Finalize; MPI and compute time \
+         and MPI% are within it (MPI_Init and MPI_Finalize are apart)."
+    );
+}
+
+/// Callsites across ranks: the busiest ten by time, with the time per rank (over the ranks
+/// that called there) and its coefficient of variation.
+fn callsite_spread(s: &mut String, p: &Profile) {
+    if p.callsites.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nCallsites across ranks, time per rank (over the ranks that called there):\n\
+         {:>4} {:<22} {:>11} {:>12} {:>12} {:>12} {:>6}  Location",
+        "Site", "Function", "Calls", "Min (ms)", "Mean (ms)", "Max (ms)", "COV"
+    );
+    for c in p.callsites.iter().take(10) {
+        let _ = writeln!(
+            s,
+            "{:>4} {:<22} {:>11} {:>12.3} {:>12.3} {:>12.3} {:>6.3}  {}",
+            c.callsite,
+            c.function,
+            c.count,
+            c.rank_min_s * 1e3,
+            c.rank_mean_s * 1e3,
+            c.rank_max_s * 1e3,
+            c.rank_cov,
+            c.location.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+/// Messages by size class: point-to-point sends and collective calls.
+fn message_sizes(s: &mut String, p: &Profile) {
+    if p.message_sizes.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nMessage sizes (point-to-point: messages sent; collective: calls by buffer size):\n\
+         {:>22} {:>12} {:>12}",
+        "Size", "P2P", "Collective"
+    );
+    for b in &p.message_sizes {
+        let range = if b.from_bytes == 0 {
+            "0B".to_string()
+        } else {
+            let class = 64 - b.from_bytes.leading_zeros();
+            format!(
+                "[{}, {})",
+                b.label,
+                crate::profile::size_class_label(class + 1)
+            )
+        };
+        let _ = writeln!(s, "{:>22} {:>12} {:>12}", range, b.p2p, b.collective);
     }
 }
 
@@ -328,12 +426,15 @@ mod tests {
             "bursts",
             "callsites",
             "p2p",
+            "totals",
+            "message_sizes",
+            "percentile_rel_error",
             "warnings",
         ];
         assert_eq!(keys(&r), plain);
         r.balance = Some(Balance::default());
         r.endings = Some(Endings::default());
-        let mut all: Vec<&str> = plain[..7].to_vec();
+        let mut all: Vec<&str> = plain[..10].to_vec();
         all.extend(["balance", "endings", "warnings"]);
         assert_eq!(keys(&r), all);
         // The statistics are written as they are on their own, the extra sections before

@@ -5,7 +5,8 @@
 //! buffer size when the status was not decoded), an `Irecv` is credited with its posted
 //! buffer, a collective sends its send buffer and receives its receive buffer (a `Bcast` or a
 //! `Reduce` moves its one buffer: the root sends or receives it, the others the reverse).
-//! Persistent requests are credited when started, not when created.
+//! Persistent requests are credited when started, not when created. A send to or a receive
+//! from `MPI_PROC_NULL` ([`PEER_NULL`]) moves nothing, in either half of a `Sendrecv`.
 
 use mpiscope_mpispec::Family;
 use mpiscope_trace::{Event, Slot, PEER_NULL};
@@ -52,9 +53,10 @@ pub enum Rule {
     Send,
     /// Point-to-point receive: its status, else its buffer, unless from the null process.
     Recv,
-    /// Sendrecv: send buffer out, status or receive buffer in.
+    /// Sendrecv: send buffer out unless to the null process, status or receive buffer in
+    /// unless from the null process.
     Sendrecv,
-    /// Sendrecv_replace: one buffer out and in.
+    /// Sendrecv_replace: one buffer out and in (each half not with the null process).
     SendrecvReplace,
     /// Bcast: the root sends its buffer, the others receive it.
     Bcast,
@@ -121,6 +123,8 @@ impl Rule {
         let n = u64::from(peers.max(1));
         let a = &ev.args;
         let to_null = || a.get(Slot::Peer) == Some(PEER_NULL);
+        // The receive half of a combined call names its source in its own slot.
+        let from_null = || a.get(Slot::RecvPeer) == Some(PEER_NULL);
         let is_root = || {
             a.get(Slot::Root)
                 .is_some_and(|r| r == i64::from(rank) || r == mpiscope_trace::PEER_ROOT)
@@ -134,12 +138,20 @@ impl Rule {
             Rule::Recv if to_null() => Volume::default(),
             Rule::Recv => v(0, pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)))),
             Rule::Sendrecv => v(
-                bytes(),
-                pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes))),
+                if to_null() { 0 } else { bytes() },
+                if from_null() {
+                    0
+                } else {
+                    pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)))
+                },
             ),
             Rule::SendrecvReplace => v(
-                bytes(),
-                pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))),
+                if to_null() { 0 } else { bytes() },
+                if from_null() {
+                    0
+                } else {
+                    pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)))
+                },
             ),
             Rule::Bcast if is_root() => v(bytes(), 0),
             Rule::Bcast => v(0, bytes()),
@@ -224,6 +236,60 @@ mod tests {
                 sent: 8,
                 received: 0
             }
+        );
+    }
+
+    /// The halo exchange of `examples/halo.c`: the end ranks send to or receive from the null
+    /// process in one half of each `Sendrecv`; that half moves nothing.
+    #[test]
+    fn sendrecv_with_the_null_process() {
+        let half = |peer: i64, rpeer: i64, st: Option<i64>| {
+            let mut a = vec![
+                (Slot::Peer, peer),
+                (Slot::Bytes, 8),
+                (Slot::RecvPeer, rpeer),
+                (Slot::RecvBytes, 8),
+            ];
+            a.extend(st.map(|b| (Slot::StatusBytes, b)));
+            ev(&a)
+        };
+        let v = |sent, received| Volume { sent, received };
+        assert_eq!(
+            volume("MPI_Sendrecv", &half(PEER_NULL, 1, Some(8)), 0, 4),
+            v(0, 8)
+        );
+        assert_eq!(
+            volume("MPI_Sendrecv", &half(1, PEER_NULL, Some(0)), 0, 4),
+            v(8, 0)
+        );
+        // Without a decoded status the receive buffer would be credited: not from null.
+        assert_eq!(
+            volume("MPI_Sendrecv", &half(1, PEER_NULL, None), 0, 4),
+            v(8, 0)
+        );
+        assert_eq!(volume("MPI_Sendrecv", &half(2, 1, None), 0, 4), v(8, 8));
+        assert_eq!(
+            volume("MPI_Sendrecv", &half(PEER_NULL, PEER_NULL, None), 0, 4),
+            v(0, 0)
+        );
+        let replace = |peer: i64, rpeer: i64| {
+            ev(&[
+                (Slot::Peer, peer),
+                (Slot::Bytes, 16),
+                (Slot::RecvPeer, rpeer),
+            ])
+        };
+        assert_eq!(
+            volume("MPI_Sendrecv_replace", &replace(PEER_NULL, 3), 0, 4),
+            v(0, 16)
+        );
+        assert_eq!(
+            volume("MPI_Sendrecv_replace", &replace(3, PEER_NULL), 0, 4),
+            v(16, 0)
+        );
+        assert_eq!(
+            volume("MPI_Isendrecv", &half(PEER_NULL, 1, None), 0, 4),
+            v(0, 8)
         );
     }
 

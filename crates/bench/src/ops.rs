@@ -212,6 +212,16 @@ impl Op {
         }
     }
 
+    /// Bytes of one message (the array of `n` integers each process contributes): the size
+    /// the lengths `m` to `M` ask for, shown as BYTES; 0 for the operations without a length.
+    pub fn message_bytes(self, n: u64) -> u64 {
+        if self.lengthless() {
+            0
+        } else {
+            4 * n
+        }
+    }
+
     /// Integers of transfer buffer one operation needs (send plus receive side).
     pub fn ints_needed(self, n: u64, np: u64) -> u64 {
         match self {

@@ -9,6 +9,7 @@ use clap::Parser;
 #[derive(Parser, Debug, Clone, PartialEq)]
 #[command(
     name = "mpiscope-bench",
+    version,
     about = "MPITEST: time the basic MPI operations (run it under mpirun).",
     after_help = "Seed syntax is accepted too: mpirun -np 4 mpiscope-bench m1 M100 K10 T100 t100000 R2 otransfer.dat"
 )]

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::method::Overheads;
+use crate::ops::Op;
 use crate::params::Params;
 use crate::stats::Summary;
 
@@ -28,8 +29,13 @@ pub struct Row {
     pub key: &'static str,
     /// Array length in integers (none for TIMING, BARRIER, SIGNAL SENDING).
     pub ints: Option<u64>,
-    /// Bytes the operation moves as MPITEST counts them (for bandwidth).
+    /// Bytes the operation moves as MPITEST counts them, for bandwidth (`MB/s`): twice the
+    /// message for SEND & RECV's round trip, `N (np - 1)` for the gathers and all-to-all.
+    /// Not the message size: see `message_bytes`.
     pub bytes: u64,
+    /// Bytes of one message (`4 N`; 0 without a length): the size `m` and `M` ask for,
+    /// the text table's BYTES column.
+    pub message_bytes: u64,
     /// Timed iterations.
     pub iterations: u32,
     /// Corrected times (`t2 - t1 - DT - DB`), seconds: per iteration the slowest rank.
@@ -46,6 +52,29 @@ pub struct Row {
     /// Result of `--validate`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub valid: Option<bool>,
+}
+
+impl Row {
+    /// The row of `op` on arrays of `n` integers (none: lengthless) in repeat `repeat` on
+    /// `np` processes, before it is measured.
+    pub fn new(repeat: u32, op: Op, n: Option<u64>, np: u64) -> Row {
+        let ints = n.unwrap_or(0);
+        Row {
+            repeat,
+            operation: op.mpitest_name(),
+            key: op.key(),
+            ints: n,
+            bytes: op.bytes(ints, np),
+            message_bytes: op.message_bytes(ints),
+            iterations: 0,
+            time: Summary::of(&[]),
+            raw: Summary::of(&[]),
+            bandwidth_mb_s: None,
+            unstable: false,
+            skipped: None,
+            valid: None,
+        }
+    }
 }
 
 /// The whole run.
@@ -167,6 +196,10 @@ impl Results {
         );
         let _ = writeln!(
             s,
+            "# BYTES: one message (N integers); MB/s counts what the operation moves (x2 for SEND & RECV, x(np-1) for GATHER, ALLGATHER, ALL-TO-ALL)."
+        );
+        let _ = writeln!(
+            s,
             "# {:<3} {:<15} {:>9} {:>11} {:>6} {:>11} {:>11} {:>11} {:>11} {:>23} {:>11} {:>10}",
             "R",
             "OPERATION",
@@ -187,7 +220,7 @@ impl Results {
                 let _ = writeln!(
                     s,
                     "  {:<3} {:<15} {:>9} {:>11} skipped: {why}",
-                    r.repeat, r.operation, n, r.bytes
+                    r.repeat, r.operation, n, r.message_bytes
                 );
                 continue;
             }
@@ -198,7 +231,7 @@ impl Results {
                 r.repeat,
                 r.operation,
                 n,
-                r.bytes,
+                r.message_bytes,
                 r.iterations,
                 us(t.mean),
                 us(t.median),
@@ -222,12 +255,12 @@ impl Results {
     /// CSV with a header line; times in seconds.
     pub fn to_csv(&self) -> String {
         let mut s = String::from(
-            "repeat,operation,ints,bytes,iterations,mean_s,median_s,min_s,max_s,ci_low_s,ci_high_s,raw_mean_s,raw_median_s,bandwidth_mb_s,unstable,skipped,valid\n",
+            "repeat,operation,ints,bytes,iterations,mean_s,median_s,min_s,max_s,ci_low_s,ci_high_s,raw_mean_s,raw_median_s,bandwidth_mb_s,unstable,skipped,valid,message_bytes\n",
         );
         for r in &self.results {
             let t = &r.time;
             s.push_str(&format!(
-                "{},\"{}\",{},{},{},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{},{},\"{}\",{}\n",
+                "{},\"{}\",{},{},{},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{:e},{},{},\"{}\",{},{}\n",
                 r.repeat,
                 r.operation,
                 r.ints.map_or(String::new(), |n| n.to_string()),
@@ -245,8 +278,88 @@ impl Results {
                 r.unstable,
                 r.skipped.clone().unwrap_or_default(),
                 r.valid.map_or(String::new(), |v| v.to_string()),
+                r.message_bytes,
             ));
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `mpiscope-bench --bytes --max 4096` on 4 processes: every operation's BYTES column
+    /// ends at 4096 (SEND & RECV's ended at 8192, the round trip's count for bandwidth).
+    #[test]
+    fn bytes_column_is_the_message_size() {
+        let args = [
+            "mpiscope-bench",
+            "--bytes",
+            "--min",
+            "1024",
+            "--max",
+            "4096",
+            "K4",
+        ];
+        let p = Params::from_args(args.iter().map(|a| a.to_string())).unwrap();
+        let mut results = Vec::new();
+        for op in crate::ops::ALL {
+            let lengths = if op.lengthless() {
+                vec![None]
+            } else {
+                p.lengths().into_iter().map(Some).collect()
+            };
+            for n in lengths {
+                results.push(Row::new(1, op, n, 4));
+            }
+        }
+        let sr = results
+            .iter()
+            .rfind(|r| r.operation == "SEND & RECV")
+            .unwrap();
+        assert_eq!(
+            (sr.ints, sr.message_bytes, sr.bytes),
+            (Some(1024), 4096, 8192)
+        );
+        let gather = results.iter().rfind(|r| r.operation == "GATHER").unwrap();
+        assert_eq!((gather.message_bytes, gather.bytes), (4096, 3 * 4096));
+        let r = Results {
+            np: 4,
+            mpi_library: "test".into(),
+            wtick: 1e-9,
+            overheads: Overheads {
+                dt: 0.0,
+                db: 0.0,
+                resolution: 0.0,
+            },
+            params: ParamsOut::from(&p),
+            results,
+        };
+        let text = r.to_text();
+        // The BYTES column (the fourth of a row) of every row with a length.
+        let column: Vec<u64> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split("  ").filter(|f| !f.trim().is_empty()).nth(3))
+            .filter_map(|f| f.trim().parse().ok())
+            .collect();
+        assert!(!column.is_empty(), "{text}");
+        assert_eq!(column.iter().max(), Some(&4096), "{text}");
+        assert!(
+            column.iter().all(|&b| b == 0 || b == 1024 || b == 4096),
+            "{column:?}"
+        );
+        let csv = r.to_csv();
+        assert!(csv
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",valid,message_bytes"));
+        assert!(
+            csv.lines()
+                .any(|l| l.starts_with("1,\"SEND & RECV\",1024,8192,") && l.ends_with(",4096")),
+            "{csv}"
+        );
     }
 }

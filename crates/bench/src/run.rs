@@ -134,20 +134,7 @@ impl<'a> Sweep<'a> {
     fn row(&mut self, repeat: u32, op: Op, n: Option<u64>, o: &Overheads) -> Row {
         let params = self.params;
         let ints = n.unwrap_or(0);
-        let mut row = Row {
-            repeat,
-            operation: op.mpitest_name(),
-            key: op.key(),
-            ints: n,
-            bytes: op.bytes(ints, self.np),
-            iterations: 0,
-            time: Summary::of(&[]),
-            raw: Summary::of(&[]),
-            bandwidth_mb_s: None,
-            unstable: false,
-            skipped: None,
-            valid: None,
-        };
+        let mut row = Row::new(repeat, op, n, self.np);
         if op.pairwise() && self.np < 2 {
             row.skipped = Some("needs 2 processes".into());
             return row;

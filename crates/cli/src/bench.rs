@@ -6,24 +6,28 @@
 //! --callsites-by-size`), and each collective's measured time printed next to the
 //! predicted one (`mpiscope_calibrate::prediction`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-/// Options of `mpiscope bench`: `-np N` (as mpirun spells it, or `--np N`), `--mpirun
-/// CMD`, `--binary PATH`, `--bind-to core|none`, then the benchmark's own arguments.
+/// Options of `mpiscope bench`: `-n/--ranks N` (or mpirun's `-np N`), `--mpirun CMD`,
+/// `--launcher-arg ARG`, `--binary PATH`, `--bind-to core|none`, then the benchmark's own
+/// arguments.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// `-np N` (processes, default 2), `--mpirun CMD` (default `mpirun`), `--binary PATH`
-    /// (default: `mpiscope-bench` next to `mpiscope`), `--bind-to core` (rank i bound to
-    /// core i modulo the cores, as `busy_signal` needs; default: the launcher's choice),
-    /// `--predict PLATFORM` (trace the run,
-    /// replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results and replay
-    /// of `--predict` in DIR), `--force` (replace an output file of another kind; with
-    /// `--keep`, an earlier trace there too), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or as
-    /// long options.
+    /// `-n N`, `--ranks N` (processes, default 2; mpirun's `-np N` and `--np N` too),
+    /// `--mpirun CMD` (the launcher, default `mpirun`: a command with its arguments split
+    /// as a shell splits words, `--mpirun "srun --mpi=pmix"`), `--launcher-arg ARG` (one
+    /// more launcher argument, repeatable), `--binary PATH` (default: `mpiscope-bench` next
+    /// to `mpiscope`), `--bind-to core` (rank i bound to core i modulo the cores, as
+    /// `busy_signal` needs; default: the launcher's choice), `--predict PLATFORM` (trace
+    /// the run, replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results
+    /// and replay of `--predict` in DIR), `--force` (replace an output file of another
+    /// kind; with `--keep`, an earlier trace there too), `-q`, `--quiet` (no messages of
+    /// mpiscope's own), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or
+    /// as long options.
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
@@ -35,7 +39,9 @@ pub struct BenchArgs {
 #[derive(Debug)]
 struct Parsed {
     np: u32,
-    mpirun: String,
+    /// The launcher and its own arguments.
+    mpirun: Vec<String>,
+    quiet: bool,
     binary: Option<PathBuf>,
     bind_to_core: bool,
     predict: Option<PathBuf>,
@@ -48,7 +54,8 @@ struct Parsed {
 fn parse(args: &[String]) -> Result<Parsed> {
     let mut p = Parsed {
         np: 2,
-        mpirun: "mpirun".into(),
+        mpirun: vec!["mpirun".into()],
+        quiet: false,
         binary: None,
         bind_to_core: false,
         predict: None,
@@ -63,20 +70,35 @@ fn parse(args: &[String]) -> Result<Parsed> {
                 .cloned()
                 .with_context(|| format!("{} needs a value", args[i]))
         };
-        if args[i] == "--force" {
-            p.force = true;
-            i += 1;
-            continue;
+        match args[i].as_str() {
+            "--force" | "--quiet" | "-q" => {
+                if args[i] == "--force" {
+                    p.force = true;
+                } else {
+                    p.quiet = true;
+                }
+                i += 1;
+                continue;
+            }
+            _ => {}
         }
         match args[i].as_str() {
-            "-np" | "--np" | "-n" => {
+            "-np" | "--np" | "-n" | "--ranks" => {
                 let v = value(i)?;
                 p.np =
                     v.parse().ok().filter(|&n: &u32| n > 0).with_context(|| {
                         format!("{} {v}: expected a number of processes", args[i])
                     })?;
             }
-            "--mpirun" => p.mpirun = value(i)?,
+            "--mpirun" => {
+                let v = value(i)?;
+                let words = shell_words(&v).map_err(|e| anyhow::anyhow!("--mpirun {v}: {e}"))?;
+                // The launcher arguments given before stay after it.
+                let extra = p.mpirun.split_off(1);
+                p.mpirun = words;
+                p.mpirun.extend(extra);
+            }
+            "--launcher-arg" => p.mpirun.push(value(i)?),
             "--binary" => p.binary = Some(PathBuf::from(value(i)?)),
             "--bind-to" => {
                 p.bind_to_core = match value(i)?.as_str() {
@@ -110,8 +132,64 @@ pub fn bench(args: BenchArgs) -> Result<i32> {
     let mut cmd = mpirun_command(&a, &bench_args)?;
     let status = cmd
         .status()
-        .with_context(|| format!("cannot run {} (install openmpi-bin)", a.mpirun))?;
-    Ok(status.code().unwrap_or(2))
+        .with_context(|| format!("cannot run {} (install openmpi-bin)", a.mpirun[0]))?;
+    use std::os::unix::process::ExitStatusExt;
+    // As a shell says it: 128 + N when signal N ended the launcher.
+    Ok(status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0)))
+}
+
+/// Splits `s` into words as a POSIX shell does, without expansions: blanks separate words,
+/// `'...'` is literal, `"..."` keeps blanks (a backslash there escapes `"`, `\\`, `$` and
+/// `` ` ``), and a backslash outside quotes escapes the next character.
+fn shell_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => words.extend(word.take()),
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => w.push(c),
+                        None => return Err("unterminated ' quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(e @ ('"' | '\\' | '$' | '`')) => w.push(e),
+                            Some(e) => {
+                                w.push('\\');
+                                w.push(e);
+                            }
+                            None => return Err("unterminated \" quote".into()),
+                        },
+                        Some(c) => w.push(c),
+                        None => return Err("unterminated \" quote".into()),
+                    }
+                }
+            }
+            '\\' => match chars.next() {
+                Some(e) => word.get_or_insert_with(String::new).push(e),
+                None => return Err("a backslash ends it".into()),
+            },
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    if words.is_empty() {
+        return Err("no launcher command".into());
+    }
+    Ok(words)
 }
 
 /// `mpirun -np N mpiscope-bench ARGS` with the launcher options this host needs.
@@ -128,11 +206,22 @@ fn mpirun_command(a: &Parsed, bench_args: &[String]) -> Result<Command> {
             binary.display()
         );
     }
-    let mut cmd = Command::new(&a.mpirun);
+    let mut cmd = Command::new(&a.mpirun[0]);
+    cmd.args(&a.mpirun[1..]);
     let is_root = std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
         .unwrap_or(false);
-    let open_mpi = !a.mpirun.contains("mpich") && !a.mpirun.contains("hydra");
+    // Open MPI's mpirun takes its own options; MPICH's Hydra and other launchers (srun)
+    // do not.
+    let program = Path::new(&a.mpirun[0])
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let open_mpi = ["mpirun", "mpiexec", "orterun"]
+        .iter()
+        .any(|l| program == *l || program.starts_with(&format!("{l}.openmpi")))
+        && !program.contains("mpich")
+        && !program.contains("hydra");
     if open_mpi {
         if is_root {
             cmd.arg("--allow-run-as-root");
@@ -145,7 +234,8 @@ fn mpirun_command(a: &Parsed, bench_args: &[String]) -> Result<Command> {
     } else if a.bind_to_core {
         cmd.args(["-bind-to", "core"]);
     }
-    cmd.arg("-np")
+    // srun counts tasks with -n; the MPI launchers take mpirun's -np.
+    cmd.arg(if program == "srun" { "-n" } else { "-np" })
         .arg(a.np.to_string())
         .arg(&binary)
         .args(bench_args);
@@ -239,7 +329,12 @@ fn predict_in(
     };
     // The measurement runs untraced (the recorder adds its own cost to every call); a
     // second run of the same benchmark is traced for the replay.
-    eprintln!("mpiscope: measuring {} ranks", a.np);
+    let say = |m: String| {
+        if !a.quiet {
+            eprintln!("mpiscope: {m}");
+        }
+    };
+    say(format!("measuring {} ranks", a.np));
     run_checked(
         &mut mpirun_command(a, &with_output(&results))?,
         "mpiscope-bench",
@@ -254,9 +349,9 @@ fn predict_in(
         .arg("--")
         .arg(launch.get_program())
         .args(launch.get_args());
-    eprintln!("mpiscope: tracing a second run");
+    say("tracing a second run".into());
     run_checked(&mut trace, "mpiscope trace")?;
-    eprintln!("mpiscope: replaying on {}", platform.display());
+    say(format!("replaying on {}", platform.display()));
     let replayed = run_checked(
         Command::new(&me)
             .arg("replay")
@@ -314,6 +409,55 @@ fn predict_in(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_launcher_with_its_arguments() {
+        let p = parse(&[
+            "--mpirun".into(),
+            "srun --mpi=pmix -p 'debug queue'".into(),
+            "--launcher-arg".into(),
+            "--exclusive".into(),
+            "m1".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            p.mpirun,
+            ["srun", "--mpi=pmix", "-p", "debug queue", "--exclusive"]
+        );
+        assert_eq!(p.rest, v("m1"));
+        let c = mpirun_command(
+            &Parsed {
+                binary: Some("/bin/true".into()),
+                ..p
+            },
+            &[],
+        )
+        .unwrap();
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        // srun is not Open MPI's mpirun: none of its options are added.
+        assert_eq!(
+            args,
+            [
+                "--mpi=pmix",
+                "-p",
+                "debug queue",
+                "--exclusive",
+                "-n",
+                "2",
+                "/bin/true"
+            ]
+        );
+        assert_eq!(
+            shell_words(r#"a "b c" d\ e "q\"x""#).unwrap(),
+            ["a", "b c", "d e", "q\"x"]
+        );
+        for bad in ["'open", "\"open", "", "  "] {
+            assert!(shell_words(bad).is_err(), "{bad}");
+        }
+    }
+
     fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
     }
@@ -321,7 +465,7 @@ mod tests {
     #[test]
     fn our_options_then_the_benchmarks() {
         let p = parse(&v("-np 4 --mpirun mpirun.openmpi m1 M100 --json")).unwrap();
-        assert_eq!((p.np, p.mpirun.as_str()), (4, "mpirun.openmpi"));
+        assert_eq!((p.np, p.mpirun.as_slice()), (4, &v("mpirun.openmpi")[..]));
         assert_eq!(p.rest, v("m1 M100 --json"));
         let p = parse(&v("--min 2")).unwrap();
         assert_eq!((p.np, p.rest), (2, v("--min 2")));
@@ -334,6 +478,10 @@ mod tests {
         assert!(p.bind_to_core);
         assert_eq!(p.rest, v("--only busy_signal"));
         assert!(!parse(&v("-np 4 m1")).unwrap().bind_to_core);
+        for spelling in ["-n", "--ranks", "-np", "--np"] {
+            assert_eq!(parse(&v(&format!("{spelling} 3 m1"))).unwrap().np, 3);
+        }
+        assert!(parse(&v("--quiet m1")).unwrap().quiet);
         assert!(parse(&v("--bind-to socket"))
             .unwrap_err()
             .to_string()

@@ -59,6 +59,10 @@ pub struct CalibrateArgs {
     /// Print the fit as JSON.
     #[arg(long)]
     json: bool,
+    /// No progress bar and no messages while timing the kernels (warnings and errors are
+    /// still printed).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// One worker process of the per-core speed under load (the hidden `dgemm-worker`).
@@ -72,28 +76,41 @@ pub struct DgemmWorkerArgs {
 
 /// Runs one `dgemm-worker`: dgemm of `m x k` by `k x n` for `seconds`.
 pub fn dgemm_worker(a: DgemmWorkerArgs) -> Result<i32> {
-    mpiscope_kernels::dgemm_worker((a.m, a.n, a.k), a.seconds)?;
+    mpiscope_kernels::dgemm_worker(openblas()?, (a.m, a.n, a.k), a.seconds)?;
     Ok(0)
 }
 
+/// OpenBLAS, opened at run time; when missing, the error says what to install and that
+/// `--no-compute` calibrates without it.
+fn openblas() -> Result<&'static mpiscope_kernels::OpenBlas> {
+    mpiscope_kernels::openblas()
+        .map_err(|e| anyhow::anyhow!("{e}; or calibrate the network alone with --no-compute"))
+}
+
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
-fn time_kernels(samples: u32, passes: u32) -> Vec<KernelSample> {
-    mpiscope_kernels::use_one_thread();
+fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Result<Vec<KernelSample>> {
+    let blas = openblas()?;
+    blas.use_one_thread();
     let shapes = mpiscope_kernels::default_shapes();
-    let bar = indicatif::ProgressBar::new(shapes.len() as u64);
+    let bar = if quiet {
+        indicatif::ProgressBar::hidden()
+    } else {
+        indicatif::ProgressBar::new(shapes.len() as u64)
+    };
     bar.set_style(
         indicatif::ProgressStyle::with_template("timing BLAS kernels {bar:30} {pos}/{len}")
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar.set_length((shapes.len() * passes as usize) as u64);
     let out = mpiscope_kernels::measure_in_passes(
+        blas,
         &shapes,
         passes as usize,
         samples as usize,
         &mut |done, _| bar.set_position(done as u64),
     );
     bar.finish_and_clear();
-    out
+    Ok(out)
 }
 
 /// What a calibration found, for the platform file and the summary.
@@ -169,7 +186,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         platform.as_bytes(),
     )?;
     if a.json {
-        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&c.json())? + "\n"))?;
+        crate::outputs::write_stdout(&crate::outputs::json(&c.json())?)?;
     } else {
         let mut s = c.text(&path);
         s += &format!(
@@ -227,7 +244,7 @@ fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<Comp
     let kernels = if a.no_compute {
         Vec::new()
     } else {
-        time_kernels(a.kernel_samples, a.kernel_passes)
+        time_kernels(a.kernel_samples, a.kernel_passes, a.quiet)?
     };
     let compute = if a.no_compute {
         None
@@ -236,7 +253,9 @@ fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<Comp
         let busy = a.busy_cores.unwrap_or(np.max(1));
         if busy > 1 {
             // HPL's trailing update shape; each count runs for half a second per round.
-            eprintln!("timing dgemm with 1 to {busy} cores busy");
+            if !a.quiet {
+                eprintln!("timing dgemm with 1 to {busy} cores busy");
+            }
             let exe = std::env::current_exe().context("cannot find the mpiscope executable")?;
             let worker = || {
                 let mut c = std::process::Command::new(&exe);

@@ -50,7 +50,7 @@ pub fn compare(a: CompareArgs) -> Result<i32> {
         outputs::write(out, &outputs::HTML_REPORT, a.force, page.as_bytes())?;
     }
     let text = if a.json {
-        serde_json::to_string_pretty(&c)? + "\n"
+        outputs::json(&c)?
     } else {
         c.to_text()
     };

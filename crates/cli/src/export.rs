@@ -30,6 +30,14 @@ pub struct ExportArgs {
     /// directory, a symbolic link or a special file).
     #[arg(long)]
     force: bool,
+    /// Do not say what was written (notes about calls the format cannot carry, warnings and
+    /// errors are still printed).
+    #[arg(short, long)]
+    quiet: bool,
+    /// Print a JSON summary of what was written on stdout: `format`, `output`, `ranks`,
+    /// `message`, `notes`.
+    #[arg(long)]
+    json: bool,
 }
 
 /// [`Format`] as a clap value: its names, with their descriptions in `--help`.
@@ -67,9 +75,21 @@ pub fn export(a: ExportArgs) -> Result<i32> {
         force: a.force,
     };
     let written = a.format.0.export(&run, &a.output, &options)?;
-    eprintln!("mpiscope: {}", written.message);
+    if !a.quiet {
+        eprintln!("mpiscope: {}", written.message);
+    }
     for note in &written.notes {
         eprintln!("mpiscope: note: {note}");
+    }
+    if a.json {
+        let summary = serde_json::json!({
+            "format": a.format.0.name(),
+            "output": a.output.display().to_string(),
+            "ranks": run.ranks(),
+            "message": written.message,
+            "notes": written.notes,
+        });
+        crate::outputs::write_stdout(&crate::outputs::json(&summary)?)?;
     }
     Ok(0)
 }

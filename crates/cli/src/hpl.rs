@@ -28,6 +28,9 @@ pub struct HplArgs {
     /// Print a JSON list (one object per configuration).
     #[arg(long)]
     json: bool,
+    /// No progress bar.
+    #[arg(short, long)]
+    quiet: bool,
     /// Pivot exchanges of the panel factorization: `aggregated` (three exchange patterns per
     /// panel, the second timed and standing for the columns between it and the last:
     /// docs/BENCHMARKS.md measures the difference) or `messages` (one per panel column, as
@@ -70,7 +73,7 @@ pub fn hpl(a: HplArgs) -> Result<i32> {
     }
     let runs = configured_runs(&a, &dat)?;
     for run in &runs {
-        let r = with_progress_bar(run, |progress| {
+        let r = with_progress_bar(run, !a.quiet, |progress| {
             mpiscope_hpl::simulate_with_progress(run, &platform, config.clone(), &mapping, progress)
         })
         .map_err(|e| anyhow!("{}: {e}", a.dat.display()))?;
@@ -152,15 +155,16 @@ fn write_timeline(path: &std::path::Path, r: &mpiscope_hpl::HplResult, force: bo
     Ok(())
 }
 
-/// Runs `simulate` with a progress bar of the panels on a terminal's stderr.
+/// Runs `simulate` with a progress bar of the panels on a terminal's stderr (when `shown`).
 fn with_progress_bar<T>(
     run: &mpiscope_hpl::Run,
+    shown: bool,
     simulate: impl FnOnce(Option<std::sync::Arc<std::sync::atomic::AtomicU64>>) -> T,
 ) -> T {
     use std::io::IsTerminal;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::sync::Arc;
-    if !std::io::stderr().is_terminal() {
+    if !shown || !std::io::stderr().is_terminal() {
         return simulate(None);
     }
     let panels = Arc::new(AtomicU64::new(0));

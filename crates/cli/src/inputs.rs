@@ -35,6 +35,17 @@ pub fn open_run(dir: &Path) -> Result<RunDir> {
     RunDir::open(dir).with_context(|| format!("cannot open the trace {}", dir.display()))
 }
 
+/// `--rank r` of `run`: an error naming the option and the run's ranks when it has no rank
+/// `r`.
+pub fn check_rank(r: u32, run: &RunDir) -> Result<()> {
+    anyhow::ensure!(
+        r < run.ranks(),
+        "--rank {r}: the run has ranks 0 to {}",
+        run.ranks().saturating_sub(1)
+    );
+    Ok(())
+}
+
 /// Says on stderr which ranks' records end early, and where (partial input is always
 /// announced); returns the state for JSON outputs.
 pub fn announce_input(run: &RunDir) -> InputState {

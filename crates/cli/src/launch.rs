@@ -45,11 +45,11 @@ pub struct TraceArgs {
     /// Frames per callsite: 0 none, 1 the return address, N unwound frames.
     #[arg(long, value_name = "N")]
     stack: Option<u32>,
-    /// CPU core reads: off, sampled, every.
-    #[arg(long, value_name = "MODE")]
+    /// CPU core reads.
+    #[arg(long, value_name = "MODE", value_parser = ["off", "sampled", "every"])]
     core: Option<String>,
-    /// Clock: auto, tsc, monotonic.
-    #[arg(long, value_name = "CLOCK")]
+    /// Clock.
+    #[arg(long, value_name = "CLOCK", value_parser = ["auto", "tsc", "monotonic"])]
     clock: Option<String>,
     /// Shared object with PRE/POST callbacks (see include/mpiscope_plugin.h).
     #[arg(long, value_name = "SO")]
@@ -74,12 +74,21 @@ pub struct TraceArgs {
     /// rank ends its record and kills itself, and the launcher ends the job).
     #[arg(long, value_name = "ACTION", value_parser = ["report", "kill"], requires = "hang_after")]
     hang_action: Option<String>,
-    /// MPI flavour of the program: auto, openmpi, mpich.
-    #[arg(long, default_value = "auto")]
+    /// MPI flavour of the program.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "openmpi", "mpich"])]
     flavour: String,
     /// Use this preload library instead of the one found next to mpiscope.
     #[arg(long, value_name = "SO")]
     preload: Option<PathBuf>,
+    /// None of mpiscope's own messages (the program's output, warnings and errors are
+    /// still printed).
+    #[arg(short, long)]
+    quiet: bool,
+    /// Once the program has ended, print on stdout (after the program's own output) a JSON
+    /// summary of what was recorded: `output`, `traced`, `ranks`, `bytes`, `flavour`,
+    /// `exit_status`, `command`.
+    #[arg(long)]
+    json: bool,
     /// The command: a launcher and its arguments (`mpirun -np 4 ./app`), or a program.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -415,13 +424,26 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     }
     let (ranks, bytes) = output.rank_files()?;
     let existed = output.existed();
-    if !output.finish()? {
+    let traced = output.finish()?;
+    if a.json {
+        let summary = serde_json::json!({
+            "output": dest.display().to_string(),
+            "traced": traced,
+            "ranks": if traced { ranks } else { 0 },
+            "bytes": if traced { bytes } else { 0 },
+            "flavour": flavour,
+            "exit_status": code,
+            "command": cmd,
+        });
+        crate::outputs::write_stdout(&crate::outputs::json(&summary)?)?;
+    }
+    if !traced {
         eprintln!(
             "mpiscope: no trace was written (did the program call MPI_Init? is it linked against {flavour}?); {} {}",
             a.output.display(),
             if existed { "left as it was" } else { "not created" }
         );
-    } else {
+    } else if !a.quiet {
         eprintln!(
             "mpiscope: traced {ranks} rank(s) of `{}` into {} ({:.1} MiB, {flavour})",
             cmd.join(" "),

@@ -5,8 +5,14 @@
 //! options several commands share are defined once (`simflags.rs`: the simulation flags).
 //! Helpers: `inputs.rs` (checks and warnings about inputs), `outputs.rs` (the files and text
 //! the commands write), `launch.rs`, `child.rs`, `recorder.rs` and `trace_dir.rs` (running
-//! a program under the recorder). A command returns its exit code; an error is printed as
-//! `mpiscope: error: ...` and exits with 2.
+//! a program under the recorder), `meta.rs` (shell completions, man pages and the table of
+//! docs/CLI.md, all from the command tree declared here).
+//!
+//! Exit codes: a command returns its own (0, or `trace`'s and `overlap`'s the program's:
+//! 128 + N when signal N ended it); a command line that does not parse (an unknown option, a
+//! value outside a closed list or range) is a usage error, 2, printed by clap; any error
+//! found while running (a missing or malformed input, an option the input does not fit) is
+//! printed once as `mpiscope: error: ...` and exits with 1.
 
 mod batch;
 mod bench;
@@ -18,6 +24,7 @@ mod export;
 mod hpl;
 mod inputs;
 mod launch;
+mod meta;
 mod outputs;
 mod overlap;
 mod plan;
@@ -31,6 +38,10 @@ mod trace_dir;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+/// Exit code of an error found while running a command (usage errors exit with clap's 2).
+const EXIT_ERROR: i32 = 1;
+
+/// The command line: one of the commands.
 #[derive(Parser)]
 #[command(name = "mpiscope", version, about = "Record, understand and predict MPI programs", long_about = None)]
 struct Cli {
@@ -84,18 +95,40 @@ enum Command {
     /// calls and compute bursts: nested loops with iteration counts, mean times and
     /// totals, ranks with the same structure grouped.
     Structure(structure::StructureArgs),
+    /// Print a shell completion script: `mpiscope completions bash > /etc/bash_completion.d/mpiscope`.
+    Completions(meta::CompletionsArgs),
+    /// Write a man page for `mpiscope` and each of its commands into DIR (default: the
+    /// current directory): `mpiscope man /usr/local/share/man/man1`.
+    Man(meta::ManArgs),
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(overlap::spell_np(std::env::args_os().collect()));
     let code = match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mpiscope: error: {e:#}");
-            2
+            eprintln!("mpiscope: error: {}", error_text(&e));
+            EXIT_ERROR
         }
     };
     std::process::exit(code);
+}
+
+/// The error and its causes, `: `-separated as anyhow's `{:#}`, each said once: a cause
+/// whose text its context already holds (an OS error a library put in its message and also
+/// gives as the source) is not repeated.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if text.is_empty() {
+            text = part;
+        } else if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 /// Runs the command; its exit code.
@@ -114,5 +147,39 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Report(args) => report::report(args),
         Command::Compare(args) => compare::compare(args),
         Command::Structure(args) => structure::structure(args),
+        Command::Completions(args) => meta::completions(args),
+        Command::Man(args) => meta::man(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        let os = std::io::Error::from_raw_os_error(2);
+        let inner = anyhow::Error::new(std::io::Error::from_raw_os_error(2))
+            .context(format!("/x: cannot read: {os}"));
+        let e = inner.context("cannot open the trace /x");
+        let t = error_text(&e);
+        assert_eq!(t.matches("os error 2").count(), 1, "{t}");
+        assert!(
+            t.starts_with("cannot open the trace /x: /x: cannot read: "),
+            "{t}"
+        );
+        let plain = anyhow::anyhow!("leaf").context("outer");
+        assert_eq!(error_text(&plain), "outer: leaf");
+    }
+
+    #[test]
+    fn usage_errors_are_clap_errors_with_code_2() {
+        let e = Cli::try_parse_from(["mpiscope", "dump"]).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let e = Cli::try_parse_from(["mpiscope", "frobnicate"])
+            .err()
+            .unwrap();
+        assert_eq!(e.exit_code(), 2);
+        assert_ne!(EXIT_ERROR, e.exit_code());
     }
 }

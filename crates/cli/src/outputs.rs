@@ -1,7 +1,8 @@
 //! The kinds of file the commands write (how an earlier one that mpiscope wrote is
 //! recognised, so that it may be replaced without `--force`), and the one way they write
 //! them: [`write`], atomic and never over what mpiscope did not write
-//! (`mpiscope_files`); and [`write_stdout`], for what they print.
+//! (`mpiscope_files`); [`write_stdout`], for what they print; and [`json`], the one shape of
+//! every JSON document they print (its version under the first key, `schema`).
 
 use std::path::Path;
 
@@ -57,6 +58,28 @@ pub fn write(path: &Path, kind: &Kind, force: bool, bytes: &[u8]) -> Result<()> 
     Ok(mpiscope_files::write_output(path, kind, force, bytes)?)
 }
 
+/// The version of the JSON documents the commands print, their first key `schema`: it
+/// changes when a key changes meaning or goes (new keys do not change it).
+pub const SCHEMA: u32 = 1;
+
+/// A JSON object printed by a command: `schema` first, then the object's own keys.
+#[derive(serde::Serialize)]
+struct Document<'a, T: serde::Serialize> {
+    schema: u32,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// `value` (which serializes as an object) as the pretty JSON document a command prints,
+/// with `schema` and a final newline.
+pub fn json<T: serde::Serialize>(value: &T) -> Result<String> {
+    let doc = Document {
+        schema: SCHEMA,
+        body: value,
+    };
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
 /// Writes to stdout; a closed pipe (`| head`) is not an error.
 pub fn write_stdout(text: &str) -> Result<()> {
     use std::io::Write;
@@ -84,6 +107,26 @@ mod tests {
         assert!((STRUCTURAL_FORM.ours)(&gz));
         assert!(!(STRUCTURAL_FORM.ours)(b"{\"format\":\"other\"}"));
         assert!(!(STRUCTURAL_FORM.ours)(&gz[..4]));
+    }
+
+    #[test]
+    fn documents_start_with_their_schema_and_keep_their_keys() {
+        #[derive(serde::Serialize)]
+        struct R {
+            zeta: u32,
+            alpha: &'static str,
+        }
+        let text = json(&R {
+            zeta: 3,
+            alpha: "a",
+        })
+        .unwrap();
+        assert!(
+            text.starts_with("{\n  \"schema\": 1,\n  \"zeta\": 3,\n  \"alpha\""),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["alpha"], "a");
     }
 
     #[test]

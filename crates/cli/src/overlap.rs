@@ -58,10 +58,10 @@ struct RunArgs {
     /// Access orders to give priorities by (`order.json` of a `--trace-access` run).
     #[arg(long, value_name = "FILE")]
     order: Option<PathBuf>,
-    /// Smallest receive buffer overlapped, bytes (default 524288, the break-even measured on
-    /// shared memory: docs/BENCHMARKS.md).
-    #[arg(long, value_name = "BYTES")]
-    min_bytes: Option<u64>,
+    /// Smallest receive buffer overlapped, bytes (the library's default: the break-even
+    /// measured on shared memory, docs/BENCHMARKS.md).
+    #[arg(long, value_name = "BYTES", default_value_t = mpiscope_overlap_core::DEFAULT_MIN_BYTES)]
+    min_bytes: u64,
     /// Print, per rank at MPI_Finalize, the collectives overlapped, the faults handled and
     /// what returning from a call cost (microseconds per call, by phase).
     #[arg(long)]
@@ -69,10 +69,10 @@ struct RunArgs {
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
     /// data is read first ([Li 2010], section 5.2.2).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     ranks_per_node: Option<u32>,
-    /// MPI flavour of the program: auto, openmpi, mpich.
-    #[arg(long, default_value = "auto")]
+    /// MPI flavour of the program.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "openmpi", "mpich"])]
     flavour: String,
     /// Use this T-NBC library instead of the one found next to mpiscope.
     #[arg(long, value_name = "SO")]
@@ -88,20 +88,21 @@ struct BenchArgs {
     /// Bytes per peer.
     #[arg(long, default_value_t = 1 << 20)]
     bytes: u64,
-    /// Ranks.
-    #[arg(long, default_value_t = 2)]
+    /// Ranks (`-np N` as mpirun spells it, or `--np N`, is the same).
+    #[arg(short = 'n', long, visible_alias = "np", default_value_t = 2,
+          value_parser = clap::value_parser!(u32).range(1..))]
     ranks: u32,
     /// Repetitions per measurement (medians are reported).
     #[arg(long, default_value_t = 20)]
     reps: u32,
     /// Computation: sleep (no CPU contention with the progress thread) or spin.
-    #[arg(long, default_value = "sleep")]
+    #[arg(long, default_value = "sleep", value_parser = ["sleep", "spin"])]
     kind: String,
     /// Scenarios to run, among a b c d e ([Li 2010], Table 1).
     #[arg(long, default_value = "abcde")]
     scenarios: String,
-    /// MPI: openmpi or mpich.
-    #[arg(long, default_value = "openmpi")]
+    /// MPI of the benchmark program.
+    #[arg(long, default_value = "openmpi", value_parser = ["openmpi", "mpich"])]
     flavour: String,
     /// Use this T-NBC library instead of the one found next to mpiscope.
     #[arg(long, value_name = "SO")]
@@ -126,12 +127,31 @@ struct PredictArgs {
     /// pure over blocking pure; about 2.5 on shared memory here).
     #[arg(long, default_value_t = 1.0)]
     slowdown: f64,
-    /// Smallest call overlapped, bytes received (as the library's threshold).
-    #[arg(long, default_value_t = 65536)]
+    /// Smallest call overlapped, bytes received (by default the library's threshold, as
+    /// `mpiscope overlap --min-bytes`).
+    #[arg(long, default_value_t = mpiscope_overlap_core::DEFAULT_MIN_BYTES)]
     min_bytes: u64,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// `mpiscope overlap bench -np N`: mpirun's spelling of `--ranks N` (clap reads `-np` as
+/// `-n p`), rewritten before parsing; only there, and never after `--` (the program's own
+/// arguments).
+pub fn spell_np(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let is = |i: usize, w: &str| args.get(i).is_some_and(|a| a == w);
+    if is(1, "overlap") && is(2, "bench") {
+        for a in args.iter_mut().skip(3) {
+            if a == "--" {
+                break;
+            }
+            if a == "-np" {
+                *a = "--ranks".into();
+            }
+        }
+    }
+    args
 }
 
 /// Runs `mpiscope overlap`.
@@ -146,7 +166,15 @@ pub fn overlap(a: OverlapArgs) -> Result<i32> {
 fn run(a: RunArgs) -> Result<i32> {
     let cmd = &a.command;
     if cmd.is_empty() {
-        bail!("no command: `mpiscope overlap [OPTIONS] -- mpirun -np 4 ./app` (or `mpiscope overlap bench`, `mpiscope overlap predict RUN`)");
+        // A usage error (2), as clap's own.
+        use clap::CommandFactory;
+        crate::Cli::command()
+            .error(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "no command: `mpiscope overlap [OPTIONS] -- mpirun -np 4 ./app` (or \
+                 `mpiscope overlap bench`, `mpiscope overlap predict RUN`)",
+            )
+            .exit();
     }
     // Bad options are reported before anything runs.
     let order = match &a.order {
@@ -165,14 +193,13 @@ fn run(a: RunArgs) -> Result<i32> {
     if let Some(o) = order {
         env.push(("MPISCOPE_OVERLAP_ORDER".into(), o.display().to_string()));
     }
-    if let Some(n) = a.min_bytes {
-        env.push(("MPISCOPE_OVERLAP_MIN_BYTES".into(), n.to_string()));
+    if a.min_bytes != mpiscope_overlap_core::DEFAULT_MIN_BYTES {
+        env.push(("MPISCOPE_OVERLAP_MIN_BYTES".into(), a.min_bytes.to_string()));
     }
     if a.stats {
         env.push(("MPISCOPE_OVERLAP_STATS".into(), "1".into()));
     }
     if let Some(n) = a.ranks_per_node {
-        anyhow::ensure!(n > 0, "--ranks-per-node: must be at least 1");
         env.push(("MPISCOPE_OVERLAP_RANKS_PER_NODE".into(), n.to_string()));
     }
     let out = if a.trace_access {
@@ -286,8 +313,7 @@ fn orders_text(orders: &std::collections::BTreeMap<String, access::SiteOrder>) -
 }
 
 fn predict(p: PredictArgs) -> Result<i32> {
-    let run = mpiscope_trace::RunDir::open(&p.run)
-        .with_context(|| format!("cannot open run directory {}", p.run.display()))?;
+    let run = crate::inputs::open_run(&p.run)?;
     let init = mpiscope_analyze::overlap::InitModel {
         base_ns: p.init_us * 1e3,
         ns_per_mib: p.init_us_per_mib * 1e3,
@@ -298,9 +324,9 @@ fn predict(p: PredictArgs) -> Result<i32> {
     }
     let pred = mpiscope_analyze::overlap::predict(&run, init, p.min_bytes)?;
     if p.json {
-        println!("{}", serde_json::to_string_pretty(&pred)?);
+        crate::outputs::write_stdout(&crate::outputs::json(&pred)?)?;
     } else {
-        print!("{}", pred.to_text());
+        crate::outputs::write_stdout(&pred.to_text())?;
     }
     Ok(0)
 }
@@ -397,20 +423,18 @@ fn print_bench(b: &BenchArgs, t: f64, rows: &[BenchRow]) -> Result<()> {
 
 /// Runs `mpiscope overlap bench`.
 fn bench(b: BenchArgs) -> Result<i32> {
-    let (cc, run) = match b.flavour.as_str() {
-        "openmpi" => (
-            tool(&["mpicc.openmpi", "mpicc"])?,
-            tool(&["mpirun.openmpi", "mpirun"])?,
-        ),
-        "mpich" => (
+    // --flavour and --kind are closed lists clap checked.
+    let (cc, run) = if b.flavour == "mpich" {
+        (
             tool(&["mpicc.mpich"])?,
             tool(&["mpirun.mpich", "mpiexec.mpich"])?,
-        ),
-        other => bail!("--flavour {other}: expected openmpi or mpich"),
+        )
+    } else {
+        (
+            tool(&["mpicc.openmpi", "mpicc"])?,
+            tool(&["mpirun.openmpi", "mpirun"])?,
+        )
     };
-    if !["sleep", "spin"].contains(&b.kind.as_str()) {
-        bail!("--kind {}: expected sleep or spin", b.kind);
-    }
     if let Some(c) = b.scenarios.chars().find(|c| !"abcde".contains(*c)) {
         bail!(
             "--scenarios {}: unknown scenario {c} (a, b, c, d, e)",

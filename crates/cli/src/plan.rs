@@ -29,7 +29,7 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     hpl: Option<PathBuf>,
     /// Output directory (default: the study file's name without `.toml`, next to it).
-    #[arg(short, long)]
+    #[arg(short, long = "output", visible_alias = "out", value_name = "DIR")]
     out: Option<PathBuf>,
     /// Points simulated at once (default: the number of cores).
     #[arg(short, long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -43,10 +43,14 @@ pub struct PlanArgs {
     /// List the points and their settings, and exit.
     #[arg(long)]
     list: bool,
-    /// No progress bar.
-    #[arg(long)]
+    /// No progress bar (the summary of what was done is still printed).
+    #[arg(short, long)]
     quiet: bool,
-    /// Use an --out that holds another study's results (they are removed first: the
+    /// Print a JSON summary of the run on stdout: the points simulated, already finished,
+    /// failed and not finished, the output directory and the files written.
+    #[arg(long, conflicts_with = "list")]
+    json: bool,
+    /// Use an --output that holds another study's results (they are removed first: the
     /// studies are never mixed), and replace output files that mpiscope did not write.
     #[arg(long)]
     force: bool,
@@ -85,7 +89,7 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     let out = a.out.clone().unwrap_or_else(|| a.study.with_extension(""));
     if out == a.study {
         bail!(
-            "--out: give an output directory (the study file {} has no extension)",
+            "--output: give an output directory (the study file {} has no extension)",
             a.study.display()
         );
     }
@@ -94,8 +98,28 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     mpiscope_plan::outdir::figure_paths(&study, &out)?;
     mpiscope_plan::outdir::claim(&study, &out, a.force)?;
     let share = Share::from_launcher(|k| std::env::var(k).ok());
+    let mut summary = Summary {
+        schema: crate::outputs::SCHEMA,
+        study: a.study.display().to_string(),
+        output: out.display().to_string(),
+        points: points.len(),
+        ..Summary::default()
+    };
     if !a.report {
-        simulate(&a, &study, &out, share, points.len())?;
+        let s = simulate(&a, &study, &out, share, points.len())?;
+        summary.simulated = s.simulated;
+        summary.reused = s.reused;
+        summary.failed = s.failed.iter().map(|(p, _)| *p).collect();
+        if !s.failed.is_empty() {
+            for (p, why) in &s.failed {
+                eprintln!("mpiscope plan: point {p} failed: {why}");
+            }
+            print_summary(&a, &summary)?;
+            bail!(
+                "{} of the study's points failed (finished points are kept: fix and rerun)",
+                s.failed.len()
+            );
+        }
     }
     if share.size > 1 && !a.report {
         // Processes sharing the study finish at different times: only one that sees every
@@ -103,6 +127,8 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
         // table never overwrites a complete one.
         let (_, missing) = mpiscope_plan::run::collect(&study, &out)?;
         if !missing.is_empty() {
+            summary.unfinished = missing.len();
+            print_summary(&a, &summary)?;
             eprintln!(
                 "mpiscope plan: {} of {} points are another process's and not finished yet; \
                  the last process to finish writes the results (or run with --report)",
@@ -124,7 +150,44 @@ pub fn plan(a: PlanArgs) -> Result<i32> {
     for f in &written.files {
         eprintln!("wrote {}", f.display());
     }
+    summary.unfinished = written.missing.len();
+    summary.files = written
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    print_summary(&a, &summary)?;
     Ok(0)
+}
+
+/// What `plan --json` prints.
+#[derive(serde::Serialize, Default)]
+struct Summary {
+    schema: u32,
+    /// The study file.
+    study: String,
+    /// The output directory.
+    output: String,
+    /// Points of the study.
+    points: usize,
+    /// Points this process simulated.
+    simulated: usize,
+    /// Points already finished (by an earlier run or another process).
+    reused: usize,
+    /// Points that failed, by index.
+    failed: Vec<usize>,
+    /// Points not finished yet (another process's, or failed).
+    unfinished: usize,
+    /// The result files written (none when another process writes them).
+    files: Vec<String>,
+}
+
+/// Prints the summary with `--json`.
+fn print_summary(a: &PlanArgs, s: &Summary) -> Result<()> {
+    if a.json {
+        crate::outputs::write_stdout(&(serde_json::to_string_pretty(s)? + "\n"))?;
+    }
+    Ok(())
 }
 
 /// The study file with what the command line gives instead: the workload, the MPI library.
@@ -172,7 +235,7 @@ fn list(study: &Study, points: &[mpiscope_plan::study::Point]) -> Result<()> {
 /// with `--point N`).
 fn rerun_command(a: &PlanArgs, out: &std::path::Path) -> String {
     let mut c = format!(
-        "mpiscope plan {} --out {}",
+        "mpiscope plan {} --output {}",
         a.study.display(),
         out.display()
     );
@@ -196,15 +259,14 @@ fn rerun_command(a: &PlanArgs, out: &std::path::Path) -> String {
     c
 }
 
-/// Simulates this process's share of the points, with a progress bar; an error when some
-/// failed.
+/// Simulates this process's share of the points, with a progress bar; what was done.
 fn simulate(
     a: &PlanArgs,
     study: &Study,
     out: &std::path::Path,
     share: Share,
     points: usize,
-) -> Result<()> {
+) -> Result<mpiscope_plan::RunSummary> {
     let skipped = mpiscope_sim::workload::ti::SkippedLines::default();
     let runner: Box<dyn WorkloadRunner> = match &study.workload {
         None => bail!(
@@ -264,14 +326,5 @@ fn simulate(
             String::new()
         }
     );
-    if !summary.failed.is_empty() {
-        for (p, why) in &summary.failed {
-            eprintln!("mpiscope plan: point {p} failed: {why}");
-        }
-        bail!(
-            "{} of the study's points failed (finished points are kept: fix and rerun)",
-            summary.failed.len()
-        );
-    }
-    Ok(())
+    Ok(summary)
 }

@@ -122,7 +122,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             Some(i) => crate::inputs::with_input(&report, i)?,
             None => serde_json::to_value(&report)?,
         };
-        crate::outputs::write_stdout(&(serde_json::to_string_pretty(&value)? + "\n"))?;
+        crate::outputs::write_stdout(&crate::outputs::json(&value)?)?;
     } else {
         crate::outputs::write_stdout(&report.to_text())?;
     }

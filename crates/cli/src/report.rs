@@ -19,8 +19,8 @@ pub struct ReportArgs {
     json: bool,
     /// Only calls entering within FROM:TO, seconds since the run's start (`12.5:`,
     /// `:30`, `10:20`).
-    #[arg(long, value_name = "FROM:TO")]
-    window: Option<String>,
+    #[arg(long, value_name = "FROM:TO", value_parser = window)]
+    window: Option<mpiscope_analyze::profile::Window>,
     /// Also write a self-contained HTML report (tables, SVG figures, loop structure).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
@@ -32,6 +32,40 @@ pub struct ReportArgs {
     /// directory, a symbolic link or a special file).
     #[arg(long)]
     force: bool,
+}
+
+/// `--window FROM:TO` (a usage error when it does not parse).
+fn window(text: &str) -> Result<mpiscope_analyze::profile::Window, String> {
+    mpiscope_analyze::profile::Window::parse(text)
+}
+
+/// A window in which no call of the run enters is an error naming the option and the times
+/// the run's calls enter at.
+fn check_window(
+    run: &mpiscope_trace::RunDir,
+    w: mpiscope_analyze::profile::Window,
+    events: u64,
+) -> Result<()> {
+    if events > 0 {
+        return Ok(());
+    }
+    let whole = mpiscope_analyze::profile::profile(run)?;
+    let first = whole.per_rank.iter().map(|r| r.first_ns).min();
+    let last = whole.per_rank.iter().map(|r| r.last_ns).max();
+    let to = if w.end == u64::MAX {
+        String::new()
+    } else {
+        format!("{}", w.end as f64 / 1e9)
+    };
+    match (first, last) {
+        (Some(f), Some(l)) if whole.events > 0 => anyhow::bail!(
+            "--window {}:{to}: no call enters within it; the run's calls enter from {:.6} s to {:.6} s",
+            w.start as f64 / 1e9,
+            f as f64 / 1e9,
+            l as f64 / 1e9
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Runs `mpiscope report`.
@@ -48,16 +82,14 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         mpiscope_files::check_output(out, &outputs::HTML_REPORT, force)?;
     }
     let run = crate::inputs::open_run(&dir)?;
-    let window = match window {
-        Some(w) => mpiscope_analyze::profile::Window::parse(&w)
-            .map_err(|e| anyhow::anyhow!("--window: {e}"))?,
-        None => mpiscope_analyze::profile::Window::ALL,
-    };
     let options = mpiscope_analyze::report::ReportOptions {
-        window,
+        window: window.unwrap_or(mpiscope_analyze::profile::Window::ALL),
         ranks_per_node,
     };
     let p = mpiscope_analyze::report::report(&run, &options)?;
+    if let Some(w) = window {
+        check_window(&run, w, p.profile.events)?;
+    }
     if let Some(out) = &html {
         use mpiscope_analyze::structure::{structure, Algorithm, Detail};
         let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;
@@ -67,7 +99,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         outputs::write(out, &outputs::HTML_REPORT, force, page.as_bytes())?;
     }
     let text = if json {
-        serde_json::to_string_pretty(&p)? + "\n"
+        outputs::json(&p)?
     } else {
         p.to_text()
     };

@@ -71,7 +71,8 @@ pub struct NetworkArgs {
     /// Network model: `flow` (max-min sharing, SimGrid's CM02, with the platform's
     /// factors), `smpi` (the same with SMPI's piecewise factors by message size and
     /// weight-S, smpirun's default model) or `loggp`.
-    #[arg(long, default_value = "flow")]
+    #[arg(long, default_value = "flow",
+          value_parser = clap::builder::PossibleValuesParser::new(mpiscope_sim::network::NAMES))]
     pub network: String,
     /// Latency factors by message size, in SimGrid's `smpi/lat-factor` syntax
     /// (`65472:11.6;15424:3.5;0:2.0`: a message larger than a threshold takes its factor).
@@ -160,8 +161,8 @@ fn overhead_and_gap(s: &str) -> Result<(f64, f64)> {
 /// The modeled MPI library: how it runs collectives, when a send returns at once.
 #[derive(Args, Debug, Clone, Default)]
 pub struct MpiArgs {
-    /// Collective decision rules: `ompi` or `mpich`.
-    #[arg(long, default_value = "ompi")]
+    /// Collective decision rules: Open MPI's (`ompi`, or `openmpi`) or MPICH's.
+    #[arg(long, default_value = "ompi", value_parser = collectives())]
     pub collectives: String,
     /// Force an algorithm: `bcast=binomial` (repeatable; names as SimGrid's
     /// `smpi/<collective>` options spell them, or their aliases).
@@ -171,6 +172,15 @@ pub struct MpiArgs {
     /// file's `smpi/send-is-detached-thresh`, else 65536 as in SMPI).
     #[arg(long)]
     pub eager_threshold: Option<u64>,
+}
+
+/// `--collectives`' values: the names `mpiscope_sim::coll::Selector` reads.
+fn collectives() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("ompi").alias("openmpi"),
+        PossibleValue::new("mpich"),
+    ])
 }
 
 impl MpiArgs {

@@ -37,6 +37,9 @@ pub struct StructureArgs {
     /// directory, a symbolic link or a special file).
     #[arg(long)]
     force: bool,
+    /// No message about the saved form (warnings and errors are still printed).
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// Runs `mpiscope structure`.
@@ -49,19 +52,17 @@ pub fn structure(a: StructureArgs) -> Result<i32> {
     if let Some(out) = a.save {
         let form = mpiscope_sim::workload::structural::save(&run)?;
         let bytes = mpiscope_sim::workload::structural::write_file(&form, &out)?;
-        eprintln!(
-            "mpiscope: structural form of {} rank(s) in {} ({bytes} bytes)",
-            form.ranks.len(),
-            out.display(),
-        );
+        if !a.quiet {
+            eprintln!(
+                "mpiscope: structural form of {} rank(s) in {} ({bytes} bytes)",
+                form.ranks.len(),
+                out.display(),
+            );
+        }
         return Ok(0);
     }
     if let Some(r) = a.rank {
-        anyhow::ensure!(
-            r < run.ranks(),
-            "--rank {r}: the run has ranks 0 to {}",
-            run.ranks().saturating_sub(1)
-        );
+        crate::inputs::check_rank(r, &run)?;
     }
     let only = a.rank.map(|r| vec![r]);
     let detail = if a.detail == "high" {
@@ -76,7 +77,7 @@ pub fn structure(a: StructureArgs) -> Result<i32> {
     };
     let s = loops::structure(&run, only.as_deref(), detail, algorithm)?;
     let text = if a.json {
-        serde_json::to_string_pretty(&crate::inputs::with_input(&s, &input)?)? + "\n"
+        outputs::json(&crate::inputs::with_input(&s, &input)?)?
     } else {
         s.to_text()
     };

@@ -4,7 +4,8 @@
 //!   `smpirun -replay` (SimGrid 3.32);
 //! * [`chrome`]: Chrome trace event JSON for Perfetto, with message arrows;
 //! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files;
-//! * [`otf2`]: OTF2 archives through Debian's libotf2 (Vampir, Scalasca, `otf2-print`).
+//! * [`otf2`]: OTF2 archives through Debian's libotf2, loaded at run time (Vampir, Scalasca,
+//!   `otf2-print`).
 //!
 //! `mpiscope_analyze::messages` pairs sends and receives rank by rank, for the formats that
 //! draw messages.
@@ -194,6 +195,10 @@ pub enum ExportError {
     /// could not be put in place.
     #[error(transparent)]
     Output(#[from] mpiscope_files::FileError),
+    /// A library the format needs (libotf2) is not installed; the message says what to
+    /// install.
+    #[error(transparent)]
+    Library(#[from] mpiscope_dynlib::LoadError),
     /// An option is out of range.
     #[error("{path}: cannot export: {message}")]
     InvalidOption {

@@ -148,7 +148,22 @@ impl AtomicFile {
             .suffix(".tmp")
             .permissions(Permissions::from_mode(mode))
             .tempfile_in(dir)
-            .map_err(|e| FileError::io(path, "cannot create a temporary file beside it", e))?;
+            .map_err(|e| {
+                // tempfile adds the temporary file's random name to the OS error; the
+                // target's path is the one to name, once (a missing directory says so
+                // itself).
+                let e = match std::fs::metadata(dir) {
+                    Err(why) => why,
+                    Ok(_) => {
+                        let text = e.to_string();
+                        match text.split_once(" at path ") {
+                            Some((why, _)) => std::io::Error::new(e.kind(), why.to_string()),
+                            None => e,
+                        }
+                    }
+                };
+                FileError::io(path, "cannot create a temporary file beside it", e)
+            })?;
         Ok(AtomicFile {
             w: BufWriter::with_capacity(1 << 20, tmp),
             path: path.to_path_buf(),

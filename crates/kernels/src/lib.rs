@@ -1,26 +1,22 @@
 //! Times the host's BLAS kernels, the compute half of calibration ([Cornebize 2017]): `dgemm` and
-//! `dtrsm` of Debian's OpenBLAS (`libopenblas-dev`, through the CBLAS interface), one
+//! `dtrsm` of Debian's OpenBLAS (`libopenblas0`, through the CBLAS interface), one
 //! thread, over a set of shapes that covers square products and HPL's panel updates.
 //! The samples are fitted by `mpiscope_calibrate::compute` (`t = a m n k` for dgemm,
 //! `t = b m^2 n` for dtrsm), which knows nothing of BLAS.
 //!
-//! Only this crate (and the CLI above it) links OpenBLAS; nothing here touches MPI.
+//! Only this crate uses OpenBLAS, and it loads it at run time ([`openblas`], in `blas`):
+//! nothing links it, so the `mpiscope` binary starts without it and only the commands that
+//! time kernels need it. Every function that calls BLAS takes the opened [`OpenBlas`].
+//! Nothing here touches MPI.
 
 use std::time::Instant;
 
 pub use mpiscope_calibrate::compute::{Kernel, KernelSample};
+pub use mpiscope_dynlib::LoadError;
 
-extern "C" {
-    /// OpenBLAS's own thread-count control (not part of CBLAS).
-    fn openblas_set_num_threads(n: std::os::raw::c_int);
-}
+mod blas;
 
-/// Runs the kernels on one thread, as one MPI rank per core does (what
-/// `OPENBLAS_NUM_THREADS=1` sets for a whole process).
-pub fn use_one_thread() {
-    // SAFETY: plain setter of OpenBLAS's global thread count, called before any kernel.
-    unsafe { openblas_set_num_threads(1) }
-}
+pub use blas::{openblas, OpenBlas, OPENBLAS};
 
 /// The shapes timed by default: square dgemm products from 32 to 1024, HPL's trailing
 /// updates (`m x n` times panel width `k` of 32 to 256), triangular solves of order
@@ -98,24 +94,24 @@ fn median_time(samples: usize, f: &mut dyn FnMut()) -> f64 {
 }
 
 /// Times `C = A B + C` with `A` m x k, `B` k x n, column major; median of `samples`.
-pub fn time_dgemm(m: usize, n: usize, k: usize, samples: usize) -> f64 {
+pub fn time_dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, samples: usize) -> f64 {
     let a = matrix(m * k, 1);
     let b = matrix(k * n, 2);
     let mut c = vec![0.0; m * n];
-    median_time(samples, &mut || dgemm(m, n, k, &a, &b, &mut c))
+    median_time(samples, &mut || dgemm(blas, m, n, k, &a, &b, &mut c))
 }
 
 /// `C = A B + C / 2` (column major, `A` m x k, `B` k x n); C is scaled down each call so
 /// repeated accumulation stays bounded.
-fn dgemm(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+fn dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     // SAFETY: the slices hold at least m*k, k*n and m*n elements (checked above) with
     // leading dimensions m, k and m, as the column-major call requires.
     unsafe {
-        cblas_sys::cblas_dgemm(
-            cblas_sys::CblasColMajor,
-            cblas_sys::CblasNoTrans,
-            cblas_sys::CblasNoTrans,
+        (blas.dgemm)(
+            blas::COL_MAJOR,
+            blas::NO_TRANS,
+            blas::NO_TRANS,
             m as i32,
             n as i32,
             k as i32,
@@ -133,7 +129,7 @@ fn dgemm(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
 
 /// Times `B = L^-1 B` with `L` a unit lower triangle of order `order` and `B` order x n (the
 /// solve HPL makes for each block row of U); median of `samples`.
-pub fn time_dtrsm(order: usize, n: usize, samples: usize) -> f64 {
+pub fn time_dtrsm(blas: &OpenBlas, order: usize, n: usize, samples: usize) -> f64 {
     let l = lower_unit(order);
     let rhs = matrix(order * n, 4);
     let mut b = rhs.clone();
@@ -143,12 +139,12 @@ pub fn time_dtrsm(order: usize, n: usize, samples: usize) -> f64 {
         // SAFETY: `l` is order x order and `b` is order x n, column major, leading
         // dimension `order` for both.
         unsafe {
-            cblas_sys::cblas_dtrsm(
-                cblas_sys::CblasColMajor,
-                cblas_sys::CblasLeft,
-                cblas_sys::CblasLower,
-                cblas_sys::CblasNoTrans,
-                cblas_sys::CblasUnit,
+            (blas.dtrsm)(
+                blas::COL_MAJOR,
+                blas::LEFT,
+                blas::LOWER,
+                blas::NO_TRANS,
+                blas::UNIT,
                 order as i32,
                 n as i32,
                 1.0,
@@ -164,14 +160,14 @@ pub fn time_dtrsm(order: usize, n: usize, samples: usize) -> f64 {
 /// Times the LU factorization with partial pivoting of an `m x n` panel (`m >= n`, column
 /// major; see [`factor_panel`]); median of `samples`. Each call factors a fresh copy, whose
 /// copying (`m n` doubles) is part of the time, as HPL copies panels too.
-pub fn time_panel(m: usize, n: usize, samples: usize) -> f64 {
+pub fn time_panel(blas: &OpenBlas, m: usize, n: usize, samples: usize) -> f64 {
     assert!(m >= n);
     let original = matrix(m * n, 5);
     let mut a = original.clone();
     let mut pivots = vec![0usize; n];
     median_time(samples, &mut || {
         a.copy_from_slice(&original);
-        factor_panel(&mut a, m, n, &mut pivots);
+        factor_panel(blas, &mut a, m, n, &mut pivots);
     })
 }
 
@@ -218,11 +214,11 @@ pub fn time_laswp(rows: usize, n: usize, samples: usize) -> f64 {
 /// factorization (NDIV 2): factor the left half, apply its swaps to the right half, solve
 /// for the right half's top rows (dtrsm), update the rest (dgemm), factor it; below
 /// [`PANEL_LEAF`] columns, column by column (idamax, row swap, dscal, dger).
-pub fn factor_panel(a: &mut [f64], m: usize, n: usize, pivots: &mut [usize]) {
+pub fn factor_panel(blas: &OpenBlas, a: &mut [f64], m: usize, n: usize, pivots: &mut [usize]) {
     assert!(m >= n && a.len() >= m * n && pivots.len() >= n);
     // SAFETY: `a` holds the m x n panel with leading dimension m (checked above), and
     // every block the recursion touches lies inside it.
-    unsafe { factor_block(a.as_mut_ptr(), m, m, n, pivots) }
+    unsafe { factor_block(blas, a.as_mut_ptr(), m, m, n, pivots) }
 }
 
 /// HPL's default recursion stopping point (NBMIN 4).
@@ -232,24 +228,30 @@ pub const PANEL_LEAF: usize = 4;
 ///
 /// # Safety
 /// `a` must point to a column-major block of at least `(n - 1) lda + m` doubles, `m >= n`.
-unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut [usize]) {
-    use cblas_sys as c;
+unsafe fn factor_block(
+    c: &OpenBlas,
+    a: *mut f64,
+    lda: usize,
+    m: usize,
+    n: usize,
+    pivots: &mut [usize],
+) {
     let ld = lda as i32;
     if n <= PANEL_LEAF {
         for (j, pivot_row) in pivots.iter_mut().enumerate().take(n) {
             let col = a.add(j * lda);
-            let p = j + c::cblas_idamax((m - j) as i32, col.add(j), 1) as usize;
+            let p = j + (c.idamax)((m - j) as i32, col.add(j), 1);
             *pivot_row = p;
             if p != j {
-                c::cblas_dswap(n as i32, a.add(j), ld, a.add(p), ld);
+                (c.dswap)(n as i32, a.add(j), ld, a.add(p), ld);
             }
             let pivot = *col.add(j);
             if j + 1 < m && pivot != 0.0 {
-                c::cblas_dscal((m - j - 1) as i32, 1.0 / pivot, col.add(j + 1), 1);
+                (c.dscal)((m - j - 1) as i32, 1.0 / pivot, col.add(j + 1), 1);
             }
             if j + 1 < n {
-                c::cblas_dger(
-                    c::CblasColMajor,
+                (c.dger)(
+                    blas::COL_MAJOR,
                     (m - j - 1) as i32,
                     (n - j - 1) as i32,
                     -1.0,
@@ -266,19 +268,19 @@ unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut
     }
     let (n1, n2) = (n / 2, n - n / 2);
     let (left, right) = pivots.split_at_mut(n1);
-    factor_block(a, lda, m, n1, left);
+    factor_block(c, a, lda, m, n1, left);
     let a12 = a.add(n1 * lda);
     for (j, &p) in left.iter().enumerate() {
         if p != j {
-            c::cblas_dswap(n2 as i32, a12.add(j), ld, a12.add(p), ld);
+            (c.dswap)(n2 as i32, a12.add(j), ld, a12.add(p), ld);
         }
     }
-    c::cblas_dtrsm(
-        c::CblasColMajor,
-        c::CblasLeft,
-        c::CblasLower,
-        c::CblasNoTrans,
-        c::CblasUnit,
+    (c.dtrsm)(
+        blas::COL_MAJOR,
+        blas::LEFT,
+        blas::LOWER,
+        blas::NO_TRANS,
+        blas::UNIT,
         n1 as i32,
         n2 as i32,
         1.0,
@@ -287,10 +289,10 @@ unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut
         a12,
         ld,
     );
-    c::cblas_dgemm(
-        c::CblasColMajor,
-        c::CblasNoTrans,
-        c::CblasNoTrans,
+    (c.dgemm)(
+        blas::COL_MAJOR,
+        blas::NO_TRANS,
+        blas::NO_TRANS,
         (m - n1) as i32,
         n2 as i32,
         n1 as i32,
@@ -303,22 +305,23 @@ unsafe fn factor_block(a: *mut f64, lda: usize, m: usize, n: usize, pivots: &mut
         a12.add(n1),
         ld,
     );
-    factor_block(a12.add(n1), lda, m - n1, n2, right);
+    factor_block(c, a12.add(n1), lda, m - n1, n2, right);
     for (j, p) in right.iter_mut().enumerate() {
         *p += n1;
         if *p != n1 + j {
-            c::cblas_dswap(n1 as i32, a.add(n1 + j), ld, a.add(*p), ld);
+            (c.dswap)(n1 as i32, a.add(n1 + j), ld, a.add(*p), ld);
         }
     }
 }
 
 /// Times every shape (`samples` per shape), calling `progress(done, total)` after each.
 pub fn measure(
+    blas: &OpenBlas,
     shapes: &[(Kernel, usize, usize, usize)],
     samples: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Vec<KernelSample> {
-    measure_in_passes(shapes, 1, samples, progress)
+    measure_in_passes(blas, shapes, 1, samples, progress)
 }
 
 /// Times every shape in `passes` passes over the whole list (`samples` per shape and pass,
@@ -326,6 +329,7 @@ pub fn measure(
 /// speed drifts for a few seconds then disturbs a few passes of every shape rather than
 /// every sample of a few shapes. Calls `progress(done, total)` after each shape and pass.
 pub fn measure_in_passes(
+    blas: &OpenBlas,
     shapes: &[(Kernel, usize, usize, usize)],
     passes: usize,
     samples: usize,
@@ -336,9 +340,9 @@ pub fn measure_in_passes(
     for pass in 0..passes {
         for (i, &(kernel, m, n, k)) in shapes.iter().enumerate() {
             times[i].push(match kernel {
-                Kernel::Dgemm => time_dgemm(m, n, k, samples),
-                Kernel::Dtrsm => time_dtrsm(m, n, samples),
-                Kernel::Panel => time_panel(m, n, samples),
+                Kernel::Dgemm => time_dgemm(blas, m, n, k, samples),
+                Kernel::Dtrsm => time_dtrsm(blas, m, n, samples),
+                Kernel::Panel => time_panel(blas, m, n, samples),
                 Kernel::Laswp => time_laswp(m, n, samples),
             });
             progress(pass * shapes.len() + i + 1, passes * shapes.len());
@@ -363,18 +367,23 @@ pub fn measure_in_passes(
 /// One dgemm worker of [`core_speeds`]: allocates `m x n x k` operands and makes one untimed
 /// product, calls `ready` (which returns when every worker is ready), then runs products for
 /// `seconds` (at least one) and returns its rate in flop/s.
-pub fn dgemm_rate(shape: (usize, usize, usize), seconds: f64, ready: impl FnOnce()) -> f64 {
+pub fn dgemm_rate(
+    blas: &OpenBlas,
+    shape: (usize, usize, usize),
+    seconds: f64,
+    ready: impl FnOnce(),
+) -> f64 {
     let (m, n, k) = shape;
     let a = matrix(m * k, 1);
     let b = matrix(k * n, 2);
     let mut c = vec![0.0; m * n];
     // Untimed: first touch of the output, OpenBLAS's buffers.
-    dgemm(m, n, k, &a, &b, &mut c);
+    dgemm(blas, m, n, k, &a, &b, &mut c);
     ready();
     let t0 = Instant::now();
     let mut calls = 0u32;
     while calls == 0 || t0.elapsed().as_secs_f64() < seconds {
-        dgemm(m, n, k, &a, &b, &mut c);
+        dgemm(blas, m, n, k, &a, &b, &mut c);
         calls += 1;
     }
     f64::from(calls) * 2.0 * (m * n * k) as f64 / t0.elapsed().as_secs_f64()
@@ -452,10 +461,14 @@ pub fn core_speeds(
 /// The worker side of [`core_speeds`] (the body of a hidden command of the CLI): one thread,
 /// prints `ready`, waits for a line on standard input, times products of `shape` for
 /// `seconds` and prints the rate (flop/s).
-pub fn dgemm_worker(shape: (usize, usize, usize), seconds: f64) -> std::io::Result<()> {
+pub fn dgemm_worker(
+    blas: &OpenBlas,
+    shape: (usize, usize, usize),
+    seconds: f64,
+) -> std::io::Result<()> {
     use std::io::Write;
-    use_one_thread();
-    let rate = dgemm_rate(shape, seconds, || {
+    blas.use_one_thread();
+    let rate = dgemm_rate(blas, shape, seconds, || {
         println!("ready");
         let _ = std::io::stdout().flush();
         let mut go = String::new();
@@ -472,9 +485,10 @@ mod tests {
     /// A worker's rate is a real measurement (positive, finite), taken after `ready`.
     #[test]
     fn dgemm_rate_times_after_ready() {
-        use_one_thread();
+        let blas = openblas().unwrap();
+        blas.use_one_thread();
         let mut ready = false;
-        let r = dgemm_rate((64, 64, 64), 0.005, || ready = true);
+        let r = dgemm_rate(blas, (64, 64, 64), 0.005, || ready = true);
         assert!(ready && r.is_finite() && r > 0.0, "{r}");
     }
 
@@ -498,16 +512,17 @@ mod tests {
     /// The timed calls compute what they claim: a 2x2 product and a 2x2 unit solve.
     #[test]
     fn kernels_compute_correct_results() {
-        use_one_thread();
+        let blas = openblas().unwrap();
+        blas.use_one_thread();
         let a = [1.0, 3.0, 2.0, 4.0]; // [[1, 2], [3, 4]] column major
         let b = [5.0, 7.0, 6.0, 8.0]; // [[5, 6], [7, 8]]
         let mut c = [0.0; 4];
         // SAFETY: 2x2 column-major matrices.
         unsafe {
-            cblas_sys::cblas_dgemm(
-                cblas_sys::CblasColMajor,
-                cblas_sys::CblasNoTrans,
-                cblas_sys::CblasNoTrans,
+            (blas.dgemm)(
+                blas::COL_MAJOR,
+                blas::NO_TRANS,
+                blas::NO_TRANS,
                 2,
                 2,
                 2,
@@ -531,12 +546,13 @@ mod tests {
     /// 37 x 19 panel (odd sizes: uneven halves down to the leaves).
     #[test]
     fn panel_factorization_is_lu_with_partial_pivoting() {
-        use_one_thread();
+        let blas = openblas().unwrap();
+        blas.use_one_thread();
         let (m, n) = (37, 19);
         let original = matrix(m * n, 9);
         let mut a = original.clone();
         let mut pivots = vec![0; n];
-        factor_panel(&mut a, m, n, &mut pivots);
+        factor_panel(blas, &mut a, m, n, &mut pivots);
         // P A: the row swaps applied in order to the original.
         let mut pa = original.clone();
         for (j, &p) in pivots.iter().enumerate() {
@@ -569,13 +585,14 @@ mod tests {
 
     #[test]
     fn timings_grow_with_the_work() {
-        use_one_thread();
-        let small = time_dgemm(32, 32, 32, 3);
-        let large = time_dgemm(256, 256, 256, 3);
+        let blas = openblas().unwrap();
+        blas.use_one_thread();
+        let small = time_dgemm(blas, 32, 32, 32, 3);
+        let large = time_dgemm(blas, 256, 256, 256, 3);
         assert!(small > 0.0 && large > small, "{small} {large}");
-        let t = time_dtrsm(64, 256, 3);
+        let t = time_dtrsm(blas, 64, 256, 3);
         assert!(t > 0.0);
-        let got = measure(&[(Kernel::Dtrsm, 32, 64, 0)], 1, &mut |_, _| {});
+        let got = measure(blas, &[(Kernel::Dtrsm, 32, 64, 0)], 1, &mut |_, _| {});
         assert_eq!((got[0].m, got[0].n, got[0].kernel), (32, 64, Kernel::Dtrsm));
     }
 }

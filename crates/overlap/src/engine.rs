@@ -22,7 +22,8 @@ use crate::mpi::*;
 /// Whether T-NBC is active (MPI_THREAD_MULTIPLE granted and not disabled).
 pub static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Smallest overlapped receive buffer in bytes.
-pub static MIN_BYTES: AtomicUsize = AtomicUsize::new(524_288);
+pub static MIN_BYTES: AtomicUsize =
+    AtomicUsize::new(mpiscope_overlap_core::DEFAULT_MIN_BYTES as usize);
 /// Whether T-NBC was ever activated in this process (for `MPISCOPE_OVERLAP_STATS`).
 pub static WAS_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Collectives that took the overlapped path.

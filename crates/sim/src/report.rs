@@ -41,8 +41,10 @@ pub struct RankSummary {
 pub struct CallsiteSummary {
     /// Callsite id (from the trace; 0 unknown).
     pub callsite: u32,
-    /// MPI calls.
+    /// MPI calls made there, all ranks (one per traced call).
     pub calls: u64,
+    /// MPI actions simulated for those calls (a `Sendrecv` is a send, a receive and a wait).
+    pub actions: u64,
     /// Seconds spent blocked in them, summed over ranks.
     pub seconds: f64,
     /// The rank with the largest mean time per call here.
@@ -144,6 +146,7 @@ impl Report {
             .map(|c| CallsiteSummary {
                 callsite: c.callsite,
                 calls: c.calls,
+                actions: c.actions,
                 seconds: c.seconds,
                 slowest_rank: c.slowest_rank,
                 slowest_rank_mean_s: c.slowest_rank_mean_s,
@@ -240,8 +243,8 @@ impl Report {
         if !sites.is_empty() {
             let _ = writeln!(
                 s,
-                "\n{:>12} {:>14} {:>16}  callsite",
-                "calls", "MPI time (s)", "slowest (us/call)"
+                "\n{:>12} {:>12} {:>14} {:>16}  callsite",
+                "calls", "actions", "MPI time (s)", "slowest (us/call)"
             );
             for c in sites {
                 let mut what = c.function.clone().unwrap_or_default();
@@ -257,8 +260,9 @@ impl Report {
                     .unwrap_or_else(|| format!("#{}", c.callsite));
                 let _ = writeln!(
                     s,
-                    "{:>12} {:>14.6} {:>16.3}  {what}",
+                    "{:>12} {:>12} {:>14.6} {:>16.3}  {what}",
                     c.calls,
+                    c.actions,
                     c.seconds,
                     c.slowest_rank_mean_s * 1e6,
                 );

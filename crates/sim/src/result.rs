@@ -88,8 +88,13 @@ pub struct Span {
 pub struct CallsiteStats {
     /// Callsite id (0: unknown).
     pub callsite: u32,
-    /// MPI calls, all ranks.
+    /// MPI calls, all ranks: one per traced call (a workload's
+    /// [`Action::Callsite`](crate::workload::Action::Callsite) marks), or one per action for
+    /// workloads that do not mark calls.
     pub calls: u64,
+    /// MPI actions simulated for them, all ranks (a `Sendrecv` is three: send, receive,
+    /// wait; a call that only reads local state, none).
+    pub actions: u64,
     /// Seconds in MPI, summed over ranks.
     pub seconds: f64,
     /// The rank whose mean time per call here is the largest.

@@ -4,7 +4,9 @@
 
 mod common;
 
+mod anywhere;
 mod calibrate;
+mod conventions;
 mod corpus;
 mod exports;
 mod faults;

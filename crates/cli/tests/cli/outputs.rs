@@ -52,10 +52,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Refused: exit 2 (not a panic) with a message naming `path` and `words`.
+/// Refused: exit 1 (not a panic) with a message naming `path` and `words`.
 fn assert_refused(o: &Output, path: &Path, words: &str) {
     let e = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(o.status.code(), Some(1), "{e}");
     let name = path.file_name().unwrap().to_string_lossy();
     assert!(e.contains(&*name) && e.contains(words), "{e}");
 }
@@ -137,7 +137,7 @@ fn export_replaces_its_own_output_and_refuses_anything_else() {
     std::fs::write(other.join("traces/thesis.tex"), "x").unwrap();
     for force in [false, true] {
         let o = export("otf2", &other, force);
-        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert_eq!(read(&other.join("traces/thesis.tex")), "x");
     }
 }
@@ -245,7 +245,7 @@ fn plan_keeps_to_its_own_output_directory() {
         let s = study("escape", escape);
         let o = run(&[&"plan", &s, &"--report", &"--out", &out]);
         let e = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert_eq!(o.status.code(), Some(1), "{e}");
         assert!(
             e.contains(&format!(
                 "escape.toml: [[figure]] file = \"{escape}\": must stay inside --out"
@@ -315,13 +315,22 @@ fn trace_refuses_foreign_directories_and_bad_recorder_options() {
         (&["--duration", "inf"][..], "--duration"),
         (&["--sample", "MPI_Send=0"][..], "--sample"),
         (&["--stack", "65"][..], "--stack"),
-        (&["--core", "always"][..], "--core"),
-        (&["--clock", "rdtsc"][..], "--clock"),
+    ] {
+        let o = trace(&fresh, opts);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{opts:?}: {e}");
+        assert!(e.contains(&format!("mpiscope: error: {named}")), "{e}");
+        assert!(!fresh.exists(), "{opts:?} created {}", fresh.display());
+    }
+    // Values outside a closed list are usage errors, clap's.
+    for (opts, named) in [
+        (&["--core", "always"][..], "--core <MODE>"),
+        (&["--clock", "rdtsc"][..], "--clock <CLOCK>"),
     ] {
         let o = trace(&fresh, opts);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{opts:?}: {e}");
-        assert!(e.contains(&format!("mpiscope: error: {named}")), "{e}");
+        assert!(e.contains(named) && e.contains("possible values"), "{e}");
         assert!(!fresh.exists(), "{opts:?} created {}", fresh.display());
     }
     // A program that cannot be started: the directory made for it goes again.
@@ -333,7 +342,7 @@ fn trace_refuses_foreign_directories_and_bad_recorder_options() {
         .arg(tmp.path().join("no-such-program"))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("no-such-program"), "{}", stderr(&o));
     assert!(!fresh.exists(), "a failed launch left {}", fresh.display());
 }
@@ -447,7 +456,7 @@ fn bench_predict_ignores_planted_links() {
         .arg("m1")
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(read(&victim.join("run/keep")), "precious");
     assert_eq!(read(&victim.join("results.json")), "precious");
     assert_eq!(siblings(&victim), ["results.json", "run"]);

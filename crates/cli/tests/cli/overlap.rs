@@ -283,7 +283,7 @@ fn predict_from_a_trace() {
     let o = Command::new(mpiscope())
         .args(["overlap", "predict"])
         .arg(&run)
-        .arg("--json")
+        .args(["--json", "--min-bytes", "65536"])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -331,7 +331,7 @@ fn overlap_cli_errors() {
         ])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/order.json"));
     let o = Command::new(mpiscope()).arg("overlap").output().unwrap();
     assert_eq!(o.status.code(), Some(2));

@@ -386,7 +386,7 @@ fn plan_reports_bad_studies() {
             std::fs::write(dir.join(file), b).unwrap();
         }
         let o = plan(dir, &[file, "--quiet"], &[]);
-        assert_eq!(o.status.code(), Some(2), "{file}: {}", text(&o));
+        assert_eq!(o.status.code(), Some(1), "{file}: {}", text(&o));
         assert!(text(&o).contains(needle), "{file}: {}", text(&o));
         assert!(!text(&o).contains("panicked"), "{file}: {}", text(&o));
     }

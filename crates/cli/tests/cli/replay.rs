@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{build, mpi_lock, mpiscope, run_traced, tempdir, Mpi};
+use crate::common::{build, mpi_lock, mpiscope, report_json, run_traced, tempdir, Mpi};
 
 /// A flat SimGrid cluster of `hosts` hosts: 1 GB/s, 10 us private split-duplex links, 1 Gf.
 fn cluster(dir: &Path, hosts: u32) -> PathBuf {
@@ -66,10 +66,15 @@ fn replay_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{}", o.stdout))
 }
 
-/// A failure that is an error message, not a crash.
+/// A failure that is an error message, not a crash: exit 1 (an error while running).
 fn assert_clean_error(o: &Out, needles: &[&str]) {
+    assert_error_exit(o, 1, needles);
+}
+
+/// A failure with exit `code` (2: a usage error) and a message naming `needles`.
+fn assert_error_exit(o: &Out, code: i32, needles: &[&str]) {
     assert!(!o.ok, "expected a failure, got:\n{}", o.stdout);
-    assert_eq!(o.code, Some(2), "not a clean error exit:\n{}", o.stderr);
+    assert_eq!(o.code, Some(code), "not a clean error exit:\n{}", o.stderr);
     assert!(!o.stderr.contains("panicked"), "panic:\n{}", o.stderr);
     for n in needles {
         assert!(
@@ -82,6 +87,110 @@ fn assert_clean_error(o: &Out, needles: &[&str]) {
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
+}
+
+/// The bundled example (`examples/halo.c`, 4 ranks, 50 iterations) as a new user reads it:
+/// the report's bytes are the matched messages' (the end ranks' halves with MPI_PROC_NULL move
+/// nothing), its MPI time is within MPI_Init..MPI_Finalize, every percentile is within the
+/// values, and `replay` counts as many MPI_Sendrecv calls per callsite as `report` does,
+/// the simulated actions apart.
+#[test]
+fn halo_example_report_and_replay_agree() {
+    let _g = mpi_lock();
+    let tmp = tempdir();
+    // Compiled here: a test program of `tests/programs` is called `halo` too.
+    let exe = tmp.path().join("halo-example");
+    let cc = Command::new(Mpi::OpenMpi.cc())
+        .args(["-g", "-O2", "-o"])
+        .arg(&exe)
+        .arg(crate::common::root().join("examples/halo.c"))
+        .arg("-lm")
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let (run, dir) = run_traced(Mpi::OpenMpi, 4, &exe, &["50"], &[], tmp.path());
+    assert_eq!(run.code, Some(0), "traced run failed:\n{}", run.stderr);
+    let r = report_json(&dir);
+    // 50 iterations x 2 exchanges x 3 neighbour pairs, one 8-byte message each way.
+    let sr = &r["calls"]["MPI_Sendrecv"];
+    assert_eq!(sr["count"], 400, "{sr}");
+    assert_eq!(
+        (sr["bytes_sent"].as_u64(), sr["bytes_received"].as_u64()),
+        (Some(2400), Some(2400)),
+        "{sr}"
+    );
+    let p2p: u64 = r["message_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["p2p"].as_u64().unwrap())
+        .sum();
+    assert_eq!(p2p, 300, "{}", r["message_sizes"]);
+    for (name, c) in r["calls"].as_object().unwrap() {
+        let q: Vec<f64> = ["median_s", "p90_s", "p99_s", "max_s"]
+            .iter()
+            .map(|k| c[k].as_f64().unwrap())
+            .collect();
+        assert!(q.windows(2).all(|w| w[0] <= w[1]), "{name}: {c}");
+    }
+    for rank in r["per_rank"].as_array().unwrap() {
+        let f = |k: &str| rank[k].as_f64().unwrap();
+        assert!(f("init_s") > 0.0 && f("finalize_s") > 0.0, "{rank}");
+        assert!(f("app_s") + f("init_s") <= f("wall_s") + 1e-9, "{rank}");
+        // The first thread's calls and the gaps between them tile the application time.
+        assert!(
+            (f("mpi_s") + f("compute_s") - f("app_s")).abs() < 1e-6,
+            "{rank}"
+        );
+        assert!(
+            (f("mpi_pct") - 100.0 * f("mpi_s") / f("app_s")).abs() < 1e-9,
+            "{rank}"
+        );
+    }
+    let sites = r["callsites"].as_array().unwrap();
+    let report_sites: Vec<(&str, u64)> = sites
+        .iter()
+        .filter(|c| c["function"] == "MPI_Sendrecv")
+        .map(|c| {
+            (
+                c["location"].as_str().unwrap_or("?"),
+                c["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(report_sites.len(), 2, "{sites:?}");
+    for c in sites {
+        let f = |k: &str| c[k].as_f64().unwrap();
+        assert!(
+            f("rank_min_s") <= f("rank_mean_s") && f("rank_mean_s") <= f("rank_max_s"),
+            "{c}"
+        );
+        assert!(f("rank_cov") >= 0.0, "{c}");
+    }
+
+    let platform = cluster(tmp.path(), 4);
+    let j = replay_json(&[
+        dir.to_str().unwrap(),
+        "--platform",
+        platform.to_str().unwrap(),
+    ]);
+    let replayed: Vec<&serde_json::Value> = j["callsites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["function"] == "MPI_Sendrecv")
+        .collect();
+    assert_eq!(replayed.len(), 2, "{}", j["callsites"]);
+    for c in replayed {
+        let at = c["location"].as_str().unwrap_or("?");
+        let want = report_sites.iter().find(|s| s.0 == at).map(|s| s.1);
+        assert_eq!(c["calls"].as_u64(), want, "{at}: {c}");
+        assert!(c["actions"].as_u64().unwrap() > 200, "{c}");
+    }
 }
 
 #[test]
@@ -278,7 +387,13 @@ fn replay_reports_bad_input() {
         ("--bw-factor", "1000:x"),
         ("--lat-factor", "0.5"),
     ] {
-        assert_clean_error(&replay(&[i, "--platform", p, opt, val]), &[opt]);
+        // Closed lists are clap's to check: a usage error.
+        let usage = ["--network", "--collectives"].contains(&opt);
+        assert_error_exit(
+            &replay(&[i, "--platform", p, opt, val]),
+            if usage { 2 } else { 1 },
+            &[opt],
+        );
     }
 
     // A platform with too few hosts for a hostfile entry.

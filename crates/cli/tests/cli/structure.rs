@@ -435,6 +435,6 @@ fn text_output_and_bad_rank() {
         .args(["--rank", "9"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--rank 9"));
 }

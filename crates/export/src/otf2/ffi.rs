@@ -1,11 +1,19 @@
-//! The part of libotf2's C interface (OTF2 3.0, Debian's `libotf2-trace-dev`) the exporter
-//! calls: archive, event and definition writers, and the flush callbacks OTF2 requires.
-//! Constants are OTF2's enum values (`otf2/OTF2_GeneralDefinitions.h`,
+//! The part of libotf2's C interface (OTF2 3.0, Debian's `libopen-trace-format2-10`) the
+//! exporter calls: archive, event and definition writers, and the flush callbacks OTF2
+//! requires. Constants are OTF2's enum values (`otf2/OTF2_GeneralDefinitions.h`,
 //! `OTF2_Definitions.h`); error codes are C enums, so `i32`.
+//!
+//! Nothing links libotf2: [`otf2`] opens it at run time, on the first OTF2 export, and
+//! resolves every function below into [`Otf2`], a table of function pointers named as the C
+//! functions. So the `mpiscope` binary starts without libotf2, and only `export --format
+//! otf2` asks for it, with an error that says what to install when it is missing.
 
-#![allow(non_camel_case_types)]
+#![allow(non_camel_case_types, non_snake_case)]
 
 use std::ffi::{c_char, c_void};
+use std::sync::OnceLock;
+
+use mpiscope_dynlib::{Library, LoadError, Wanted};
 
 /// An archive (opaque).
 pub type OTF2_Archive = c_void;
@@ -41,9 +49,40 @@ pub const GROUP_COMM_GROUP: u8 = 5;
 pub const UNDEFINED_U32: u32 = u32::MAX;
 pub const UNDEFINED_U64: u64 = u64::MAX;
 
-#[link(name = "otf2")]
-extern "C" {
-    pub fn OTF2_Archive_Open(
+/// Declares the table [`Otf2`] of the C functions listed (each a field of its C name and
+/// type) and its resolution from an opened library.
+macro_rules! functions {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        /// libotf2's functions, resolved from the opened library, which the table keeps open
+        /// (for the life of the process: the one table lives in a `static`).
+        #[derive(Debug)]
+        pub struct Otf2 {
+            $(
+                #[doc = concat!("`", stringify!($name), "`.")]
+                pub $name: unsafe extern "C" fn($($arg: $ty),*) -> $ret,
+            )*
+            _lib: Library,
+        }
+
+        impl Otf2 {
+            /// Resolves every function of `lib` (any missing one is an error).
+            fn resolve(lib: Library) -> Result<Otf2, LoadError> {
+                // SAFETY: each field's type is the function's declaration in OTF2 3.0's
+                // headers; the pointers are kept beside `lib`, so never called after it
+                // closes.
+                unsafe {
+                    Ok(Otf2 {
+                        $($name: lib.get(stringify!($name))?,)*
+                        _lib: lib,
+                    })
+                }
+            }
+        }
+    };
+}
+
+functions! {
+    fn OTF2_Archive_Open(
         path: *const c_char,
         name: *const c_char,
         mode: u8,
@@ -52,42 +91,42 @@ extern "C" {
         substrate: u8,
         compression: u8,
     ) -> *mut OTF2_Archive;
-    pub fn OTF2_Archive_SetFlushCallbacks(
+    fn OTF2_Archive_SetFlushCallbacks(
         a: *mut OTF2_Archive,
         cb: *const OTF2_FlushCallbacks,
         data: *mut c_void,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_SetSerialCollectiveCallbacks(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_SetCreator(a: *mut OTF2_Archive, creator: *const c_char) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_OpenEvtFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_GetEvtWriter(a: *mut OTF2_Archive, loc: u64) -> *mut OTF2_EvtWriter;
-    pub fn OTF2_Archive_CloseEvtWriter(
+    fn OTF2_Archive_SetSerialCollectiveCallbacks(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_Archive_SetCreator(a: *mut OTF2_Archive, creator: *const c_char) -> OTF2_ErrorCode;
+    fn OTF2_Archive_OpenEvtFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_Archive_GetEvtWriter(a: *mut OTF2_Archive, loc: u64) -> *mut OTF2_EvtWriter;
+    fn OTF2_Archive_CloseEvtWriter(
         a: *mut OTF2_Archive,
         w: *mut OTF2_EvtWriter,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_CloseEvtFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_OpenDefFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_GetDefWriter(a: *mut OTF2_Archive, loc: u64) -> *mut OTF2_DefWriter;
-    pub fn OTF2_Archive_CloseDefWriter(
+    fn OTF2_Archive_CloseEvtFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_Archive_OpenDefFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_Archive_GetDefWriter(a: *mut OTF2_Archive, loc: u64) -> *mut OTF2_DefWriter;
+    fn OTF2_Archive_CloseDefWriter(
         a: *mut OTF2_Archive,
         w: *mut OTF2_DefWriter,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_CloseDefFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_Archive_GetGlobalDefWriter(a: *mut OTF2_Archive) -> *mut OTF2_GlobalDefWriter;
-    pub fn OTF2_Archive_Close(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
-    pub fn OTF2_EvtWriter_Enter(
+    fn OTF2_Archive_CloseDefFiles(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_Archive_GetGlobalDefWriter(a: *mut OTF2_Archive) -> *mut OTF2_GlobalDefWriter;
+    fn OTF2_Archive_Close(a: *mut OTF2_Archive) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_Enter(
         w: *mut OTF2_EvtWriter,
         attrs: *mut c_void,
         t: u64,
         region: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_EvtWriter_Leave(
+    fn OTF2_EvtWriter_Leave(
         w: *mut OTF2_EvtWriter,
         attrs: *mut c_void,
         t: u64,
         region: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_EvtWriter_MpiSend(
+    fn OTF2_EvtWriter_MpiSend(
         w: *mut OTF2_EvtWriter,
         attrs: *mut c_void,
         t: u64,
@@ -96,7 +135,7 @@ extern "C" {
         tag: u32,
         length: u64,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_EvtWriter_MpiRecv(
+    fn OTF2_EvtWriter_MpiRecv(
         w: *mut OTF2_EvtWriter,
         attrs: *mut c_void,
         t: u64,
@@ -105,19 +144,19 @@ extern "C" {
         tag: u32,
         length: u64,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteClockProperties(
+    fn OTF2_GlobalDefWriter_WriteClockProperties(
         w: *mut OTF2_GlobalDefWriter,
         resolution: u64,
         offset: u64,
         length: u64,
         realtime: u64,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteString(
+    fn OTF2_GlobalDefWriter_WriteString(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         s: *const c_char,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteRegion(
+    fn OTF2_GlobalDefWriter_WriteRegion(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         name: u32,
@@ -130,14 +169,14 @@ extern "C" {
         begin: u32,
         end: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteSystemTreeNode(
+    fn OTF2_GlobalDefWriter_WriteSystemTreeNode(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         name: u32,
         class: u32,
         parent: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteLocationGroup(
+    fn OTF2_GlobalDefWriter_WriteLocationGroup(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         name: u32,
@@ -145,7 +184,7 @@ extern "C" {
         parent: u32,
         creator: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteLocation(
+    fn OTF2_GlobalDefWriter_WriteLocation(
         w: *mut OTF2_GlobalDefWriter,
         id: u64,
         name: u32,
@@ -153,7 +192,7 @@ extern "C" {
         events: u64,
         group: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteGroup(
+    fn OTF2_GlobalDefWriter_WriteGroup(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         name: u32,
@@ -163,7 +202,7 @@ extern "C" {
         members: u32,
         list: *const u64,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_GlobalDefWriter_WriteComm(
+    fn OTF2_GlobalDefWriter_WriteComm(
         w: *mut OTF2_GlobalDefWriter,
         id: u32,
         name: u32,
@@ -171,7 +210,7 @@ extern "C" {
         parent: u32,
         flags: u32,
     ) -> OTF2_ErrorCode;
-    pub fn OTF2_Error_GetName(code: OTF2_ErrorCode) -> *const c_char;
+    fn OTF2_Error_GetName(code: OTF2_ErrorCode) -> *const c_char;
 }
 
 /// Before a buffer flush: always flush.
@@ -189,3 +228,58 @@ pub static FLUSH_CALLBACKS: OTF2_FlushCallbacks = OTF2_FlushCallbacks {
     pre: pre_flush,
     post: post_flush,
 };
+
+/// libotf2 as Debian 12 ships it (OTF2 3.0, ABI 10), as an upstream or module build names
+/// it, then the unversioned development links.
+pub const OTF2: Wanted = Wanted {
+    library: "libotf2 (OTF2 3)",
+    needed_by: "mpiscope export --format otf2",
+    sonames: &[
+        "libopen-trace-format2.so.10",
+        "libotf2.so.10",
+        "libopen-trace-format2.so",
+        "libotf2.so",
+    ],
+    install: "libopen-trace-format2-10 (Debian 12; Ubuntu) or load an OTF2 3 module (Score-P's \
+              otf2)",
+    env: "MPISCOPE_LIBOTF2",
+};
+
+/// libotf2, opened on the first call (later calls return the same table, or the same
+/// error).
+pub fn otf2() -> Result<&'static Otf2, LoadError> {
+    static OTF2_LIB: OnceLock<Result<Otf2, LoadError>> = OnceLock::new();
+    OTF2_LIB
+        .get_or_init(|| Library::open(OTF2).and_then(Otf2::resolve))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where libotf2 is missing, the error names the command, the library and the package.
+    #[test]
+    fn a_missing_libotf2_says_what_to_install() {
+        let nowhere = Wanted {
+            sonames: &["libotf2-mpiscope-absent.so.10"],
+            ..OTF2
+        };
+        let msg = Library::open(nowhere).unwrap_err().to_string();
+        for part in [
+            "mpiscope export --format otf2 needs libotf2",
+            "(libotf2-mpiscope-absent.so.10)",
+            "install libopen-trace-format2-10 (Debian 12",
+        ] {
+            assert!(msg.contains(part), "`{part}` not in: {msg}");
+        }
+    }
+
+    /// Debian's versioned soname opens here and every function resolves.
+    #[test]
+    fn libotf2_opens_by_its_versioned_soname() {
+        let lib = otf2().unwrap();
+        assert_eq!(lib._lib.soname(), "libopen-trace-format2.so.10");
+    }
+}

@@ -1,5 +1,6 @@
 //! OTF2 archives (Score-P's format, read by Vampir, Scalasca, `otf2-print`), written with
-//! Debian's libotf2 (`libotf2-trace-dev`, OTF2 3.0).
+//! Debian's libotf2 (`libopen-trace-format2-10`, OTF2 3.0), opened at run time (`ffi.rs`):
+//! without it, this export alone fails, with a message that says what to install.
 //!
 //! One location group (process) per rank, one location per thread that made MPI calls, one
 //! region per MPI function (role: point-to-point, barrier, collective or function; paradigm
@@ -68,6 +69,7 @@ fn role(function: &str) -> u8 {
 
 /// An open archive; closed (and freed) on drop.
 struct Archive {
+    lib: &'static ffi::Otf2,
     ptr: *mut ffi::OTF2_Archive,
     out: std::path::PathBuf,
 }
@@ -75,12 +77,12 @@ struct Archive {
 impl Archive {
     /// Opens the archive `traces` in `dir` for writing, with mpiscope as its creator and
     /// its event files open; errors name `out`.
-    fn open(dir: &Path, out: &Path) -> Result<Archive, ExportError> {
+    fn open(lib: &'static ffi::Otf2, dir: &Path, out: &Path) -> Result<Archive, ExportError> {
         let path = cstring(&dir.display().to_string());
         let name = cstring("traces");
         // SAFETY: valid C strings; the returned archive is owned by `Archive`.
         let ptr = unsafe {
-            ffi::OTF2_Archive_Open(
+            (lib.OTF2_Archive_Open)(
                 path.as_ptr(),
                 name.as_ptr(),
                 ffi::FILEMODE_WRITE,
@@ -94,6 +96,7 @@ impl Archive {
             return Err(write_error(out, "OTF2_Archive_Open failed"));
         }
         let a = Archive {
+            lib,
             ptr,
             out: out.to_path_buf(),
         };
@@ -102,11 +105,11 @@ impl Archive {
         // creator string.
         unsafe {
             a.check(
-                ffi::OTF2_Archive_SetCreator(a.ptr, creator.as_ptr()),
+                (lib.OTF2_Archive_SetCreator)(a.ptr, creator.as_ptr()),
                 "creator",
             )?;
             a.check(
-                ffi::OTF2_Archive_SetFlushCallbacks(
+                (lib.OTF2_Archive_SetFlushCallbacks)(
                     a.ptr,
                     &ffi::FLUSH_CALLBACKS,
                     std::ptr::null_mut(),
@@ -114,18 +117,22 @@ impl Archive {
                 "flush callbacks",
             )?;
             a.check(
-                ffi::OTF2_Archive_SetSerialCollectiveCallbacks(a.ptr),
+                (lib.OTF2_Archive_SetSerialCollectiveCallbacks)(a.ptr),
                 "collective callbacks",
             )?;
-            a.check(ffi::OTF2_Archive_OpenEvtFiles(a.ptr), "opening event files")?;
+            a.check(
+                (lib.OTF2_Archive_OpenEvtFiles)(a.ptr),
+                "opening event files",
+            )?;
         }
         Ok(a)
     }
 
     /// The event writer of location `loc` (the event files must be open).
     fn evt_writer(&self, loc: u64) -> Result<EvtWriter, ExportError> {
+        let lib = self.lib;
         // SAFETY: the archive is open; the writer is closed by `close_evt_writer`.
-        let w = unsafe { ffi::OTF2_Archive_GetEvtWriter(self.ptr, loc) };
+        let w = unsafe { (lib.OTF2_Archive_GetEvtWriter)(self.ptr, loc) };
         if w.is_null() {
             return Err(write_error(&self.out, "OTF2_Archive_GetEvtWriter failed"));
         }
@@ -134,10 +141,11 @@ impl Archive {
 
     /// Closes an event writer of this archive.
     fn close_evt_writer(&self, w: EvtWriter) -> Result<(), ExportError> {
+        let lib = self.lib;
         // SAFETY: `w` is a live writer of this archive, consumed here: closed once.
         unsafe {
             self.check(
-                ffi::OTF2_Archive_CloseEvtWriter(self.ptr, w.0),
+                (lib.OTF2_Archive_CloseEvtWriter)(self.ptr, w.0),
                 "closing a writer",
             )
         }
@@ -145,8 +153,9 @@ impl Archive {
 
     /// The global definition writer (after the local definitions are closed).
     fn global_defs(&self) -> Result<GlobalDefs<'_>, ExportError> {
+        let lib = self.lib;
         // SAFETY: the global writer belongs to the archive, which outlives its use.
-        let g = unsafe { ffi::OTF2_Archive_GetGlobalDefWriter(self.ptr) };
+        let g = unsafe { (lib.OTF2_Archive_GetGlobalDefWriter)(self.ptr) };
         if g.is_null() {
             return Err(write_error(
                 &self.out,
@@ -160,8 +169,9 @@ impl Archive {
         if code == 0 {
             return Ok(());
         }
+        let lib = self.lib;
         // SAFETY: OTF2_Error_GetName returns a static string for any code.
-        let name = unsafe { std::ffi::CStr::from_ptr(ffi::OTF2_Error_GetName(code)) };
+        let name = unsafe { std::ffi::CStr::from_ptr((lib.OTF2_Error_GetName)(code)) };
         Err(ExportError::Write {
             path: self.out.clone(),
             source: std::io::Error::other(format!("{what}: {}", name.to_string_lossy())),
@@ -174,9 +184,10 @@ struct EvtWriter(*mut ffi::OTF2_EvtWriter);
 
 impl Drop for Archive {
     fn drop(&mut self) {
+        let lib = self.lib;
         // SAFETY: `ptr` came from OTF2_Archive_Open and is closed exactly once.
         unsafe {
-            ffi::OTF2_Archive_Close(self.ptr);
+            (lib.OTF2_Archive_Close)(self.ptr);
         }
     }
 }
@@ -225,8 +236,10 @@ pub fn export_otf2(run: &RunDir, out: &Path, force: bool) -> Result<Otf2Summary,
         });
     }
     crate::outputs::check(out, force)?;
+    // Before anything is made in `out`: without libotf2 the export leaves no trace.
+    let lib = ffi::otf2()?;
     let staging = crate::outputs::staging(out)?;
-    let sum = write_archive(run, staging.path(), out)?;
+    let sum = write_archive(lib, run, staging.path(), out)?;
     crate::outputs::put_in_place(staging, out)?;
     Ok(sum)
 }
@@ -247,8 +260,13 @@ struct Seen {
 /// Writes the archive `traces` into `dir`, in OTF2's order: the events, rank by rank, then
 /// the (empty) local definitions of every location, then the global definitions. Errors
 /// name `out`.
-fn write_archive(run: &RunDir, dir: &Path, out: &Path) -> Result<Otf2Summary, ExportError> {
-    let a = Archive::open(dir, out)?;
+fn write_archive(
+    lib: &'static ffi::Otf2,
+    run: &RunDir,
+    dir: &Path,
+    out: &Path,
+) -> Result<Otf2Summary, ExportError> {
+    let a = Archive::open(lib, dir, out)?;
     let mut sum = Otf2Summary::default();
     let mut seen = Seen {
         regions: BTreeMap::new(),
@@ -334,19 +352,19 @@ fn write_call(
     sum: &mut Otf2Summary,
 ) -> Result<u64, ExportError> {
     let mut n = 2u64;
-    let w = w.0;
+    let (lib, w) = (a.lib, w.0);
     // SAFETY: `w` is a live writer of `a`; timestamps are non-decreasing within the call
     // (enter <= message events <= exit).
     unsafe {
         a.check(
-            ffi::OTF2_EvtWriter_Enter(w, std::ptr::null_mut(), call.enter, call.region),
+            (lib.OTF2_EvtWriter_Enter)(w, std::ptr::null_mut(), call.enter, call.region),
             "enter",
         )?;
         for it in items {
             match it {
                 Item::Send { key, bytes, .. } => {
                     a.check(
-                        ffi::OTF2_EvtWriter_MpiSend(
+                        (lib.OTF2_EvtWriter_MpiSend)(
                             w,
                             std::ptr::null_mut(),
                             call.enter,
@@ -362,7 +380,7 @@ fn write_call(
                 }
                 Item::Recv { key, bytes, .. } => {
                     a.check(
-                        ffi::OTF2_EvtWriter_MpiRecv(
+                        (lib.OTF2_EvtWriter_MpiRecv)(
                             w,
                             std::ptr::null_mut(),
                             call.exit,
@@ -380,7 +398,7 @@ fn write_call(
             }
         }
         a.check(
-            ffi::OTF2_EvtWriter_Leave(w, std::ptr::null_mut(), call.exit, call.region),
+            (lib.OTF2_EvtWriter_Leave)(w, std::ptr::null_mut(), call.exit, call.region),
             "leave",
         )?;
     }
@@ -389,27 +407,28 @@ fn write_call(
 
 /// Closes the event files and writes every location's (empty) local definitions.
 fn close_local_definitions(a: &Archive, seen: &Seen) -> Result<(), ExportError> {
+    let lib = a.lib;
     // SAFETY: the archive is open; every def writer is closed right after it is made.
     unsafe {
         a.check(
-            ffi::OTF2_Archive_CloseEvtFiles(a.ptr),
+            (lib.OTF2_Archive_CloseEvtFiles)(a.ptr),
             "closing event files",
         )?;
         a.check(
-            ffi::OTF2_Archive_OpenDefFiles(a.ptr),
+            (lib.OTF2_Archive_OpenDefFiles)(a.ptr),
             "opening definition files",
         )?;
         for &loc in seen.locations.keys() {
-            let d = ffi::OTF2_Archive_GetDefWriter(a.ptr, loc);
+            let d = (lib.OTF2_Archive_GetDefWriter)(a.ptr, loc);
             if !d.is_null() {
                 a.check(
-                    ffi::OTF2_Archive_CloseDefWriter(a.ptr, d),
+                    (lib.OTF2_Archive_CloseDefWriter)(a.ptr, d),
                     "closing a definition writer",
                 )?;
             }
         }
         a.check(
-            ffi::OTF2_Archive_CloseDefFiles(a.ptr),
+            (lib.OTF2_Archive_CloseDefFiles)(a.ptr),
             "closing definition files",
         )?;
     }
@@ -508,7 +527,7 @@ struct GlobalDefs<'a> {
 impl GlobalDefs<'_> {
     /// The clock (ns, from the first event to the last) and the string table.
     fn clock_and_strings(&self, seen: &Seen, strings: &Strings) -> Result<(), ExportError> {
-        let (a, g) = (self.a, self.g);
+        let (a, g, lib) = (self.a, self.g, self.a.lib);
         let first = if seen.first == u64::MAX {
             0
         } else {
@@ -517,7 +536,7 @@ impl GlobalDefs<'_> {
         // SAFETY: `g` is the archive's live global writer; the strings outlive the calls.
         unsafe {
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteClockProperties(
+                (lib.OTF2_GlobalDefWriter_WriteClockProperties)(
                     g,
                     1_000_000_000,
                     first,
@@ -528,7 +547,11 @@ impl GlobalDefs<'_> {
             )?;
             for (i, s) in strings.0.iter().enumerate() {
                 a.check(
-                    ffi::OTF2_GlobalDefWriter_WriteString(g, i as u32, s.as_ptr() as *const c_char),
+                    (lib.OTF2_GlobalDefWriter_WriteString)(
+                        g,
+                        i as u32,
+                        s.as_ptr() as *const c_char,
+                    ),
                     "string",
                 )?;
             }
@@ -538,11 +561,11 @@ impl GlobalDefs<'_> {
 
     /// The system tree (a machine and one node), a process per rank, a location per thread.
     fn system(&self, run: &RunDir, seen: &Seen, names: &Names) -> Result<(), ExportError> {
-        let (a, g) = (self.a, self.g);
+        let (a, g, lib) = (self.a, self.g, self.a.lib);
         // SAFETY: `g` is the archive's live global writer; the string ids are written.
         unsafe {
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteSystemTreeNode(
+                (lib.OTF2_GlobalDefWriter_WriteSystemTreeNode)(
                     g,
                     0,
                     names.machine,
@@ -552,7 +575,7 @@ impl GlobalDefs<'_> {
                 "machine",
             )?;
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteSystemTreeNode(
+                (lib.OTF2_GlobalDefWriter_WriteSystemTreeNode)(
                     g,
                     1,
                     names.host,
@@ -563,7 +586,7 @@ impl GlobalDefs<'_> {
             )?;
             for (i, (rank, _)) in run.rank_files.iter().enumerate() {
                 a.check(
-                    ffi::OTF2_GlobalDefWriter_WriteLocationGroup(
+                    (lib.OTF2_GlobalDefWriter_WriteLocationGroup)(
                         g,
                         *rank,
                         names.ranks[i],
@@ -576,7 +599,7 @@ impl GlobalDefs<'_> {
             }
             for &(loc, name) in &names.locations {
                 a.check(
-                    ffi::OTF2_GlobalDefWriter_WriteLocation(
+                    (lib.OTF2_GlobalDefWriter_WriteLocation)(
                         g,
                         loc,
                         name,
@@ -593,13 +616,13 @@ impl GlobalDefs<'_> {
 
     /// A region per MPI function, with its role.
     fn regions(&self, seen: &Seen, names: &Names) -> Result<(), ExportError> {
-        let (a, g) = (self.a, self.g);
+        let (a, g, lib) = (self.a, self.g, self.a.lib);
         let roles: HashMap<u32, u8> = seen.regions.iter().map(|(n, &id)| (id, role(n))).collect();
         for &(id, name) in &names.regions {
             // SAFETY: `g` is the archive's live global writer; the string ids are written.
             unsafe {
                 a.check(
-                    ffi::OTF2_GlobalDefWriter_WriteRegion(
+                    (lib.OTF2_GlobalDefWriter_WriteRegion)(
                         g,
                         id,
                         name,
@@ -621,7 +644,7 @@ impl GlobalDefs<'_> {
 
     /// `MPI_COMM_WORLD`: its ranks are the ranks' main-thread locations.
     fn world(&self, run: &RunDir, names: &Names) -> Result<(), ExportError> {
-        let (a, g) = (self.a, self.g);
+        let (a, g, lib) = (self.a, self.g, self.a.lib);
         let mains: Vec<u64> = run
             .rank_files
             .iter()
@@ -632,7 +655,7 @@ impl GlobalDefs<'_> {
         // lists outlive the calls that read them.
         unsafe {
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteGroup(
+                (lib.OTF2_GlobalDefWriter_WriteGroup)(
                     g,
                     0,
                     names.empty,
@@ -645,7 +668,7 @@ impl GlobalDefs<'_> {
                 "locations group",
             )?;
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteGroup(
+                (lib.OTF2_GlobalDefWriter_WriteGroup)(
                     g,
                     1,
                     names.empty,
@@ -658,7 +681,7 @@ impl GlobalDefs<'_> {
                 "world group",
             )?;
             a.check(
-                ffi::OTF2_GlobalDefWriter_WriteComm(g, 0, names.world, 1, ffi::UNDEFINED_U32, 0),
+                (lib.OTF2_GlobalDefWriter_WriteComm)(g, 0, names.world, 1, ffi::UNDEFINED_U32, 0),
                 "world",
             )?;
         }

@@ -21,6 +21,12 @@ pub mod pages;
 pub mod pending;
 pub mod schedule;
 
+/// Smallest receive buffer, in bytes, that T-NBC overlaps unless `MPISCOPE_OVERLAP_MIN_BYTES`
+/// says otherwise: the break-even measured on shared memory (docs/BENCHMARKS.md). The
+/// preload library, `mpiscope overlap --min-bytes` and `mpiscope overlap predict
+/// --min-bytes` share it, so a prediction describes what a run would overlap.
+pub const DEFAULT_MIN_BYTES: u64 = 524_288;
+
 /// Errors of the T-NBC core.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {

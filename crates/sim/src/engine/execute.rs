@@ -5,8 +5,10 @@
 //! workload for its next action, handing it the outcome of the previous one, and executes
 //! it. [`Simulation::execute`] dispatches on the action's kind: computations and sleeps
 //! block the rank until they end; sends, receives, waits and probes go through `p2p`;
-//! collectives through `nbc`; packs through `sched`. MPI calls are counted per rank and
-//! per callsite.
+//! collectives through `nbc`; packs through `sched`. MPI actions are counted per rank and
+//! per callsite; MPI calls per callsite by the workload's [`Action::Callsite`] marks, one
+//! per traced call (a `Sendrecv` is one call and three actions), or one per action for
+//! workloads without marks.
 
 use std::cmp::Reverse;
 
@@ -102,7 +104,7 @@ impl Simulation<'_> {
                 fragments,
                 with,
             } => self.start_pack(r, secs, fragments, with),
-            Action::Callsite(c) => self.ranks[r as usize].callsite = c,
+            Action::Callsite(c) => self.ranks[r as usize].mark_call(c),
             Action::Clock => self.ranks[r as usize].last = Outcome::Time(now.0),
             Action::Send {
                 dst,
@@ -322,11 +324,10 @@ impl Simulation<'_> {
         rank.result.end_s = self.now.secs();
     }
 
-    /// Counts an MPI call of rank `r` at its callsite.
+    /// Counts an MPI action of rank `r` at its callsite (and a call, when its workload does
+    /// not mark calls with [`Action::Callsite`]).
     fn count_call(&mut self, r: u32) {
-        let rank = &mut self.ranks[r as usize];
-        rank.result.mpi_calls += 1;
-        rank.callsite_entry().1 += 1;
+        self.ranks[r as usize].count_actions(1);
     }
 
     /// The simulated cost of a test or probe ([`crate::SimConfig::poll_cost`]).

@@ -336,15 +336,18 @@ impl<'p> Simulation<'p> {
             .fold(0.0, f64::max);
         let mut merged: HashMap<u32, CallsiteStats> = HashMap::new();
         for (r, rank) in self.ranks.iter().enumerate() {
-            for &(cs, n, t) in &rank.by_callsite {
-                let e = merged.entry(cs).or_insert(CallsiteStats {
-                    callsite: cs,
+            for site in &rank.by_callsite {
+                let (n, t) = (site.calls, site.seconds);
+                let e = merged.entry(site.callsite).or_insert(CallsiteStats {
+                    callsite: site.callsite,
                     calls: 0,
+                    actions: 0,
                     seconds: 0.0,
                     slowest_rank: r as u32,
                     slowest_rank_mean_s: 0.0,
                 });
                 e.calls += n;
+                e.actions += site.actions;
                 e.seconds += t;
                 let mean = if n > 0 { t / n as f64 } else { 0.0 };
                 if mean > e.slowest_rank_mean_s {

@@ -212,33 +212,71 @@ pub(super) struct Rank {
     pub(super) blocked_name: &'static str,
     /// Its current callsite ([`Action::Callsite`](crate::workload::Action::Callsite)).
     pub(super) callsite: u32,
-    /// Per callsite this rank used: (callsite, calls, seconds); few entries, searched
-    /// linearly from the last one used.
-    pub(super) by_callsite: Vec<(u32, u64, f64)>,
+    /// Per callsite this rank used; few entries, searched linearly from the last one used.
+    pub(super) by_callsite: Vec<SiteTotals>,
+    /// Its workload marks each MPI call with an
+    /// [`Action::Callsite`](crate::workload::Action::Callsite) (traces and their structural
+    /// forms): calls are counted by those marks, else one per MPI action (TI traces, HPL).
+    pub(super) marks_calls: bool,
     /// The entry of `by_callsite` used last.
     pub(super) last_callsite: usize,
     /// Its results so far.
     pub(super) result: RankResult,
 }
 
+/// What one rank did at one callsite.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct SiteTotals {
+    /// The callsite.
+    pub(super) callsite: u32,
+    /// MPI calls made there (one per traced call, whatever it became).
+    pub(super) calls: u64,
+    /// MPI actions executed for them (a `Sendrecv` is a send, a receive and their wait).
+    pub(super) actions: u64,
+    /// Seconds blocked in them.
+    pub(super) seconds: f64,
+}
+
 impl Rank {
-    /// This rank's (calls, seconds) entry of its current callsite.
-    pub(super) fn callsite_entry(&mut self) -> &mut (u32, u64, f64) {
+    /// This rank's entry of its current callsite.
+    pub(super) fn callsite_entry(&mut self) -> &mut SiteTotals {
         let cs = self.callsite;
         if self
             .by_callsite
             .get(self.last_callsite)
-            .is_none_or(|e| e.0 != cs)
+            .is_none_or(|e| e.callsite != cs)
         {
-            self.last_callsite = match self.by_callsite.iter().position(|e| e.0 == cs) {
+            self.last_callsite = match self.by_callsite.iter().position(|e| e.callsite == cs) {
                 Some(i) => i,
                 None => {
-                    self.by_callsite.push((cs, 0, 0.0));
+                    self.by_callsite.push(SiteTotals {
+                        callsite: cs,
+                        ..SiteTotals::default()
+                    });
                     self.by_callsite.len() - 1
                 }
             };
         }
         &mut self.by_callsite[self.last_callsite]
+    }
+
+    /// Counts `n` MPI actions at the current callsite, and as many calls when the workload
+    /// does not mark its calls.
+    pub(super) fn count_actions(&mut self, n: u64) {
+        self.result.mpi_calls += n;
+        let marked = self.marks_calls;
+        let e = self.callsite_entry();
+        e.actions += n;
+        if !marked {
+            e.calls += n;
+        }
+    }
+
+    /// An [`Action::Callsite`](crate::workload::Action::Callsite): one MPI call at `cs`.
+    pub(super) fn mark_call(&mut self, cs: u32) {
+        self.callsite = cs;
+        self.marks_calls = true;
+        self.callsite_entry().calls += 1;
     }
 }
 
@@ -272,6 +310,7 @@ impl Rank {
             blocked_name: "",
             callsite: 0,
             by_callsite: Vec::new(),
+            marks_calls: false,
             last_callsite: 0,
             result: RankResult::default(),
         }

@@ -105,7 +105,7 @@ impl Simulation<'_> {
                 let wait = matched.since(rank.blocked_since).secs();
                 rank.result.wait_s += wait;
                 rank.result.comm_s += dt - wait;
-                rank.callsite_entry().2 += dt;
+                rank.callsite_entry().seconds += dt;
                 if release {
                     for q in reqs {
                         self.release(q);
@@ -128,8 +128,7 @@ impl Simulation<'_> {
                 if !found {
                     rank.final_probe = Some((src, tag, ctx));
                 }
-                rank.result.mpi_calls += chunks;
-                rank.callsite_entry().1 += chunks;
+                rank.count_actions(chunks);
                 if self.config.poll_cost > 0.0 {
                     // The probes' cost, after the computation (not between its chunks).
                     let end = now.plus(Time::from_secs(self.config.poll_cost * chunks as f64));

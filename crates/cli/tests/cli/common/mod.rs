@@ -107,12 +107,15 @@ fn programs_out(mpi: Mpi) -> PathBuf {
     d
 }
 
+/// Compiles `src` into `out` through a temporary file renamed over `out`, so a test never
+/// runs a half-written executable (tests of several modules run at once in one binary).
 fn compile(compiler: &str, src: &Path, out: &Path, extra: &[&str]) {
+    let tmp = out.with_extension(format!("tmp-{}", std::process::id()));
     let o = Command::new(compiler)
         .args(["-g", "-O1"])
         .args(extra)
         .arg("-o")
-        .arg(out)
+        .arg(&tmp)
         .arg(src)
         .output()
         .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
@@ -122,7 +125,12 @@ fn compile(compiler: &str, src: &Path, out: &Path, extra: &[&str]) {
         src.display(),
         String::from_utf8_lossy(&o.stderr)
     );
+    std::fs::rename(&tmp, out).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }
+
+/// Serializes the compilation of test programs: two tests building one program at once
+/// would otherwise see each other's half-written file as fresh.
+static BUILD: Mutex<()> = Mutex::new(());
 
 /// Compiles `tests/programs/<name>` (C or Fortran, by extension) for `mpi`; returns the
 /// executable. Recompiled when the source is newer.
@@ -135,6 +143,7 @@ pub fn build(mpi: Mpi, name: &str, extra: &[&str]) -> PathBuf {
         .to_string_lossy()
         .into_owned();
     let out = programs_out(mpi).join(&stem);
+    let _one_at_a_time = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
         (Ok(o), Ok(s)) => o.modified().unwrap() >= s.modified().unwrap(),
         _ => false,

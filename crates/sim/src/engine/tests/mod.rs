@@ -348,3 +348,64 @@ fn same_input_same_output() {
     assert_eq!(a.makespan_s, b.makespan_s);
     assert_eq!(a.ranks, b.ranks);
 }
+
+/// A traced `Sendrecv` is one MPI call the workload marks with its callsite, replayed as
+/// three actions (receive, send, wait): the callsite counts 1 call and 3 actions per rank
+/// (it counted 3 calls); a call that only reads local state is a call without actions.
+/// A workload that marks no calls (TI traces, HPL) counts one call per action.
+#[test]
+fn calls_are_counted_by_callsite_marks_apart_from_actions() {
+    let sendrecv = |me: u32| {
+        vec![
+            Action::Callsite(7),
+            Action::Recv {
+                src: i64::from(1 - me),
+                tag: 3,
+                bytes: 8,
+                comm: 0,
+                req: Some(1),
+            },
+            Action::Send {
+                dst: 1 - me,
+                tag: 3,
+                bytes: 8,
+                comm: 0,
+                req: Some(2),
+                sync: false,
+            },
+            Action::Wait { reqs: vec![1, 2] },
+        ]
+    };
+    let script = |me: u32| {
+        let mut s = vec![Action::Callsite(9)];
+        s.extend(sendrecv(me));
+        s.extend(sendrecv(me));
+        s
+    };
+    let r = run(&p1(), vec![0, 1], vec![script(0), script(1)]);
+    let site = |cs: u32| *r.callsites.iter().find(|c| c.callsite == cs).unwrap();
+    assert_eq!((site(7).calls, site(7).actions), (4, 12));
+    assert_eq!(
+        (site(9).calls, site(9).actions, site(9).seconds),
+        (2, 0, 0.0)
+    );
+    // The mean per call is per call, not per action.
+    let per_rank = r.callsites.iter().map(|c| c.seconds).sum::<f64>() / 2.0;
+    assert!(
+        site(7).slowest_rank_mean_s >= per_rank / 2.0 * 0.99,
+        "{:?}",
+        r.callsites
+    );
+    // Rank totals stay in actions.
+    assert_eq!(r.ranks[0].mpi_calls, 6);
+    let unmarked = run(
+        &p1(),
+        vec![0, 1],
+        vec![vec![send(1, 8), send(1, 8)], vec![recv(0, 8), recv(0, 8)]],
+    );
+    assert_eq!(unmarked.callsites.len(), 1);
+    assert_eq!(
+        (unmarked.callsites[0].calls, unmarked.callsites[0].actions),
+        (4, 4)
+    );
+}

@@ -1,4 +1,0 @@
-//! Links Debian's OpenBLAS (`libopenblas-dev`), which provides the CBLAS interface.
-fn main() {
-    println!("cargo:rustc-link-lib=openblas");
-}
