@@ -3,7 +3,8 @@
 //! * [`simgrid_ti`]: SimGrid "time-independent" traces, replayable with
 //!   `smpirun -replay` (SimGrid 3.32);
 //! * [`chrome`]: Chrome trace event JSON for Perfetto, with message arrows;
-//! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files;
+//! * [`paraver`]: Paraver's `.prv`, `.pcf` and `.row` text files, in [`extrae`]'s numbering of
+//!   MPI calls and states so that Extrae's Paraver configuration files apply;
 //! * [`otf2`]: OTF2 archives through Debian's libotf2, loaded at run time (Vampir, Scalasca,
 //!   `otf2-print`).
 //!
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use mpiscope_trace::RunDir;
 
 pub mod chrome;
+pub mod extrae;
 pub mod otf2;
 pub mod outputs;
 pub mod paraver;

@@ -5,15 +5,22 @@
 //! threads are left out), one CPU per task on a single node. Records, sorted by time as
 //! Paraver requires (times in ns):
 //!
-//! * state `1:cpu:1:task:1:begin:end:state`: Running between MPI calls, and during a call
-//!   the state of its kind (Extrae's numbering: 3 waiting a message, 4 blocking send, 5
-//!   synchronization, 6 test/probe, 8 wait, 10 immediate send, 11 immediate receive, 13
-//!   group communication, 16 send-receive, 15 other MPI);
-//! * event `2:cpu:1:task:1:time:50000000:value`: the MPI function (value from the `.pcf`)
-//!   at entry, 0 at exit;
+//! * state `1:cpu:1:task:1:begin:end:state`: Running (1) between MPI calls, and during a
+//!   call the state Extrae gives its kind ([`extrae::state_of`]: 3 waiting a message, 4
+//!   blocking send, 5 synchronization, 6 test/probe, 8 wait, 10 immediate send, 11
+//!   immediate receive, 12 I/O, 13 group communication, 16 send-receive, 15 others);
+//! * event `2:cpu:1:task:1:time:type:value`: the MPI function at entry, in Extrae's event
+//!   type and with Extrae's value ([`extrae::numbering`]: type 50000001 point-to-point,
+//!   50000002 collective, 50000003 other, 50000004 one-sided, 50000005 I/O), the same type
+//!   with value 0 at exit; a function Extrae does not number goes in type 50000099
+//!   ([`extrae::UNNUMBERED_EVENT`]) with a value of its own, listed in the `.pcf`;
 //! * communication `3:cpu:1:task:1:send:send:cpu:1:task:1:recv:recv:bytes:tag` for each
-//!   point-to-point message paired by [`mpiscope_analyze::messages`], from the send call's entry to
-//!   the completion of the receive.
+//!   point-to-point message paired by [`mpiscope_analyze::messages`]: logical and physical
+//!   send at the send call's entry, logical and physical receive at the completion of the
+//!   receive.
+//!
+//! The `.pcf` names Extrae's states and lists Extrae's five MPI event types with all their
+//! values and Extrae's labels, so Extrae's `cfgs/mpi/*.cfg` views read the trace.
 //!
 //! The records of the whole run are held in memory to be sorted (about 40 bytes each).
 
@@ -23,14 +30,11 @@ use std::path::{Path, PathBuf};
 
 use crate::outputs::{PCF, PRV, ROW};
 use mpiscope_files::{AtomicFile, Kind, Staged};
-use mpiscope_mpispec::Family;
 use mpiscope_trace::RunDir;
 
+use crate::extrae::{self, state_of, RUNNING, UNNUMBERED_EVENT};
 use crate::ExportError;
 use mpiscope_analyze::messages::{Item, MessageKey, RankWalk};
-
-/// Event type of MPI calls in the `.prv` and `.pcf`.
-pub const MPI_CALL_EVENT: u32 = 50_000_000;
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,6 +58,7 @@ enum Rec {
     Event {
         task: u32,
         time: u64,
+        ty: u32,
         value: u32,
     },
     Comm {
@@ -73,39 +78,6 @@ impl Rec {
             Rec::Event { time, .. } => time,
             Rec::Comm { sent, .. } => sent,
         }
-    }
-}
-
-/// State names, Extrae's numbering.
-const STATES: [(u8, &str); 12] = [
-    (0, "Idle"),
-    (1, "Running"),
-    (3, "Waiting a message"),
-    (4, "Blocking Send"),
-    (5, "Synchronization"),
-    (6, "Test/Probe"),
-    (8, "Wait/WaitAll"),
-    (10, "Immediate Send"),
-    (11, "Immediate Receive"),
-    (13, "Group Communication"),
-    (15, "Others"),
-    (16, "Send Receive"),
-];
-
-fn state_of(function: &str) -> u8 {
-    let f = Family::of(function);
-    let nonblocking = mpiscope_mpispec::is_nonblocking(function);
-    match f {
-        _ if f.is_send() && nonblocking => 10,
-        _ if f.is_send() => 4,
-        Family::Recv | Family::Mrecv if nonblocking => 11,
-        Family::Recv | Family::Mrecv => 3,
-        Family::Sendrecv | Family::SendrecvReplace => 16,
-        Family::Barrier => 5,
-        _ if f.is_wait() => 8,
-        _ if f.is_test() || f.is_probe() => 6,
-        _ if f.is_collective() => 13,
-        _ => 15,
     }
 }
 
@@ -198,10 +170,11 @@ pub fn export_paraver(
 struct Collected {
     /// The `.prv`'s records (messages once paired).
     recs: Vec<Rec>,
-    /// Function names, in the order of their values (value = index + 1).
+    /// Functions Extrae does not number, in the order of their values in
+    /// [`UNNUMBERED_EVENT`] (value = index + 1).
     functions: Vec<String>,
-    /// Per function: its value in the `.pcf` and its state (classified once).
-    function_ids: HashMap<String, (u32, u8)>,
+    /// Per function: its event type and value, and its state (classified once).
+    function_ids: HashMap<String, (u32, u32, u8)>,
     /// Message sends not yet paired: (time, bytes) by message.
     sends: HashMap<MessageKey, (u64, u64)>,
     /// Message receives: the message and the time its receive completed.
@@ -277,18 +250,20 @@ impl Collected {
     /// The records of a call of `name` by `task` from `enter` to `exit`, after a Running
     /// state since the previous call's exit.
     fn call(&mut self, task: u32, name: &str, (enter, exit): (u64, u64), prev_exit: Option<u64>) {
-        let next = self.functions.len() as u32 + 1;
         let functions = &mut self.functions;
-        let (value, state) = *self.function_ids.entry(name.to_owned()).or_insert_with(|| {
-            functions.push(name.to_owned());
-            (next, state_of(name))
+        let (ty, value, state) = *self.function_ids.entry(name.to_owned()).or_insert_with(|| {
+            let (ty, value) = extrae::numbering(name).unwrap_or_else(|| {
+                functions.push(name.to_owned());
+                (UNNUMBERED_EVENT, functions.len() as u32)
+            });
+            (ty, value, state_of(name))
         });
         if let Some(p) = prev_exit.filter(|&p| p < enter) {
             self.recs.push(Rec::State {
                 task,
                 begin: p,
                 end: enter,
-                state: 1,
+                state: RUNNING,
             });
         }
         self.recs.push(Rec::State {
@@ -300,11 +275,13 @@ impl Collected {
         self.recs.push(Rec::Event {
             task,
             time: enter,
+            ty,
             value,
         });
         self.recs.push(Rec::Event {
             task,
             time: exit.max(enter),
+            ty,
             value: 0,
         });
     }
@@ -375,13 +352,12 @@ fn write_rec(w: &mut AtomicFile, r: &Rec, first: u64) -> std::io::Result<()> {
             begin - first,
             end - first
         ),
-        Rec::Event { task, time, value } => {
-            writeln!(
-                w,
-                "2:{task}:1:{task}:1:{}:{MPI_CALL_EVENT}:{value}",
-                time - first
-            )
-        }
+        Rec::Event {
+            task,
+            time,
+            ty,
+            value,
+        } => writeln!(w, "2:{task}:1:{task}:1:{}:{ty}:{value}", time - first),
         Rec::Comm {
             from,
             sent,
@@ -398,17 +374,28 @@ fn write_rec(w: &mut AtomicFile, r: &Rec, first: u64) -> std::io::Result<()> {
     }
 }
 
-/// The `.pcf`: display options, the state names, and the MPI call event's values.
-fn pcf_text(functions: &[String]) -> String {
+/// The `.pcf`: display options, Extrae's state names, Extrae's MPI event types with all
+/// their values, and the type of the calls Extrae does not number (when there are any).
+fn pcf_text(unnumbered: &[String]) -> String {
     let mut t = String::from(
         "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\nLOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\nNUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\nDEFAULT_SEMANTIC\n\nTHREAD_FUNC          State As Is\n\nSTATES\n",
     );
-    for (v, name) in STATES {
+    for (v, name) in extrae::STATES {
         t += &format!("{v:<5}{name}\n");
     }
-    t += &format!("\nEVENT_TYPE\n0    {MPI_CALL_EVENT}    MPI call\nVALUES\n0      End\n");
-    for (i, f) in functions.iter().enumerate() {
-        t += &format!("{:<6} {f}\n", i + 1);
+    let block = |t: &mut String, ty: u32, label: &str, values: &[(u32, String)]| {
+        *t += &format!("\n\nEVENT_TYPE\n0    {ty}    {label}\nVALUES\n");
+        for (v, name) in values {
+            *t += &format!("{v:<6} {name}\n");
+        }
+        *t += "0      End\n";
+    };
+    for (ty, label) in extrae::EVENT_TYPES {
+        block(&mut t, ty, label, &extrae::values(ty));
+    }
+    if !unnumbered.is_empty() {
+        let values: Vec<(u32, String)> = (1..).zip(unnumbered.iter().cloned()).collect();
+        block(&mut t, UNNUMBERED_EVENT, extrae::UNNUMBERED_LABEL, &values);
     }
     t
 }
@@ -443,15 +430,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn states_of_calls() {
-        assert_eq!(state_of("MPI_Send"), 4);
-        assert_eq!(state_of("MPI_Recv"), 3);
-        assert_eq!(state_of("MPI_Irecv"), 11);
-        assert_eq!(state_of("MPI_Waitall"), 8);
-        assert_eq!(state_of("MPI_Iprobe"), 6);
-        assert_eq!(state_of("MPI_Allreduce"), 13);
-        assert_eq!(state_of("MPI_Barrier"), 5);
-        assert_eq!(state_of("MPI_Comm_rank"), 15);
+    fn pcf_lists_extraes_types_and_the_unnumbered_calls() {
+        let t = pcf_text(&["MPI_Exscan".to_string()]);
+        for want in [
+            "13   Group Communication\n",
+            "EVENT_TYPE\n0    50000001    MPI Point-to-point\nVALUES\n1      MPI_Send\n",
+            "0    50000002    MPI Collective Comm\n",
+            "10     MPI_Allreduce\n",
+            "0    50000003    MPI Other\n",
+            "0    50000004    MPI One-sided\n",
+            "0    50000005    MPI I/O\n",
+            "0    50000099    MPI call not numbered by Extrae (mpiscope)\nVALUES\n1      MPI_Exscan\n0      End\n",
+        ] {
+            assert!(t.contains(want), "{want} missing from\n{t}");
+        }
+        assert!(!pcf_text(&[]).contains("50000099"));
+    }
+
+    #[test]
+    fn names_and_dates() {
         assert_eq!(
             with_ext(Path::new("/t/run"), ".prv"),
             PathBuf::from("/t/run.prv")

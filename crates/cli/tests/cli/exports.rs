@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -27,6 +27,28 @@ fn export(trace: &Path, format: &str, out: &Path) {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The labels of the values of the `.pcf`'s event types: (type, value) -> label.
+fn pcf_values(pcf: &str) -> HashMap<(u64, u64), String> {
+    let mut labels = HashMap::new();
+    for block in pcf.split("EVENT_TYPE\n").skip(1) {
+        let mut lines = block.lines();
+        let ty: u64 = lines
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(lines.next(), Some("VALUES"), "{block}");
+        for l in lines.take_while(|l| !l.trim().is_empty()) {
+            let (v, label) = l.split_once(' ').unwrap();
+            labels.insert((ty, v.parse().unwrap()), label.trim().to_string());
+        }
+    }
+    labels
 }
 
 /// (slices, message start ids, message end ids).
@@ -69,6 +91,11 @@ fn chrome_and_paraver_of_lu() {
         header.starts_with("#Paraver (") && header.ends_with(":1(4):1:4(1:1,1:1,1:1,1:1)"),
         "{header}"
     );
+    let pcf = std::fs::read_to_string(base.with_extension("pcf")).unwrap();
+    let labels = pcf_values(&pcf);
+    // Per task, the event type of the call under way; calls begun, by label.
+    let mut open: HashMap<&str, u64> = HashMap::new();
+    let mut begun: HashMap<String, u64> = HashMap::new();
     let (mut last, mut comms, mut events) = (0u64, 0, 0);
     for l in lines {
         let f: Vec<&str> = l.split(':').collect();
@@ -78,7 +105,21 @@ fn chrome_and_paraver_of_lu() {
         match f[0] {
             "1" => assert_eq!(f.len(), 8, "{l}"),
             "2" => {
-                assert_eq!((f.len(), f[6]), (8, "50000000"), "{l}");
+                assert_eq!(f.len(), 8, "{l}");
+                let (ty, value): (u64, u64) = (f[6].parse().unwrap(), f[7].parse().unwrap());
+                // Extrae's MPI types (or mpiscope's for the calls Extrae does not number).
+                assert!(
+                    (50_000_001..=50_000_005).contains(&ty) || ty == 50_000_099,
+                    "{l}"
+                );
+                if value == 0 {
+                    assert_eq!(open.remove(f[3]), Some(ty), "an end without its begin: {l}");
+                } else {
+                    let label = labels.get(&(ty, value));
+                    let label = label.unwrap_or_else(|| panic!("{l}: value not in the .pcf"));
+                    assert_eq!(open.insert(f[3], ty), None, "a call inside a call: {l}");
+                    *begun.entry(label.clone()).or_default() += 1;
+                }
                 events += 1;
             }
             "3" => {
@@ -92,13 +133,26 @@ fn chrome_and_paraver_of_lu() {
         }
     }
     assert_eq!(comms, 432);
-    // An entry and an exit event per call of the main threads.
+    // An entry and an exit event per call of the main threads, every call closed.
     assert_eq!(events, 2 * report["events"].as_u64().unwrap());
-    let pcf = std::fs::read_to_string(base.with_extension("pcf")).unwrap();
-    assert!(
-        pcf.contains("50000000    MPI call") && pcf.contains("MPI_Waitall"),
-        "{pcf}"
-    );
+    assert!(open.is_empty(), "calls left open: {open:?}");
+    // Each function of the report begins as many times as it was recorded, under its name.
+    let calls = report["calls"].as_object().unwrap();
+    for (name, stats) in calls {
+        let recorded = stats["recorded"].as_u64().unwrap();
+        assert_eq!(begun.get(name).copied().unwrap_or(0), recorded, "{name}");
+    }
+    assert_eq!(begun.len(), calls.len(), "{begun:?}");
+    // Extrae's numbers of the calls LU makes (Extrae's MPI_EventEncoding.h).
+    for (ty, value, name) in [
+        (50_000_001, 1, "MPI_Send"),
+        (50_000_001, 2, "MPI_Recv"),
+        (50_000_002, 10, "MPI_Allreduce"),
+        (50_000_003, 31, "MPI_Init"),
+    ] {
+        assert_eq!(labels.get(&(ty, value)).map(String::as_str), Some(name));
+    }
+    assert!(begun.contains_key("MPI_Send") && begun.contains_key("MPI_Recv"));
     let row = std::fs::read_to_string(base.with_extension("row")).unwrap();
     assert!(
         row.contains("LEVEL THREAD SIZE 4") && row.contains("THREAD 1.4.1"),
