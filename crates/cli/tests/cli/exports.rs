@@ -302,13 +302,23 @@ fn otf2_collectives_and_communicators_read_back_with_otf2s_reader() {
     export(&trace, "otf2", &out);
     let read = otf2_read(&out.join("traces.otf2"));
     assert_enters_match_report(&read, &trace);
-    // otf2-print checks the definitions (groups, communicators) and the event references.
+    // otf2-print checks the definitions (groups, communicators) and the event references;
+    // the anchor names the creator and its version, the clock is in nanoseconds.
     let o = Command::new("otf2-print")
+        .arg("-A")
         .arg(out.join("traces.otf2"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
+    let all = String::from_utf8_lossy(&o.stdout);
+    let creator = format!("mpiscope {}", env!("CARGO_PKG_VERSION"));
+    assert!(all.contains(&creator), "{creator} not in the anchor");
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("CLOCK_PROPERTIES") && l.contains("1000000000")),
+        "no clock of 1 ns"
+    );
     let ends = read["collective_ends"].as_array().unwrap();
     let collectives = ["MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather"];
     let enters = &read["enters"];
@@ -354,6 +364,15 @@ fn otf2_collectives_and_communicators_read_back_with_otf2s_reader() {
         assert!(sizes.contains(&size), "{comms:?}");
     }
     assert!(comms.len() >= 6, "{comms:?}");
+    // Each call site is a region of its own with the program's file and line (the test
+    // programs are built with debug information): the Bcast on the halves is line 80.
+    let sites = read["sites"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["region"] == "MPI_Bcast"
+            && s["file"].as_str().is_some_and(|f| f.ends_with("comms.c"))
+            && s["line"] == 80),
+        "{sites:?}"
+    );
     let roles = &read["roles"];
     for (region, role) in [
         ("MPI_Bcast", "COLL_ONE2ALL"),

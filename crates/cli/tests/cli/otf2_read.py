@@ -61,6 +61,14 @@ def main(path):
             "unpaired_ends": unpaired + sum(open_collectives.values()),
             "p2p": p2p,
             "roles": {r.name: enum_name(r.region_role) for r in defs.regions},
+            "sites": [
+                {
+                    "region": r.name,
+                    "file": r.source_file,
+                    "line": r.begin_line_number,
+                }
+                for r in defs.regions
+            ],
             "comms": [{"name": c.name, "size": len(c.group.members)} for c in defs.comms],
         }
     json.dump(out, sys.stdout)

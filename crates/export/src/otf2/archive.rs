@@ -46,7 +46,12 @@ impl Archive {
             ptr,
             out: out.to_path_buf(),
         };
-        let creator = cstring(crate::outputs::CREATOR);
+        // The name first: `outputs` recognises mpiscope's archives by it.
+        let creator = cstring(&format!(
+            "{} {}",
+            crate::outputs::CREATOR,
+            env!("CARGO_PKG_VERSION")
+        ));
         // SAFETY: the callbacks are static; the archive is open for writing; OTF2 copies the
         // creator string.
         unsafe {

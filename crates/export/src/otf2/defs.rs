@@ -3,13 +3,12 @@
 //! strings already written), the system tree, a process per rank, a location per thread,
 //! a region per MPI function, and every communicator as a group of ranks.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 
 use mpiscope_trace::RunDir;
 
 use super::archive::{cstring, Archive, GlobalDefs};
-use super::seen::{location, Seen};
+use super::seen::{location, RegionKey, Seen};
 use super::{collective, ffi};
 use crate::ExportError;
 
@@ -25,6 +24,18 @@ impl Strings {
     }
 }
 
+/// A region's definition: its id, role, line and string ids.
+struct RegionNames {
+    id: u32,
+    name: u32,
+    role: u8,
+    description: u32,
+    /// The calling source file, when the call site resolved.
+    file: Option<u32>,
+    /// Its line (0 when unknown).
+    line: u32,
+}
+
 /// The string ids the global definitions refer to.
 struct Names {
     machine: u32,
@@ -36,7 +47,7 @@ struct Names {
     /// (location, name), in location order.
     locations: Vec<(u64, u32)>,
     /// (region id, name), in region id order.
-    regions: Vec<(u32, u32)>,
+    regions: Vec<RegionNames>,
     /// Name of each communicator, by global id.
     comms: Vec<u32>,
 }
@@ -63,11 +74,29 @@ impl Names {
             })
             .collect();
         // Definitions go in id order (OTF2 readers warn otherwise).
-        let mut by_id: Vec<(&String, &u32)> = seen.regions.iter().collect();
+        let mut by_id: Vec<(&RegionKey, &u32)> = seen.regions.iter().collect();
         by_id.sort_by_key(|(_, &id)| id);
         let regions = by_id
             .into_iter()
-            .map(|(n, &id)| (id, strings.add(n)))
+            .map(|(k, &id)| {
+                let name = strings.add(&k.function);
+                let (description, file, line) = match &k.site {
+                    Some((file, line)) => {
+                        let short = file.rsplit('/').next().unwrap_or(file);
+                        let d = strings.add(&format!("{} called at {short}:{line}", k.function));
+                        (d, Some(strings.add(file)), *line)
+                    }
+                    None => (empty, None, 0),
+                };
+                RegionNames {
+                    id,
+                    name,
+                    role: collective::role(&k.function),
+                    description,
+                    file,
+                    line,
+                }
+            })
             .collect();
         let comms = (0..seen.comms.list.len() as u32)
             .map(|id| strings.add(&seen.comms.name(id)))
@@ -97,7 +126,7 @@ pub(super) fn write_global_definitions(
     let (strings, names) = Names::of(run, seen);
     g.clock_and_strings(seen, &strings)?;
     g.system(run, seen, &names)?;
-    g.regions(seen, &names)?;
+    g.regions(&names)?;
     g.comms(run, seen, &names)
 }
 
@@ -192,29 +221,24 @@ impl GlobalDefs<'_> {
     }
 
     /// A region per MPI function, with its role.
-    fn regions(&self, seen: &Seen, names: &Names) -> Result<(), ExportError> {
+    fn regions(&self, names: &Names) -> Result<(), ExportError> {
         let (a, g, lib) = (self.a, self.g, self.a.lib);
-        let roles: HashMap<u32, u8> = seen
-            .regions
-            .iter()
-            .map(|(n, &id)| (id, collective::role(n)))
-            .collect();
-        for &(id, name) in &names.regions {
+        for r in &names.regions {
             // SAFETY: `g` is the archive's live global writer; the string ids are written.
             unsafe {
                 a.check(
                     (lib.OTF2_GlobalDefWriter_WriteRegion)(
                         g,
-                        id,
-                        name,
-                        name,
-                        names.empty,
-                        roles[&id],
+                        r.id,
+                        r.name,
+                        r.name,
+                        r.description,
+                        r.role,
                         ffi::PARADIGM_MPI,
                         0,
-                        names.empty,
-                        0,
-                        0,
+                        r.file.unwrap_or(ffi::UNDEFINED_U32),
+                        r.line,
+                        r.line,
                     ),
                     "region",
                 )?;

@@ -3,7 +3,8 @@
 //! without it, this export alone fails, with a message that says what to install.
 //!
 //! One location group (process) per rank, one location per thread that made MPI calls, one
-//! region per MPI function (its role Score-P's: point-to-point, barrier, one-to-all,
+//! region per MPI function and call site (the calling source file and line when the call
+//! site resolves, through `mpiscope_analyze::symbols`; its role Score-P's: point-to-point, barrier, one-to-all,
 //! all-to-one, all-to-all collective, or function; paradigm MPI), one communicator per
 //! communicator the trace defines (`comms.rs`). Each call is an `Enter` and a `Leave`;
 //! around a blocking collective's work, `MpiCollectiveBegin` and `MpiCollectiveEnd` (its
@@ -29,7 +30,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use mpiscope_analyze::messages::RankWalk;
-use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot};
+use mpiscope_analyze::symbols::{callsite_frames, Symbolizer};
+use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 
 use crate::ExportError;
 
@@ -44,7 +46,7 @@ mod seen;
 use archive::{Archive, EvtWriter};
 use comms::{Comms, RankComms};
 use events::{Call, Collective, Requests};
-use seen::{location, Seen};
+use seen::{location, RegionKey, Seen};
 
 /// What an export wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -127,8 +129,9 @@ fn write_archive(
         last: 0,
         comms: Comms::new(),
     };
+    let mut symbols = Symbolizer::new();
     for (rank, file) in &run.rank_files {
-        write_rank_events(&a, *rank, file, &mut seen, &mut sum)?;
+        write_rank_events(&a, *rank, file, &mut seen, &mut symbols, &mut sum)?;
         sum.ranks += 1;
     }
     close_local_definitions(&a, &seen)?;
@@ -146,6 +149,7 @@ fn write_rank_events(
     rank: u32,
     file: &Path,
     seen: &mut Seen,
+    symbols: &mut Symbolizer,
     sum: &mut Otf2Summary,
 ) -> Result<(), ExportError> {
     let mut reader = mpiscope_trace::RankReader::open(file)?;
@@ -155,6 +159,8 @@ fn write_rank_events(
     let mut writers: HashMap<u16, EvtWriter> = HashMap::new();
     let mut funcs: HashMap<u32, Function> = HashMap::new();
     let mut rank_comms = RankComms::default();
+    // Region of each (call, call site) of this rank.
+    let mut regions: HashMap<(u32, u32), u32> = HashMap::new();
     let mut requests = Requests::default();
     let mut items = Vec::new();
     while let Some(ev) = reader.next_event() {
@@ -162,8 +168,17 @@ fn write_rank_events(
             .entry(ev.call)
             .or_insert_with(|| Function::of(&reader.tables().call_name(ev.call)))
             .clone();
-        let next = seen.regions.len() as u32;
-        let region = *seen.regions.entry(f.name.clone()).or_insert(next);
+        let region = match regions.entry((ev.call, ev.callsite)) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let key = RegionKey {
+                    function: f.name.clone(),
+                    site: site(symbols, reader.tables(), ev.callsite),
+                };
+                let next = seen.regions.len() as u32;
+                *e.insert(*seen.regions.entry(key).or_insert(next))
+            }
+        };
         let loc = location(rank, ev.thread);
         let w = match writers.entry(ev.thread) {
             Entry::Occupied(e) => e.into_mut(),
@@ -197,6 +212,17 @@ fn write_rank_events(
         a.close_evt_writer(w)?;
     }
     Ok(())
+}
+
+/// The source file and line of `callsite` (its innermost frame), when its module's debug
+/// information says.
+fn site(symbols: &mut Symbolizer, tables: &Tables, callsite: u32) -> Option<(String, u32)> {
+    let (path, offset) = callsite_frames(tables, callsite).into_iter().next()?;
+    if path.is_empty() {
+        return None;
+    }
+    let loc = symbols.resolve(&path, offset)?;
+    Some((loc.file?, loc.line?))
 }
 
 /// What the export needs to know of an MPI function, classified once per rank.
