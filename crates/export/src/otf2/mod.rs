@@ -200,7 +200,8 @@ fn write_rank_events(
             exit,
             region,
             ev: &ev,
-            starts_request: f.starts_request,
+            // As for the message walk, a request on an unknown communicator is not followed.
+            starts_request: f.starts_request && comm.is_some(),
             completes: f.completes,
             collective,
         };
