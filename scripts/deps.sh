@@ -13,6 +13,7 @@ packages=(
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
   libopen-trace-format2-10        # OTF2 export (libotf2, opened at run time)
   otf2-tools                      # the OTF2 export's check (otf2-print)
+  python3-otf2                    # the OTF2 export's check (reads archives with `import otf2`)
   chromium                        # renders the HTML reports in tests (headless)
   slurm-wlm munge                 # a one-machine SLURM for crates/cli/tests/cli/slurm.rs (scripts/slurm.sh)
 )

@@ -161,7 +161,8 @@ fn chrome_and_paraver_of_lu() {
 }
 
 /// The OTF2 archive of the same kind of run reads back with `otf2-print` (Debian's
-/// otf2-tools), without a warning, with every call and message.
+/// otf2-tools), without a warning, with every call and message, and each collective between
+/// a begin and an end.
 #[test]
 fn otf2_reads_back_with_otf2_print() {
     let tmp = tempdir();
@@ -176,13 +177,27 @@ fn otf2_reads_back_with_otf2_print() {
     assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
     let text = String::from_utf8_lossy(&o.stdout);
     let count = |what: &str| text.lines().filter(|l| l.starts_with(what)).count();
-    assert_eq!((count("MPI_SEND "), count("MPI_RECV ")), (432, 432));
+    // LU's receives are blocking or `Irecv` completed by `Wait`.
+    let receives = count("MPI_RECV ") + count("MPI_IRECV ");
+    assert_eq!((count("MPI_SEND "), receives), (432, 432));
+    assert_eq!(count("MPI_IRECV_REQUEST "), count("MPI_IRECV "));
     let report = common::report_json(&trace);
     let events = report["events"].as_u64().unwrap() as usize;
     assert_eq!((count("ENTER "), count("LEAVE ")), (events, events));
     // Sends go to the neighbours, on MPI_COMM_WORLD.
     let send = text.lines().find(|l| l.starts_with("MPI_SEND ")).unwrap();
     assert!(send.contains("Communicator: \"MPI_COMM_WORLD\""), "{send}");
+    let collectives = report["calls"]["MPI_Allreduce"]["recorded"]
+        .as_u64()
+        .unwrap() as usize
+        + report["calls"]["MPI_Barrier"]["recorded"]
+            .as_u64()
+            .unwrap_or(0) as usize
+        + report["calls"]["MPI_Bcast"]["recorded"]
+            .as_u64()
+            .unwrap_or(0) as usize;
+    assert_eq!(count("MPI_COLLECTIVE_BEGIN "), collectives);
+    assert_eq!(count("MPI_COLLECTIVE_END "), collectives);
     let defs = Command::new("otf2-print")
         .arg("-G")
         .arg(out.join("traces.otf2"))
@@ -237,4 +252,167 @@ fn chrome_pairs_nonblocking_messages() {
     );
     // Every format is offered, from the one registry.
     assert!(err.contains("simgrid-ti, chrome, paraver, otf2"), "{err}");
+}
+
+/// Reads an OTF2 archive with OTF2's own reader (`python3-otf2`, through
+/// `otf2_read.py`): entries per region, roles, collective pairs, communicators, events.
+fn otf2_read(archive: &Path) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cli/otf2_read.py");
+    // Debian's module is for Debian's interpreter, whatever python3 comes first on PATH.
+    let python = ["/usr/bin/python3", "python3"]
+        .into_iter()
+        .find(|p| !p.starts_with('/') || Path::new(p).exists())
+        .unwrap();
+    let o = Command::new(python)
+        .arg(script)
+        .arg(archive)
+        .output()
+        .expect("python3");
+    assert!(
+        o.status.success(),
+        "otf2_read.py (apt-get install python3-otf2, or scripts/deps.sh): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The OTF2 archive's regions are entered exactly as often as the report counts the calls,
+/// and every region is left.
+fn assert_enters_match_report(read: &Value, trace: &Path) {
+    let report = common::report_json(trace);
+    let calls = report["calls"].as_object().unwrap();
+    let enters = read["enters"].as_object().unwrap();
+    for (name, stats) in calls {
+        assert_eq!(enters.get(name), Some(&stats["recorded"]), "{name}");
+    }
+    assert_eq!(enters.len(), calls.len(), "{enters:?}");
+    let total: u64 = enters.values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(read["leaves"].as_u64(), Some(total));
+}
+
+/// OTF2's own reader takes the archive of a program that splits, duplicates and creates
+/// communicators: every blocking collective is a begin/end pair naming its operation, its
+/// communicator (as many as the program made, with their sizes) and its root in it; the
+/// regions' roles are Score-P's.
+#[test]
+fn otf2_collectives_and_communicators_read_back_with_otf2s_reader() {
+    let tmp = tempdir();
+    let trace = traced("c/comms.c", &[], tmp.path());
+    let out = tmp.path().join("otf2");
+    export(&trace, "otf2", &out);
+    let read = otf2_read(&out.join("traces.otf2"));
+    assert_enters_match_report(&read, &trace);
+    // otf2-print checks the definitions (groups, communicators) and the event references;
+    // the anchor names the creator and its version, the clock is in nanoseconds.
+    let o = Command::new("otf2-print")
+        .arg("-A")
+        .arg(out.join("traces.otf2"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && stderr.trim().is_empty(), "{stderr}");
+    let all = String::from_utf8_lossy(&o.stdout);
+    let creator = format!("mpiscope {}", env!("CARGO_PKG_VERSION"));
+    assert!(all.contains(&creator), "{creator} not in the anchor");
+    assert!(
+        all.lines()
+            .any(|l| l.starts_with("CLOCK_PROPERTIES") && l.contains("1000000000")),
+        "no clock of 1 ns"
+    );
+    let ends = read["collective_ends"].as_array().unwrap();
+    let collectives = ["MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather"];
+    let enters = &read["enters"];
+    let expected: u64 = collectives
+        .iter()
+        .map(|c| enters[c].as_u64().unwrap())
+        .sum();
+    assert_eq!(read["collective_begins"].as_u64(), Some(expected));
+    assert_eq!(ends.len() as u64, expected);
+    assert_eq!(read["unpaired_ends"], 0);
+    for e in ends {
+        let region = e["region"].as_str().unwrap();
+        assert_eq!(
+            e["op"].as_str(),
+            Some(&region[4..].to_uppercase()[..]),
+            "{e}"
+        );
+    }
+    let has = |region: &str, size: u64, root: u64, sent: u64, received: u64| {
+        ends.iter().any(|e| {
+            e["region"] == region
+                && e["comm_size"] == size
+                && e["root"] == root
+                && e["sent"] == sent
+                && e["received"] == received
+        })
+    };
+    let none = u64::from(u32::MAX);
+    // Halves: Bcast 4 ints from half rank 1 (received by rank 0 of the half), Reduce to
+    // half rank 0; rev (3 ranks): Gather 1 int to rank 2; the end: 2 longs on the world.
+    assert!(has("MPI_Bcast", 2, 1, 0, 16), "{ends:?}");
+    assert!(has("MPI_Bcast", 2, 1, 16, 0), "{ends:?}");
+    assert!(has("MPI_Reduce", 2, 0, 4, 4), "{ends:?}");
+    assert!(has("MPI_Gather", 3, 2, 4, 12), "{ends:?}");
+    assert!(has("MPI_Allreduce", 4, none, 16, 16), "{ends:?}");
+    assert!(has("MPI_Allreduce", 2, none, 4, 4), "{ends:?}");
+    let comms = read["comms"].as_array().unwrap();
+    let sizes: Vec<u64> = comms.iter().map(|c| c["size"].as_u64().unwrap()).collect();
+    assert_eq!(comms[0]["name"], "MPI_COMM_WORLD");
+    assert_eq!(sizes[0], 4);
+    // Two halves, dup, rev, the merged and the cart communicators at least.
+    for size in [2, 3] {
+        assert!(sizes.contains(&size), "{comms:?}");
+    }
+    assert!(comms.len() >= 6, "{comms:?}");
+    // Each call site is a region of its own with the program's file and line (the test
+    // programs are built with debug information): the Bcast on the halves is line 80.
+    let sites = read["sites"].as_array().unwrap();
+    assert!(
+        sites.iter().any(|s| s["region"] == "MPI_Bcast"
+            && s["file"].as_str().is_some_and(|f| f.ends_with("comms.c"))
+            && s["line"] == 80),
+        "{sites:?}"
+    );
+    let roles = &read["roles"];
+    for (region, role) in [
+        ("MPI_Bcast", "COLL_ONE2ALL"),
+        ("MPI_Reduce", "COLL_ALL2ONE"),
+        ("MPI_Gather", "COLL_ALL2ONE"),
+        ("MPI_Allreduce", "COLL_ALL2ALL"),
+        ("MPI_Send", "POINT2POINT"),
+        ("MPI_Comm_split", "FUNCTION"),
+    ] {
+        assert_eq!(roles[region], role, "{region}");
+    }
+}
+
+/// OTF2's own reader takes the archive of non-blocking messages: each `MPI_Isend` is an
+/// `MpiIsend` completed by an `MpiIsendComplete`, each `MPI_Irecv` an `MpiIrecvRequest`,
+/// completed by an `MpiIrecv` when its status says whence the message came.
+#[test]
+fn otf2_requests_read_back_with_otf2s_reader() {
+    let tmp = tempdir();
+    let trace = traced("c/p2p_nonblocking.c", &[], tmp.path());
+    let out = tmp.path().join("otf2");
+    export(&trace, "otf2", &out);
+    let read = otf2_read(&out.join("traces.otf2"));
+    assert_enters_match_report(&read, &trace);
+    let (p2p, enters) = (&read["p2p"], &read["enters"]);
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    assert_eq!(n(&p2p["MpiIsend"]), n(&enters["MPI_Isend"]), "{p2p}");
+    assert_eq!(n(&p2p["MpiIsendComplete"]), n(&p2p["MpiIsend"]), "{p2p}");
+    assert_eq!(
+        n(&p2p["MpiIrecvRequest"]),
+        n(&enters["MPI_Irecv"]) + n(&enters["MPI_Imrecv"]),
+        "{p2p}"
+    );
+    // Every request is completed (a `Test` that finds it unfinished does not complete it),
+    // and every message is received once: by a blocking receive or a completed request.
+    assert_eq!(n(&p2p["MpiIrecv"]), n(&p2p["MpiIrecvRequest"]), "{p2p}");
+    assert_eq!(
+        n(&p2p["MpiIrecv"]) + n(&p2p["MpiRecv"]),
+        n(&p2p["MpiIsend"]) + n(&p2p["MpiSend"]),
+        "{p2p}"
+    );
+    assert_eq!(read["unpaired_ends"], 0);
 }

@@ -40,7 +40,10 @@ pub const FLUSH: u8 = 1;
 pub const PARADIGM_MPI: u8 = 4;
 pub const ROLE_FUNCTION: u8 = 1;
 pub const ROLE_BARRIER: u8 = 15;
+pub const ROLE_COLL_ONE2ALL: u8 = 23;
+pub const ROLE_COLL_ALL2ONE: u8 = 24;
 pub const ROLE_COLL_ALL2ALL: u8 = 25;
+pub const ROLE_COLL_OTHER: u8 = 26;
 pub const ROLE_POINT2POINT: u8 = 28;
 pub const LOCATION_GROUP_PROCESS: u8 = 1;
 pub const LOCATION_CPU_THREAD: u8 = 1;
@@ -143,6 +146,53 @@ functions! {
         comm: u32,
         tag: u32,
         length: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiIsend(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        receiver: u32,
+        comm: u32,
+        tag: u32,
+        length: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiIsendComplete(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiIrecvRequest(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiIrecv(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        sender: u32,
+        comm: u32,
+        tag: u32,
+        length: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiCollectiveBegin(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_MpiCollectiveEnd(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
     ) -> OTF2_ErrorCode;
     fn OTF2_GlobalDefWriter_WriteClockProperties(
         w: *mut OTF2_GlobalDefWriter,
