@@ -157,30 +157,23 @@ fn the_project_cites_its_sources_by_name() {
     }
     texts.extend([root.join("README.md"), root.join("ARCHITECTURE.md")]);
     // Internal numbers mean nothing to a reader: cite works by their references.md key.
-    let pats = [
-        "seed 00",
-        "seed's",
-        "the seed ",
-        "issue 1",
-        "issue 2",
-        "issue 3",
-        "issue 4",
-        "issue 5",
-        "issue 6",
-        "issue 7",
-        "issue 8",
-        "issue 9",
+    // Spelled in pieces, so that this file does not cite what it forbids.
+    let seed = concat!("se", "ed");
+    let issue = concat!("iss", "ue");
+    let mut pats = vec![
+        format!("{seed} 00"),
+        format!("{seed}'s"),
+        format!("the {seed} "),
     ];
+    pats.extend((1..=9).map(|d| format!("{issue} {d}")));
     let mut found = Vec::new();
-    // This file names the patterns it looks for.
-    let me = root.join("crates/tidy/tests/tidy.rs");
-    for p in texts.into_iter().filter(|p| *p != me) {
+    for p in texts {
         let Ok(text) = std::fs::read_to_string(&p) else {
             continue;
         };
         for (i, line) in text.lines().enumerate() {
             let low = line.to_lowercase();
-            if pats.iter().any(|pat| low.contains(pat)) {
+            if pats.iter().any(|pat| low.contains(pat.as_str())) {
                 found.push(format!("{}:{}: {}", rel(&p), i + 1, line.trim()));
             }
         }
