@@ -14,17 +14,17 @@
 //! * `mpich_ring`: MPICH's ring (each step forwards the block received at the previous one).
 
 use super::ops::{add_mod, is_pow2, rdb_allgather, sub_mod, Lazy, Ops};
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx, Program};
 
-/// Allgather algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "rdb",
-    "ring",
-    "bruck",
-    "pair",
-    "ompi_neighborexchange",
-    "NTSLR_NB",
-    "mpich_ring",
+/// Allgather algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("rdb", rdb),
+    Algorithm::new("ring", ring),
+    Algorithm::new("bruck", bruck),
+    Algorithm::new("pair", pair),
+    Algorithm::new("ompi_neighborexchange", ompi_neighborexchange),
+    Algorithm::new("NTSLR_NB", ntslr_nb),
+    Algorithm::new("mpich_ring", mpich_ring),
 ];
 
 /// Allgather aliases.
@@ -38,52 +38,54 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::ALLGATHER;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
+/// MPICH's recursive doubling.
+fn rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
     let b = a.bytes();
-    let (p, rank) = (a.size, a.rank);
-    Ok(match name {
-        "rdb" => {
-            let mut o = Ops::new();
-            let pp = p as u64;
-            rdb_allgather(
-                &mut o,
-                rank as u64,
-                pp,
-                |r| r as u32,
-                |lo, hi| hi.min(pp).saturating_sub(lo) * b,
-                TAG,
-            );
-            o.into_program()
-        }
-        "ring" => own_block_exchange(p, rank, move |_| b, false, TAG),
-        "pair" => {
-            if !is_pow2(p) {
-                cx.abort("allgather pair algorithm with a non-power-of-two size");
-            }
-            own_block_exchange(p, rank, move |_| b, is_pow2(p), TAG)
-        }
-        "bruck" => bruck(p, rank, b),
-        "ompi_neighborexchange" => {
-            if p % 2 == 1 {
-                own_block_exchange(p, rank, move |_| b, false, TAG)
-            } else {
-                neighbor_exchange(p, rank, move |_| b, TAG)
-            }
-        }
-        "NTSLR_NB" => ntslr_nb(p, rank, b),
-        "mpich_ring" => {
-            let (right, left) = (add_mod(rank, 1, p), sub_mod(rank, 1, p));
-            Lazy::steps(p as u64 - 1, move |_, o| {
-                o.sendrecv(rank, right, b, TAG, left, b, TAG)
-            })
-        }
-        _ => unreachable!("allgather algorithm {name}"),
+    let mut o = Ops::new();
+    let pp = a.size as u64;
+    rdb_allgather(
+        &mut o,
+        a.rank as u64,
+        pp,
+        |r| r as u32,
+        |lo, hi| hi.min(pp).saturating_sub(lo) * b,
+        TAG,
+    );
+    Ok(o.into_program())
+}
+
+/// SimGrid's ring: the own block to rank+i, from rank−i.
+fn ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let b = a.bytes();
+    Ok(own_block_exchange(a.size, a.rank, move |_| b, false, TAG))
+}
+
+/// The own block with `rank xor i`; `ring` on sizes that are not a power of two.
+fn pair(a: &CollArgs, cx: &mut Cx) -> Built {
+    let (b, p) = (a.bytes(), a.size);
+    if !is_pow2(p) {
+        cx.abort("allgather pair algorithm with a non-power-of-two size");
+    }
+    Ok(own_block_exchange(p, a.rank, move |_| b, is_pow2(p), TAG))
+}
+
+/// Open MPI's neighbour exchange; `ring` on odd sizes.
+fn ompi_neighborexchange(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (b, p, rank) = (a.bytes(), a.size, a.rank);
+    Ok(if p % 2 == 1 {
+        own_block_exchange(p, rank, move |_| b, false, TAG)
+    } else {
+        neighbor_exchange(p, rank, move |_| b, TAG)
     })
+}
+
+/// MPICH's ring: each step forwards the block received at the previous one.
+fn mpich_ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (b, p, rank) = (a.bytes(), a.size, a.rank);
+    let (right, left) = (add_mod(rank, 1, p), sub_mod(rank, 1, p));
+    Ok(Lazy::steps(p as u64 - 1, move |_, o| {
+        o.sendrecv(rank, right, b, TAG, left, b, TAG)
+    }))
 }
 
 /// p−1 sendrecvs of the rank's own block: with `rank xor i` if `xor`, else to rank+i and
@@ -107,7 +109,8 @@ pub(crate) fn own_block_exchange(
 }
 
 /// Bruck's allgather (`allgather-bruck.cpp`).
-fn bruck(p: u32, rank: u32, b: u64) -> Box<dyn Program> {
+fn bruck(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, b) = (a.size, a.rank, a.bytes());
     let mut o = Ops::new();
     let mut d = 1u64;
     while d <= p as u64 / 2 {
@@ -122,7 +125,7 @@ fn bruck(p: u32, rank: u32, b: u64) -> Box<dyn Program> {
         let dst = sub_mod(rank, (d % p as u64) as u32, p);
         o.sendrecv(rank, dst, rem * b, TAG, src, rem * b, TAG);
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// Open MPI's neighbour exchange (even sizes): one block with the first neighbour, then
@@ -159,10 +162,11 @@ pub(crate) fn neighbor_exchange(
 }
 
 /// Non-blocking logical ring (`allgather-NTSLR-NB.cpp`).
-fn ntslr_nb(p: u32, rank: u32, b: u64) -> Box<dyn Program> {
+fn ntslr_nb(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, b) = (a.size, a.rank, a.bytes());
     let (right, left) = (add_mod(rank, 1, p), sub_mod(rank, 1, p));
     let n = p as u64 - 1;
-    Lazy::steps(2 * n, move |i, o| {
+    Ok(Lazy::steps(2 * n, move |i, o| {
         if i < n {
             o.irecv(left, b, TAG.wrapping_add(i as i32));
         } else {
@@ -171,5 +175,5 @@ fn ntslr_nb(p: u32, rank: u32, b: u64) -> Box<dyn Program> {
             o.wait(k as u32);
             o.wait(s);
         }
-    })
+    }))
 }

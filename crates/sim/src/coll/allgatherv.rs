@@ -18,18 +18,18 @@ use std::sync::Arc;
 
 use super::allgather::{neighbor_exchange, own_block_exchange};
 use super::ops::{add_mod, is_pow2, rdb_allgather, sub_mod, Lazy, Ops, Seq};
-use super::{tag, CollArgs, CollError, Collective, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Collective, Cx, Program};
 
-/// Allgatherv algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "GB",
-    "ompi_bruck",
-    "mpich_ring",
-    "ompi_neighborexchange",
-    "pair",
-    "ring",
-    "mpich_rdb",
-    "mpich_ring_32k",
+/// Allgatherv algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("GB", gb),
+    Algorithm::new("ompi_bruck", bruck),
+    Algorithm::new("mpich_ring", mpich_ring),
+    Algorithm::new("ompi_neighborexchange", ompi_neighborexchange),
+    Algorithm::new("pair", pair),
+    Algorithm::new("ring", ring),
+    Algorithm::new("mpich_rdb", mpich_rdb),
+    Algorithm::new("mpich_ring_32k", mpich_ring_32k),
 ];
 
 /// Allgatherv aliases.
@@ -45,72 +45,99 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::ALLGATHERV;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let (p, rank) = (a.size, a.rank);
-    let sizes: Arc<Vec<u64>> = Arc::new(
+/// Rank `r`'s block in bytes, for every rank.
+fn block_sizes(a: &CollArgs) -> Arc<Vec<u64>> {
+    Arc::new(
         a.recv_counts
             .iter()
             .map(|c| c.saturating_mul(a.recv_dtype_size))
             .collect(),
-    );
-    Ok(match name {
-        "GB" => {
-            let mut g = a.clone();
-            g.kind = Collective::Gatherv;
-            g.root = 0;
-            g.count = a.recv_counts[rank as usize];
-            g.dtype_size = a.recv_dtype_size;
-            let gather = cx.build(&g)?;
-            let max = a.recv_counts.iter().copied().max().unwrap_or(0);
-            let mut bc = a.nested(Collective::Bcast, max, 0);
-            bc.dtype_size = a.recv_dtype_size;
-            bc.recv_dtype_size = a.recv_dtype_size;
-            let bcast = cx.build(&bc)?;
-            Seq::program(vec![gather, bcast])
-        }
-        "ompi_bruck" => bruck(p, rank, &sizes),
-        "mpich_ring" => mpich_ring(a, 32768 * 8),
-        "mpich_ring_32k" => mpich_ring(a, 32768),
-        "ompi_neighborexchange" => {
-            if p % 2 == 1 {
-                own_block_exchange(p, rank, move |r| sizes[r as usize], false, TAG)
-            } else {
-                neighbor_exchange(p, rank, move |r| sizes[r as usize], TAG)
-            }
-        }
-        "pair" => {
-            if !is_pow2(p) {
-                cx.abort("allgatherv pair algorithm with a non-power-of-two size");
-            }
-            own_block_exchange(p, rank, move |r| sizes[r as usize], is_pow2(p), TAG)
-        }
-        "ring" => own_block_exchange(p, rank, move |r| sizes[r as usize], false, TAG),
-        "mpich_rdb" => {
-            let mut o = Ops::new();
-            if a.recv_counts.iter().any(|&c| c > 0) {
-                let prefix = prefix_sums(&sizes);
-                let pp = p as u64;
-                rdb_allgather(
-                    &mut o,
-                    rank as u64,
-                    pp,
-                    |r| r as u32,
-                    |lo, hi| {
-                        let (lo, hi) = (lo.min(pp) as usize, hi.min(pp) as usize);
-                        prefix[hi] - prefix[lo]
-                    },
-                    TAG,
-                );
-            }
-            o.into_program()
-        }
-        _ => unreachable!("allgatherv algorithm {name}"),
+    )
+}
+
+/// Gatherv to rank 0, then a bcast of the largest block, both through the selector.
+fn gb(a: &CollArgs, cx: &mut Cx) -> Built {
+    let mut g = a.clone();
+    g.kind = Collective::Gatherv;
+    g.root = 0;
+    g.count = a.recv_counts[a.rank as usize];
+    g.dtype_size = a.recv_dtype_size;
+    let gather = cx.build(&g)?;
+    let max = a.recv_counts.iter().copied().max().unwrap_or(0);
+    let mut bc = a.nested(Collective::Bcast, max, 0);
+    bc.dtype_size = a.recv_dtype_size;
+    bc.recv_dtype_size = a.recv_dtype_size;
+    let bcast = cx.build(&bc)?;
+    Ok(Seq::program(vec![gather, bcast]))
+}
+
+/// SimGrid's copy of MPICH's ring: chunks of at least 256 KiB.
+fn mpich_ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(chunked_ring(a, 32768 * 8))
+}
+
+/// MPICH 3.3's own ring: chunks of at least 32 KiB.
+fn mpich_ring_32k(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(chunked_ring(a, 32768))
+}
+
+/// Open MPI's neighbour exchange; `ring` on odd sizes.
+fn ompi_neighborexchange(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sizes) = (a.size, a.rank, block_sizes(a));
+    Ok(if p % 2 == 1 {
+        own_block_exchange(p, rank, move |r| sizes[r as usize], false, TAG)
+    } else {
+        neighbor_exchange(p, rank, move |r| sizes[r as usize], TAG)
     })
+}
+
+/// The own block with `rank xor i`; `ring` on sizes that are not a power of two.
+fn pair(a: &CollArgs, cx: &mut Cx) -> Built {
+    let (p, rank, sizes) = (a.size, a.rank, block_sizes(a));
+    if !is_pow2(p) {
+        cx.abort("allgatherv pair algorithm with a non-power-of-two size");
+    }
+    Ok(own_block_exchange(
+        p,
+        rank,
+        move |r| sizes[r as usize],
+        is_pow2(p),
+        TAG,
+    ))
+}
+
+/// The own block to rank+i, from rank−i.
+fn ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sizes) = (a.size, a.rank, block_sizes(a));
+    Ok(own_block_exchange(
+        p,
+        rank,
+        move |r| sizes[r as usize],
+        false,
+        TAG,
+    ))
+}
+
+/// MPICH's recursive doubling.
+fn mpich_rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sizes) = (a.size, a.rank, block_sizes(a));
+    let mut o = Ops::new();
+    if a.recv_counts.iter().any(|&c| c > 0) {
+        let prefix = prefix_sums(&sizes);
+        let pp = p as u64;
+        rdb_allgather(
+            &mut o,
+            rank as u64,
+            pp,
+            |r| r as u32,
+            |lo, hi| {
+                let (lo, hi) = (lo.min(pp) as usize, hi.min(pp) as usize);
+                prefix[hi] - prefix[lo]
+            },
+            TAG,
+        );
+    }
+    Ok(o.into_program())
 }
 
 /// `out[i] = sizes[0] + … + sizes[i-1]`.
@@ -126,8 +153,9 @@ pub(crate) fn prefix_sums(sizes: &[u64]) -> Vec<u64> {
 }
 
 /// Open MPI's Bruck allgatherv (`allgatherv-ompi-bruck.cpp`).
-fn bruck(p: u32, rank: u32, sizes: &[u64]) -> Box<dyn Program> {
-    let prefix = prefix_sums(sizes);
+fn bruck(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
+    let prefix = prefix_sums(&block_sizes(a));
     let total = prefix[p as usize];
     // bytes of the blocks of ranks start, start+1, …, start+n-1 (cyclically)
     let run = |start: u32, n: u64| -> u64 {
@@ -147,12 +175,12 @@ fn bruck(p: u32, rank: u32, sizes: &[u64]) -> Box<dyn Program> {
         o.sendrecv(rank, to, run(rank, bc), TAG, from, run(from, bc), TAG);
         d <<= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// MPICH's chunked ring allgatherv (`allgatherv-mpich-ring.cpp`); chunks of at least
 /// `pipeline` bytes.
-fn mpich_ring(a: &CollArgs, pipeline: u64) -> Box<dyn Program> {
+fn chunked_ring(a: &CollArgs, pipeline: u64) -> Box<dyn Program> {
     let p = a.size;
     let rank = a.rank;
     let ext = a.recv_dtype_size.max(1);

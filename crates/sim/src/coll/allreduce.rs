@@ -16,16 +16,16 @@
 use super::ops::{
     add_mod, floor_pow2, rab_doubling_step, rab_halving_step, segcount, sub_mod, Lazy, Ops, Seq,
 };
-use super::{tag, CollArgs, CollError, Collective, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Collective, Cx, Program};
 
-/// Allreduce algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "redbcast",
-    "rdb",
-    "lr",
-    "ompi_ring_segmented",
-    "rab_rdb",
-    "mpich_rab",
+/// Allreduce algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("redbcast", redbcast),
+    Algorithm::new("rdb", rdb),
+    Algorithm::new("lr", lr),
+    Algorithm::new("ompi_ring_segmented", ring_segmented),
+    Algorithm::new("rab_rdb", rab_rdb),
+    Algorithm::new("mpich_rab", mpich_rab),
 ];
 
 /// Allreduce aliases.
@@ -42,25 +42,8 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::ALLREDUCE;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    match name {
-        "redbcast" => redbcast(a, cx),
-        "rdb" => Ok(rdb(a)),
-        "lr" => lr(a, cx),
-        "ompi_ring_segmented" => ring_segmented(a, cx),
-        "rab_rdb" => Ok(rab(a, false)),
-        "mpich_rab" => Ok(rab(a, true)),
-        _ => unreachable!("allreduce algorithm {name}"),
-    }
-}
-
 /// Reduce to 0 then bcast from 0, both chosen by the selector.
-fn redbcast(a: &CollArgs, cx: &mut Cx) -> Result<Box<dyn Program>, CollError> {
+fn redbcast(a: &CollArgs, cx: &mut Cx) -> Built {
     let reduce = cx.build(&a.nested(Collective::Reduce, a.count, 0))?;
     let bcast = cx.build(&a.nested(Collective::Bcast, a.count, 0))?;
     Ok(Seq::program(vec![reduce, bcast]))
@@ -99,7 +82,7 @@ fn unfold_result(o: &mut Ops, rank: u64, rem: u64, bytes: u64) {
 }
 
 /// MPICH's recursive doubling allreduce (`allreduce-rdb.cpp`).
-pub(crate) fn rdb(a: &CollArgs) -> Box<dyn Program> {
+fn rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
     let p = a.size as u64;
     let rank = a.rank as u64;
     let bytes = a.bytes();
@@ -115,11 +98,11 @@ pub(crate) fn rdb(a: &CollArgs) -> Box<dyn Program> {
         }
     }
     unfold_result(&mut o, rank, rem, bytes);
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// Logical-ring allreduce (`allreduce-lr.cpp`).
-fn lr(a: &CollArgs, cx: &mut Cx) -> Result<Box<dyn Program>, CollError> {
+fn lr(a: &CollArgs, cx: &mut Cx) -> Built {
     let p = a.size;
     if a.count < p as u64 {
         cx.enter("redbcast");
@@ -150,7 +133,7 @@ fn blockcount(count: u64, blocks: u64) -> (u64, u64, u64) {
 }
 
 /// Open MPI's segmented ring allreduce (`allreduce-ompi-ring-segmented.cpp`).
-fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Result<Box<dyn Program>, CollError> {
+fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Built {
     let p = a.size as u64;
     let ts = a.dtype_size;
     let count = a.count;
@@ -207,6 +190,16 @@ fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Result<Box<dyn Program>, CollErr
             );
         }
     }))
+}
+
+/// Rabenseifner's allreduce with SimGrid's blocks (the remainder on the last one).
+fn rab_rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(rab(a, false))
+}
+
+/// Rabenseifner's allreduce with MPICH's blocks (the remainder spread over the first ones).
+fn mpich_rab(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(rab(a, true))
 }
 
 /// Rabenseifner's allreduce (`allreduce-rab-rdb.cpp`); `mpich` selects MPICH's block sizes.

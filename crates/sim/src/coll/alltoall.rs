@@ -17,17 +17,17 @@
 //! Linear-length algorithms generate their operations lazily.
 
 use super::ops::{add_mod, is_pow2, sub_mod, Lazy, Ops};
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx, Program};
 
-/// Alltoall algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "basic_linear",
-    "pair",
-    "bruck",
-    "ring",
-    "mvapich2_scatter_dest",
-    "mpich_scattered",
-    "mpich_pairwise",
+/// Alltoall algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("basic_linear", basic_linear),
+    Algorithm::new("pair", pair),
+    Algorithm::new("bruck", bruck),
+    Algorithm::new("ring", ring),
+    Algorithm::new("mvapich2_scatter_dest", mvapich2_scatter_dest),
+    Algorithm::new("mpich_scattered", mpich_scattered),
+    Algorithm::new("mpich_pairwise", mpich_pairwise),
 ];
 
 /// Alltoall aliases.
@@ -43,38 +43,53 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::ALLTOALL;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
+/// The communicator size, the rank, and the bytes of one sent and one received block.
+fn shape(a: &CollArgs) -> (u32, u32, u64, u64) {
     let sb = a.count.saturating_mul(a.dtype_size);
     let rb = a.recv_count.saturating_mul(a.recv_dtype_size);
-    let (p, rank) = (a.size, a.rank);
-    Ok(match name {
-        "basic_linear" => basic_linear(p, rank, sb, rb),
-        "pair" => {
-            if !is_pow2(p) {
-                cx.abort("alltoall pair algorithm with a non-power-of-two size");
-                exchange(p, rank, sb, rb, 0, false)
-            } else {
-                exchange(p, rank, sb, rb, 0, true)
-            }
-        }
-        "bruck" => bruck(a),
-        "ring" => exchange(p, rank, sb, rb, 0, false),
-        "mvapich2_scatter_dest" => scattered(p, rank, sb, rb, 4),
-        "mpich_scattered" => scattered(p, rank, sb, rb, 32),
-        "mpich_pairwise" => exchange(p, rank, sb, rb, 1, is_pow2(p)),
-        _ => unreachable!("alltoall algorithm {name}"),
+    (a.size, a.rank, sb, rb)
+}
+
+/// `ring` on sizes that are not a power of two (where SimGrid throws), else xor partners.
+fn pair(a: &CollArgs, cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
+    Ok(if !is_pow2(p) {
+        cx.abort("alltoall pair algorithm with a non-power-of-two size");
+        exchange(p, rank, sb, rb, 0, false)
+    } else {
+        exchange(p, rank, sb, rb, 0, true)
     })
 }
 
+/// To rank+i from rank−i, for i in 0..p.
+fn ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
+    Ok(exchange(p, rank, sb, rb, 0, false))
+}
+
+/// Batches of 4 scattered peers.
+fn mvapich2_scatter_dest(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
+    Ok(scattered(p, rank, sb, rb, 4))
+}
+
+/// Batches of 32 scattered peers.
+fn mpich_scattered(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
+    Ok(scattered(p, rank, sb, rb, 32))
+}
+
+/// MPICH's pairwise exchange, steps 1..p.
+fn mpich_pairwise(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
+    Ok(exchange(p, rank, sb, rb, 1, is_pow2(p)))
+}
+
 /// Open MPI's basic linear alltoall.
-fn basic_linear(p: u32, rank: u32, sb: u64, rb: u64) -> Box<dyn Program> {
+fn basic_linear(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sb, rb) = shape(a);
     let n = p as u64 - 1;
-    Lazy::steps(2 * n + 1, move |i, o| {
+    Ok(Lazy::steps(2 * n + 1, move |i, o| {
         if i < n {
             o.irecv(add_mod(rank, i + 1, p), rb, TAG);
         } else if i < 2 * n {
@@ -82,7 +97,7 @@ fn basic_linear(p: u32, rank: u32, sb: u64, rb: u64) -> Box<dyn Program> {
         } else {
             o.waitall();
         }
-    })
+    }))
 }
 
 /// Pairwise exchanges for steps `first..p`: with `rank xor i` if `xor`, else to rank+i and
@@ -121,7 +136,7 @@ fn blocks_with_bit(p: u64, d: u64) -> u64 {
 }
 
 /// Bruck's alltoall (`alltoall-bruck.cpp`).
-fn bruck(a: &CollArgs) -> Box<dyn Program> {
+fn bruck(a: &CollArgs, _cx: &mut Cx) -> Built {
     let p = a.size;
     let blk = a.count.saturating_mul(a.recv_dtype_size);
     let mut o = Ops::new();
@@ -133,7 +148,7 @@ fn bruck(a: &CollArgs) -> Box<dyn Program> {
         o.sendrecv(a.rank, dst, bytes, TAG, src, bytes, TAG);
         d <<= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 #[cfg(test)]

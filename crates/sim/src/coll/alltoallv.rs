@@ -18,15 +18,15 @@
 use std::sync::Arc;
 
 use super::ops::{add_mod, is_pow2, sub_mod, Lazy};
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx, Program};
 
-/// Alltoallv algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "ompi_basic_linear",
-    "pair",
-    "ring",
-    "bruck",
-    "mpich_scattered",
+/// Alltoallv algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("ompi_basic_linear", basic_linear),
+    Algorithm::new("pair", pair),
+    Algorithm::new("ring", ring),
+    Algorithm::new("bruck", bruck),
+    Algorithm::new("mpich_scattered", mpich_scattered),
 ];
 
 /// Alltoallv aliases.
@@ -45,41 +45,51 @@ struct Sizes {
     recv: Vec<u64>,
 }
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let sz = Arc::new(Sizes {
-        send: a
-            .send_counts
-            .iter()
-            .map(|c| c.saturating_mul(a.dtype_size))
-            .collect(),
-        recv: a
-            .recv_counts
-            .iter()
-            .map(|c| c.saturating_mul(a.recv_dtype_size))
-            .collect(),
-    });
-    let (p, rank) = (a.size, a.rank);
-    Ok(match name {
-        "ompi_basic_linear" => basic_linear(p, rank, sz),
-        "pair" => {
-            if !is_pow2(p) {
-                cx.abort("alltoallv pair algorithm with a non-power-of-two size");
-            }
-            exchange(p, rank, sz, is_pow2(p))
-        }
-        "ring" => exchange(p, rank, sz, is_pow2(p)),
-        "bruck" => scattered(p, rank, sz, 4, false),
-        "mpich_scattered" => scattered(p, rank, sz, 32, true),
-        _ => unreachable!("alltoallv algorithm {name}"),
-    })
+impl Sizes {
+    /// The byte counts of this rank's call.
+    fn of(a: &CollArgs) -> Arc<Sizes> {
+        Arc::new(Sizes {
+            send: a
+                .send_counts
+                .iter()
+                .map(|c| c.saturating_mul(a.dtype_size))
+                .collect(),
+            recv: a
+                .recv_counts
+                .iter()
+                .map(|c| c.saturating_mul(a.recv_dtype_size))
+                .collect(),
+        })
+    }
 }
 
-fn basic_linear(p: u32, rank: u32, sz: Arc<Sizes>) -> Box<dyn Program> {
+/// `ring` (with SimGrid's abort noted) on sizes that are not a power of two.
+fn pair(a: &CollArgs, cx: &mut Cx) -> Built {
+    let p = a.size;
+    if !is_pow2(p) {
+        cx.abort("alltoallv pair algorithm with a non-power-of-two size");
+    }
+    Ok(exchange(p, a.rank, Sizes::of(a), is_pow2(p)))
+}
+
+/// xor partners on powers of two, else to rank+i from rank−i.
+fn ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(exchange(a.size, a.rank, Sizes::of(a), is_pow2(a.size)))
+}
+
+/// SimGrid's `bruck`: batches of 4, oneself skipped, zero counts sent.
+fn bruck(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(scattered(a.size, a.rank, Sizes::of(a), 4, false))
+}
+
+/// MPICH's: batches of 32, oneself included, zero counts skipped.
+fn mpich_scattered(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(scattered(a.size, a.rank, Sizes::of(a), 32, true))
+}
+
+/// Open MPI's basic linear alltoallv.
+fn basic_linear(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, sz) = (a.size, a.rank, Sizes::of(a));
     let n = p as u64 - 1;
     let other = move |i: u64| {
         if (i as u32) < rank {
@@ -88,7 +98,7 @@ fn basic_linear(p: u32, rank: u32, sz: Arc<Sizes>) -> Box<dyn Program> {
             i as u32 + 1
         }
     };
-    Lazy::steps(2 * n + 1, move |i, o| {
+    Ok(Lazy::steps(2 * n + 1, move |i, o| {
         if i < n {
             let s = other(i);
             o.irecv(s, sz.recv[s as usize], TAG);
@@ -98,7 +108,7 @@ fn basic_linear(p: u32, rank: u32, sz: Arc<Sizes>) -> Box<dyn Program> {
         } else {
             o.waitall();
         }
-    })
+    }))
 }
 
 fn exchange(p: u32, rank: u32, sz: Arc<Sizes>, xor: bool) -> Box<dyn Program> {

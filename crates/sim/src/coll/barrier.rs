@@ -13,16 +13,16 @@
 //! * `ompi_doublering`: a token goes twice around the ring.
 
 use super::ops::{add_mod, ceil_pow2, floor_pow2, sub_mod, Lazy, Ops};
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx};
 
-/// Barrier algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "ompi_basic_linear",
-    "ompi_recursivedoubling",
-    "ompi_bruck",
-    "ompi_tree",
-    "ompi_two_procs",
-    "ompi_doublering",
+/// Barrier algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("ompi_basic_linear", linear),
+    Algorithm::new("ompi_recursivedoubling", recursive_doubling),
+    Algorithm::new("ompi_bruck", bruck),
+    Algorithm::new("ompi_tree", tree),
+    Algorithm::new("ompi_two_procs", two_procs),
+    Algorithm::new("ompi_doublering", doublering),
 ];
 
 /// Barrier aliases.
@@ -41,39 +41,27 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::BARRIER;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    _cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let (p, rank) = (a.size, a.rank);
-    Ok(match name {
-        "ompi_basic_linear" => linear(p, rank),
-        "ompi_recursivedoubling" => recursive_doubling(p, rank),
-        "ompi_bruck" => bruck(p, rank),
-        "ompi_tree" => tree(p, rank),
-        "ompi_two_procs" if p == 2 => {
-            let mut o = Ops::new();
-            let peer = (rank + 1) & 1;
-            o.sendrecv(rank, peer, 0, TAG, peer, 0, TAG);
-            o.into_program()
-        }
-        "ompi_two_procs" => recursive_doubling(p, rank),
-        "ompi_doublering" => doublering(p, rank),
-        _ => unreachable!("barrier algorithm {name}"),
-    })
+/// One exchange between the two ranks; recursive doubling on other sizes.
+fn two_procs(a: &CollArgs, cx: &mut Cx) -> Built {
+    if a.size != 2 {
+        return recursive_doubling(a, cx);
+    }
+    let mut o = Ops::new();
+    let peer = (a.rank + 1) & 1;
+    o.sendrecv(a.rank, peer, 0, TAG, peer, 0, TAG);
+    Ok(o.into_program())
 }
 
-fn linear(p: u32, rank: u32) -> Box<dyn Program> {
+fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
     if rank > 0 {
         let mut o = Ops::new();
         o.send(0, 0, TAG);
         o.recv(0, 0, TAG);
-        return o.into_program();
+        return Ok(o.into_program());
     }
     let n = p as u64 - 1;
-    Lazy::steps(2 * n + 2, move |i, o| {
+    Ok(Lazy::steps(2 * n + 2, move |i, o| {
         if i < n {
             o.irecv(i as u32 + 1, 0, TAG);
         } else if i == n {
@@ -83,10 +71,11 @@ fn linear(p: u32, rank: u32) -> Box<dyn Program> {
         } else {
             o.waitall();
         }
-    })
+    }))
 }
 
-fn recursive_doubling(p: u32, rank: u32) -> Box<dyn Program> {
+fn recursive_doubling(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
     let mut o = Ops::new();
     let adj = floor_pow2(p);
     if adj != p {
@@ -111,11 +100,12 @@ fn recursive_doubling(p: u32, rank: u32) -> Box<dyn Program> {
     if adj != p && rank < p - adj {
         o.send(rank + adj, 0, TAG);
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// Dissemination barrier (Open MPI's bruck, MPICH's default).
-pub(crate) fn bruck(p: u32, rank: u32) -> Box<dyn Program> {
+fn bruck(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
     let mut o = Ops::new();
     let mut d = 1u64;
     while d < p as u64 {
@@ -124,10 +114,11 @@ pub(crate) fn bruck(p: u32, rank: u32) -> Box<dyn Program> {
         o.sendrecv(rank, to, 0, TAG, from, 0, TAG);
         d <<= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
-fn tree(p: u32, rank: u32) -> Box<dyn Program> {
+fn tree(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
     let mut o = Ops::new();
     let depth = ceil_pow2(p);
     let r = rank as u64;
@@ -156,10 +147,11 @@ fn tree(p: u32, rank: u32) -> Box<dyn Program> {
         }
         jump >>= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
-fn doublering(p: u32, rank: u32) -> Box<dyn Program> {
+fn doublering(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank) = (a.size, a.rank);
     let mut o = Ops::new();
     let left = sub_mod(rank, 1, p);
     let right = add_mod(rank, 1, p);
@@ -172,5 +164,5 @@ fn doublering(p: u32, rank: u32) -> Box<dyn Program> {
             o.recv(left, 0, TAG);
         }
     }
-    o.into_program()
+    Ok(o.into_program())
 }

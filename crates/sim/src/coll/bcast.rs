@@ -17,19 +17,19 @@
 //! * `flattree`: the root sends to every rank.
 
 use super::ops::{add_mod, kary_tree, rdb_allgather, segcount, sub_mod, Lazy, Ops, Seq};
-use super::{tag, CollArgs, CollError, Collective, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Collective, Cx, Program};
 
-/// Bcast algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "binomial_tree",
-    "NTSL",
-    "NTSB",
-    "ompi_pipeline",
-    "ompi_split_bintree",
-    "scatter_rdb_allgather",
-    "scatter_LR_allgather",
-    "mvapich2_knomial_intra_node",
-    "flattree",
+/// Bcast algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("binomial_tree", binomial),
+    Algorithm::new("NTSL", ntsl),
+    Algorithm::new("NTSB", ntsb),
+    Algorithm::new("ompi_pipeline", pipeline),
+    Algorithm::new("ompi_split_bintree", split_bintree),
+    Algorithm::new("scatter_rdb_allgather", scatter_rdb_allgather),
+    Algorithm::new("scatter_LR_allgather", scatter_lr_allgather),
+    Algorithm::new("mvapich2_knomial_intra_node", knomial4),
+    Algorithm::new("flattree", flattree),
 ];
 
 /// Bcast aliases.
@@ -49,31 +49,8 @@ const TAG: i32 = tag::BCAST;
 /// NTSL / NTSB segment size in bytes.
 const NTS_SEGMENT: u64 = 8192;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    Ok(match name {
-        "binomial_tree" => binomial(a),
-        "NTSL" => nts(a, cx, false)?,
-        "NTSB" => nts(a, cx, true)?,
-        "ompi_pipeline" => pipeline(a),
-        "ompi_split_bintree" => split_bintree(a, cx),
-        "scatter_rdb_allgather" => scatter_rdb_allgather(a),
-        "scatter_LR_allgather" => scatter_lr_allgather(a),
-        "mvapich2_knomial_intra_node" => {
-            cx.abort("MVAPICH2 k-nomial bcast (init_smp corrupts memory in replay)");
-            knomial(a, 4)
-        }
-        "flattree" => flattree(a),
-        _ => unreachable!("bcast algorithm {name}"),
-    })
-}
-
 /// Binomial tree (`bcast-binomial-tree.cpp`, MPICH's short-message bcast).
-pub(crate) fn binomial(a: &CollArgs) -> Box<dyn Program> {
+fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
     let p = a.size as u64;
     let bytes = a.bytes();
     let rel = sub_mod(a.rank, a.root, a.size) as u64;
@@ -93,11 +70,21 @@ pub(crate) fn binomial(a: &CollArgs) -> Box<dyn Program> {
         }
         mask >>= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
+}
+
+/// NTSL: [`nts`] on the chain `0 → … → p−1`.
+fn ntsl(a: &CollArgs, cx: &mut Cx) -> Built {
+    nts(a, cx, false)
+}
+
+/// NTSB: [`nts`] on the binary heap rooted at 0.
+fn ntsb(a: &CollArgs, cx: &mut Cx) -> Built {
+    nts(a, cx, true)
 }
 
 /// NTSL (chain `0 → … → p−1`) and NTSB (binary heap rooted at 0), segments of 8 KiB.
-fn nts(a: &CollArgs, cx: &mut Cx, binary: bool) -> Result<Box<dyn Program>, CollError> {
+fn nts(a: &CollArgs, cx: &mut Cx, binary: bool) -> Built {
     let (p, rank) = (a.size, a.rank);
     let ts = a.dtype_size;
     let segment = NTS_SEGMENT.checked_div(ts).map_or(1, |s| s.max(1));
@@ -204,12 +191,12 @@ fn nts(a: &CollArgs, cx: &mut Cx, binary: bool) -> Result<Box<dyn Program>, Coll
 }
 
 /// Open MPI's pipeline bcast on the chain from the root (`bcast-ompi-pipeline.cpp`).
-fn pipeline(a: &CollArgs) -> Box<dyn Program> {
+fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
     let p = a.size;
     let ts = a.dtype_size;
     let count = a.count;
     if count == 0 {
-        return super::ops::empty();
+        return Ok(super::ops::empty());
     }
     let size = p as f64;
     let msg = a.bytes() as f64;
@@ -232,7 +219,7 @@ fn pipeline(a: &CollArgs) -> Box<dyn Program> {
         }
     };
     let t = super::ops::chain_tree(1, p, a.rank, a.root);
-    match (t.parent, t.children.first().copied()) {
+    Ok(match (t.parent, t.children.first().copied()) {
         (None, Some(child)) => Lazy::steps(n, move |s, o| {
             o.isend(child, seg(s), TAG);
             o.waitall();
@@ -262,11 +249,11 @@ fn pipeline(a: &CollArgs) -> Box<dyn Program> {
             })
         }
         (None, None) => super::ops::empty(),
-    }
+    })
 }
 
 /// Open MPI's split binary tree (`bcast-ompi-split-bintree.cpp`).
-fn split_bintree(a: &CollArgs, cx: &mut Cx) -> Box<dyn Program> {
+fn split_bintree(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let ts = a.dtype_size.max(1);
     let count = a.count;
@@ -280,7 +267,7 @@ fn split_bintree(a: &CollArgs, cx: &mut Cx) -> Box<dyn Program> {
         // SimGrid calls bcast__SMP_linear here, which needs the SMP layout (init_smp) and
         // aborts in replay like the k-nomial bcast; we broadcast with a flat tree instead.
         cx.abort("split_bintree fallback to SMP_linear bcast (init_smp in replay)");
-        return flattree(a);
+        return flattree(a, cx);
     }
     let nseg = [counts[0].div_ceil(sc), counts[1].div_ceil(sc)];
     let seg = move |h: usize, s: u64| {
@@ -340,7 +327,7 @@ fn split_bintree(a: &CollArgs, cx: &mut Cx) -> Box<dyn Program> {
     } else {
         o.sendrecv(rank, pair, mine, TAG, pair, other, TAG);
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// Bytes of the pieces of relative ranks `[t, t + m)` of the scattered buffer (`nb` bytes,
@@ -383,11 +370,11 @@ fn scatter_for_bcast(o: &mut Ops, a: &CollArgs, nb: u64, q: u64) {
 
 /// MPICH's scatter + recursive-doubling allgather bcast (`bcast-scatter-rdb-allgather.cpp`),
 /// including the recursive-halving fix-up for non-power-of-two sizes.
-fn scatter_rdb_allgather(a: &CollArgs) -> Box<dyn Program> {
+fn scatter_rdb_allgather(a: &CollArgs, _cx: &mut Cx) -> Built {
     let nb = a.bytes();
     let mut o = Ops::new();
     if nb == 0 {
-        return o.into_program();
+        return Ok(o.into_program());
     }
     let p = a.size as u64;
     let q = nb.div_ceil(p);
@@ -408,11 +395,11 @@ fn scatter_rdb_allgather(a: &CollArgs) -> Box<dyn Program> {
         "scatter_rdb_allgather: rank {} of {}",
         a.rank, a.size
     );
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// MPICH's scatter + ring allgather bcast (`bcast-scatter-LR-allgather.cpp`).
-fn scatter_lr_allgather(a: &CollArgs) -> Box<dyn Program> {
+fn scatter_lr_allgather(a: &CollArgs, _cx: &mut Cx) -> Built {
     let nb = a.bytes();
     let p = a.size;
     let q = nb.div_ceil(p as u64);
@@ -430,7 +417,13 @@ fn scatter_lr_allgather(a: &CollArgs) -> Box<dyn Program> {
         src = next;
         next = sub_mod(next, 1, p);
     });
-    Seq::program(vec![scatter, ring])
+    Ok(Seq::program(vec![scatter, ring]))
+}
+
+/// MVAPICH2's intra-node k-nomial bcast with factor 4 (SimGrid 3.32 aborts on it in replay).
+fn knomial4(a: &CollArgs, cx: &mut Cx) -> Built {
+    cx.abort("MVAPICH2 k-nomial bcast (init_smp corrupts memory in replay)");
+    Ok(knomial(a, 4))
 }
 
 /// MVAPICH2's intra-node k-nomial bcast (`bcast__mvapich2_knomial_intra_node`), factor `k`.
@@ -466,15 +459,15 @@ fn knomial(a: &CollArgs, k: u64) -> Box<dyn Program> {
 }
 
 /// Flat tree (`bcast-flattree.cpp`): the root isends to every rank, then waits.
-pub(crate) fn flattree(a: &CollArgs) -> Box<dyn Program> {
+fn flattree(a: &CollArgs, _cx: &mut Cx) -> Built {
     let bytes = a.bytes();
     let (p, rank, root) = (a.size, a.rank, a.root);
     if rank != root {
         let mut o = Ops::new();
         o.recv(root, bytes, TAG);
-        return o.into_program();
+        return Ok(o.into_program());
     }
-    Lazy::steps(p as u64, move |i, o| {
+    Ok(Lazy::steps(p as u64, move |i, o| {
         if i + 1 == p as u64 {
             o.waitall();
         } else {
@@ -485,5 +478,5 @@ pub(crate) fn flattree(a: &CollArgs) -> Box<dyn Program> {
             };
             o.isend(dst, bytes, TAG);
         }
-    })
+    }))
 }

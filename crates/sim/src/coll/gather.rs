@@ -14,11 +14,14 @@
 //! other rank in order and waits for all.
 
 use super::ops::{in_order_bmtree, segcount, sub_mod, Lazy, Ops};
-use super::{tag, CollArgs, CollError, Collective, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx};
 
-/// Gather algorithm names.
-pub(crate) const GATHER_NAMES: &[&str] =
-    &["ompi_basic_linear", "ompi_binomial", "ompi_linear_sync"];
+/// Gather algorithms.
+pub(crate) const GATHER_ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("ompi_basic_linear", basic_linear),
+    Algorithm::new("ompi_binomial", binomial),
+    Algorithm::new("ompi_linear_sync", linear_sync),
+];
 
 /// Gather aliases.
 pub(crate) const GATHER_ALIASES: &[(&str, &str)] = &[
@@ -29,109 +32,108 @@ pub(crate) const GATHER_ALIASES: &[(&str, &str)] = &[
     ("linear_sync", "ompi_linear_sync"),
 ];
 
-/// Gatherv algorithm names.
-pub(crate) const GATHERV_NAMES: &[&str] = &["linear"];
+/// Gatherv algorithms.
+pub(crate) const GATHERV_ALGORITHMS: &[Algorithm] = &[Algorithm::new("linear", gatherv_linear)];
 
 const TAG: i32 = tag::GATHER;
 
-/// The program of algorithm `name` (gather or gatherv).
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    _cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let (p, rank, root) = (a.size, a.rank, a.root);
+/// The communicator size, the rank, the root, and the bytes of one sent and one received
+/// block.
+fn shape(a: &CollArgs) -> (u32, u32, u32, u64, u64) {
     let sb = a.count.saturating_mul(a.dtype_size);
     let rb = a.recv_count.saturating_mul(a.recv_dtype_size);
-    if a.kind == Collective::Gatherv {
-        return Ok(gatherv_linear(a));
-    }
-    Ok(match name {
-        "ompi_basic_linear" => {
-            if rank != root {
-                let mut o = Ops::new();
-                o.send(root, sb, TAG);
-                o.into_program()
-            } else {
-                Lazy::steps(p as u64, move |i, o| {
-                    if i as u32 != root {
-                        o.recv(i as u32, rb, TAG);
-                    }
-                })
+    (a.size, a.rank, a.root, sb, rb)
+}
+
+/// Open MPI's basic linear gather.
+fn basic_linear(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root, sb, rb) = shape(a);
+    Ok(if rank != root {
+        let mut o = Ops::new();
+        o.send(root, sb, TAG);
+        o.into_program()
+    } else {
+        Lazy::steps(p as u64, move |i, o| {
+            if i as u32 != root {
+                o.recv(i as u32, rb, TAG);
             }
-        }
-        "ompi_binomial" => {
-            let t = in_order_bmtree(p, rank, root);
-            let v = sub_mod(rank, root, p) as u64;
-            let unit = if rank == root { rb } else { sb };
-            let mut o = Ops::new();
-            let mut total = 1u64;
-            if v % 2 == 0 {
-                for &c in &t.children {
-                    let vk = sub_mod(c, root, p) as u64;
-                    let n = (vk - v).min(p as u64 - vk);
-                    o.recv(c, n * unit, TAG);
-                    total += n;
-                }
-            }
-            if let Some(parent) = t.parent {
-                o.send(parent, total * sb, TAG);
-            }
-            o.into_program()
-        }
-        "ompi_linear_sync" => {
-            let (block, ts, cnt) = if rank == root {
-                (rb, a.recv_dtype_size, a.recv_count)
-            } else {
-                (sb, a.dtype_size, a.count)
-            };
-            let first_size: u64 = if block > 92160 { 32768 } else { 1024 };
-            let first = segcount(first_size, ts, cnt);
-            let (f, rest) = (first * ts, (cnt - first) * ts);
-            if rank != root {
-                let mut o = Ops::new();
-                o.recv(root, 0, TAG);
-                o.send(root, f, TAG);
-                o.send(root, rest, TAG);
-                o.into_program()
-            } else {
-                Lazy::steps(p as u64, move |i, o| {
-                    if i + 1 == p as u64 {
-                        o.waitall();
-                        return;
-                    }
-                    let src = if (i as u32) < root {
-                        i as u32
-                    } else {
-                        i as u32 + 1
-                    };
-                    let r1 = o.irecv(src, f, TAG);
-                    o.send(src, 0, TAG);
-                    o.irecv(src, rest, TAG);
-                    o.wait(r1);
-                })
-            }
-        }
-        _ => unreachable!("gather algorithm {name}"),
+        })
     })
 }
 
+/// Open MPI's in-order binomial gather.
+fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root, sb, rb) = shape(a);
+    let t = in_order_bmtree(p, rank, root);
+    let v = sub_mod(rank, root, p) as u64;
+    let unit = if rank == root { rb } else { sb };
+    let mut o = Ops::new();
+    let mut total = 1u64;
+    if v % 2 == 0 {
+        for &c in &t.children {
+            let vk = sub_mod(c, root, p) as u64;
+            let n = (vk - v).min(p as u64 - vk);
+            o.recv(c, n * unit, TAG);
+            total += n;
+        }
+    }
+    if let Some(parent) = t.parent {
+        o.send(parent, total * sb, TAG);
+    }
+    Ok(o.into_program())
+}
+
+/// Open MPI's linear gather with a synchronizing token.
+fn linear_sync(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root, sb, rb) = shape(a);
+    let (block, ts, cnt) = if rank == root {
+        (rb, a.recv_dtype_size, a.recv_count)
+    } else {
+        (sb, a.dtype_size, a.count)
+    };
+    let first_size: u64 = if block > 92160 { 32768 } else { 1024 };
+    let first = segcount(first_size, ts, cnt);
+    let (f, rest) = (first * ts, (cnt - first) * ts);
+    if rank != root {
+        let mut o = Ops::new();
+        o.recv(root, 0, TAG);
+        o.send(root, f, TAG);
+        o.send(root, rest, TAG);
+        return Ok(o.into_program());
+    }
+    Ok(Lazy::steps(p as u64, move |i, o| {
+        if i + 1 == p as u64 {
+            o.waitall();
+            return;
+        }
+        let src = if (i as u32) < root {
+            i as u32
+        } else {
+            i as u32 + 1
+        };
+        let r1 = o.irecv(src, f, TAG);
+        o.send(src, 0, TAG);
+        o.irecv(src, rest, TAG);
+        o.wait(r1);
+    }))
+}
+
 /// SimGrid's gatherv (`colls::igatherv` + wait).
-pub(crate) fn gatherv_linear(a: &CollArgs) -> Box<dyn Program> {
+fn gatherv_linear(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let t = tag::GATHERV;
     if rank != root {
         let mut o = Ops::new();
         let r = o.isend(root, a.count.saturating_mul(a.dtype_size), t);
         o.wait(r);
-        return o.into_program();
+        return Ok(o.into_program());
     }
     let sizes: Vec<u64> = a
         .recv_counts
         .iter()
         .map(|c| c.saturating_mul(a.recv_dtype_size))
         .collect();
-    Lazy::steps(p as u64, move |i, o| {
+    Ok(Lazy::steps(p as u64, move |i, o| {
         if i + 1 == p as u64 {
             o.waitall();
         } else {
@@ -142,5 +144,5 @@ pub(crate) fn gatherv_linear(a: &CollArgs) -> Box<dyn Program> {
             };
             o.irecv(src, sizes[src as usize], t);
         }
-    })
+    }))
 }

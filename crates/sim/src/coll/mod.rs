@@ -19,10 +19,14 @@
 //!   broadcast through the selector, reduce + bcast, …) and [`simgrid_abort`] tells whether
 //!   SimGrid 3.32 aborts on that call in replay (the programs are valid nonetheless).
 //! * [`Collective::from_name`], [`Collective::function`], [`Collective::of_family`],
-//!   [`resolve_algorithm`] and [`parse_forced`]: every name of a collective and of its
-//!   algorithms comes from the one table of `names.rs`.
-//! * One file per collective holds its algorithms; `select.rs` holds the decision rules of
-//!   both selectors; `ops.rs` the shared builders and Open MPI's trees.
+//!   [`resolve_algorithm`] and [`parse_forced`]: every name of a collective comes from the
+//!   one table of `names.rs`, every name of an algorithm from its collective's table (below).
+//! * One file per collective holds its algorithms in its `ALGORITHMS` table of `Algorithm`s
+//!   (a name and the function that builds the program), in the order users see them;
+//!   `names.rs` reads the names from those tables and `Cx::build` calls the chosen entry.
+//!   Adding an algorithm is its builder function and one row of that table.
+//!   `select.rs` holds the decision rules of both selectors; `ops.rs` the shared builders and
+//!   Open MPI's trees.
 //!
 //! A communicator of one rank runs the empty program whatever the algorithm.
 
@@ -265,6 +269,27 @@ pub(crate) mod tag {
     pub const RING_SEGMENTED: i32 = 666;
 }
 
+/// What building a program returns.
+pub(crate) type Built = Result<Box<dyn Program>, CollError>;
+
+/// One algorithm of a collective: its canonical name and the function that builds the
+/// program of one rank (arguments already validated, communicator of two ranks or more).
+/// Each collective file lists its own in `ALGORITHMS`, in the order users see them.
+#[derive(Clone, Copy)]
+pub(crate) struct Algorithm {
+    /// The canonical name (as SimGrid's `--cfg=smpi/<collective>:<name>` spells it).
+    pub name: &'static str,
+    /// The program of `args.rank`; nested calls go through the `Cx`.
+    pub build: fn(&CollArgs, &mut Cx) -> Built,
+}
+
+impl Algorithm {
+    /// The algorithm called `name`, built by `build` (one row of a table).
+    pub(crate) const fn new(name: &'static str, build: fn(&CollArgs, &mut Cx) -> Built) -> Self {
+        Algorithm { name, build }
+    }
+}
+
 /// Building context: the selector, the forced algorithm (it applies to every call of its
 /// collective, nested ones included, as `--cfg=smpi/<collective>:<name>` does in SimGrid) and
 /// what the build ran into.
@@ -323,20 +348,15 @@ impl<'f> Cx<'f> {
         {
             return Ok(ops::empty());
         }
-        match args.kind {
-            Collective::Barrier => barrier::build(name, args, self),
-            Collective::Bcast => bcast::build(name, args, self),
-            Collective::Reduce => reduce::build(name, args, self),
-            Collective::Allreduce => allreduce::build(name, args, self),
-            Collective::Alltoall => alltoall::build(name, args, self),
-            Collective::Alltoallv => alltoallv::build(name, args, self),
-            Collective::Gather | Collective::Gatherv => gather::build(name, args, self),
-            Collective::Scatter | Collective::Scatterv => scatter::build(name, args, self),
-            Collective::Allgather => allgather::build(name, args, self),
-            Collective::Allgatherv => allgatherv::build(name, args, self),
-            Collective::ReduceScatter => reduce_scatter::build(name, args, self),
-            Collective::Scan | Collective::Exscan => scan::build(name, args, self),
-        }
+        let algorithm = names::table(args.kind)
+            .iter()
+            .find(|a| a.name == name)
+            .ok_or_else(|| CollError::UnknownAlgorithm {
+                kind: args.kind,
+                name: name.to_string(),
+                known: algorithms(args.kind).join(", "),
+            })?;
+        (algorithm.build)(args, self)
     }
 }
 

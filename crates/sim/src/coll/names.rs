@@ -11,17 +11,19 @@
 //!   bytes);
 //! * its action in SimGrid's time-independent traces (`reducescatter`), matched exactly.
 //!
-//! The algorithms of a collective are listed by the file that implements them (`NAMES`,
-//! with `ALIASES` for other spellings); [`algorithms`] gathers them and
-//! [`resolve_algorithm`] turns any accepted spelling into the canonical name (exact, then
-//! ignoring case, then an alias: `bcast=binomial` is `binomial_tree`). Front ends check a
-//! name with it, so they accept exactly what the library runs.
+//! The algorithms of a collective are listed by the file that implements them, in its
+//! `ALGORITHMS` table (each name beside the function that builds it, so the two cannot drift),
+//! with `ALIASES` for other spellings; `table` finds a collective's table, [`algorithms`] lists
+//! its names (gathered at compile time) and [`resolve_algorithm`] turns any accepted spelling
+//! into the canonical name (exact, then ignoring case, then an alias: `bcast=binomial` is
+//! `binomial_tree`). Front ends check a name with it, so they accept exactly what the library
+//! runs.
 
 use std::str::FromStr;
 
 use super::{
     allgather, allgatherv, allreduce, alltoall, alltoallv, barrier, bcast, gather, reduce,
-    reduce_scatter, scan, scatter, Collective, Selector,
+    reduce_scatter, scan, scatter, Algorithm, Collective, Selector,
 };
 
 /// One collective's names.
@@ -183,25 +185,68 @@ impl FromStr for Collective {
     }
 }
 
-/// The algorithms of `kind`, by their canonical names (those [`super::program`]'s `forced`
-/// accepts, with the spellings [`resolve_algorithm`] knows).
-pub fn algorithms(kind: Collective) -> &'static [&'static str] {
+/// The algorithms of `kind`, in the order users see them: the table of the file that
+/// implements them.
+pub(crate) const fn table(kind: Collective) -> &'static [Algorithm] {
     match kind {
-        Collective::Barrier => barrier::NAMES,
-        Collective::Bcast => bcast::NAMES,
-        Collective::Reduce => reduce::NAMES,
-        Collective::Allreduce => allreduce::NAMES,
-        Collective::Alltoall => alltoall::NAMES,
-        Collective::Alltoallv => alltoallv::NAMES,
-        Collective::Gather => gather::GATHER_NAMES,
-        Collective::Gatherv => gather::GATHERV_NAMES,
-        Collective::Scatter => scatter::SCATTER_NAMES,
-        Collective::Scatterv => scatter::SCATTERV_NAMES,
-        Collective::Allgather => allgather::NAMES,
-        Collective::Allgatherv => allgatherv::NAMES,
-        Collective::ReduceScatter => reduce_scatter::NAMES,
-        Collective::Scan | Collective::Exscan => scan::NAMES,
+        Collective::Barrier => barrier::ALGORITHMS,
+        Collective::Bcast => bcast::ALGORITHMS,
+        Collective::Reduce => reduce::ALGORITHMS,
+        Collective::Allreduce => allreduce::ALGORITHMS,
+        Collective::Alltoall => alltoall::ALGORITHMS,
+        Collective::Alltoallv => alltoallv::ALGORITHMS,
+        Collective::Gather => gather::GATHER_ALGORITHMS,
+        Collective::Gatherv => gather::GATHERV_ALGORITHMS,
+        Collective::Scatter => scatter::SCATTER_ALGORITHMS,
+        Collective::Scatterv => scatter::SCATTERV_ALGORITHMS,
+        Collective::Allgather => allgather::ALGORITHMS,
+        Collective::Allgatherv => allgatherv::ALGORITHMS,
+        Collective::ReduceScatter => reduce_scatter::ALGORITHMS,
+        Collective::Scan | Collective::Exscan => scan::ALGORITHMS,
     }
+}
+
+/// How many algorithm names the tables hold, all collectives together.
+const NAME_COUNT: usize = {
+    let mut n = 0;
+    let mut k = 0;
+    while k < Collective::ALL.len() {
+        n += table(Collective::ALL[k]).len();
+        k += 1;
+    }
+    n
+};
+
+/// Every table's names one after the other, in [`Collective::ALL`]'s order, and where each
+/// collective's names start (collective `k`'s are `at[k]..at[k + 1]`): the tables' names as
+/// `'static` slices, computed when compiling.
+static ALGORITHM_NAMES: ([&str; NAME_COUNT], [usize; Collective::ALL.len() + 1]) = {
+    let mut names = [""; NAME_COUNT];
+    let mut at = [0; Collective::ALL.len() + 1];
+    let mut n = 0;
+    let mut k = 0;
+    while k < Collective::ALL.len() {
+        at[k] = n;
+        let t = table(Collective::ALL[k]);
+        let mut i = 0;
+        while i < t.len() {
+            names[n] = t[i].name;
+            n += 1;
+            i += 1;
+        }
+        k += 1;
+    }
+    at[Collective::ALL.len()] = n;
+    (names, at)
+};
+
+/// The algorithms of `kind`, by their canonical names (those [`super::program`]'s `forced`
+/// accepts, with the spellings [`resolve_algorithm`] knows), in the order of its table.
+pub fn algorithms(kind: Collective) -> &'static [&'static str] {
+    let (names, at) = &ALGORITHM_NAMES;
+    // TABLE, hence Collective::ALL, follows the enum's order.
+    let k = kind as usize;
+    &names[at[k]..at[k + 1]]
 }
 
 /// Other names accepted for the algorithms of `kind` (alias, canonical name).

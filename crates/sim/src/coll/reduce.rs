@@ -17,19 +17,19 @@ use super::ops::{
     chain_tree, floor_pow2, in_order_bintree, in_order_bmtree, kary_tree, rab_doubling_step,
     rab_halving_step, segcount, sub_mod, Lazy, Ops, Seq, Tree,
 };
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx, Program};
 
-/// Reduce algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "ompi_basic_linear",
-    "ompi_chain",
-    "ompi_pipeline",
-    "ompi_binary",
-    "ompi_binomial",
-    "ompi_in_order_binary",
-    "binomial",
-    "scatter_gather",
-    "default",
+/// Reduce algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("ompi_basic_linear", linear),
+    Algorithm::new("ompi_chain", chain),
+    Algorithm::new("ompi_pipeline", pipeline),
+    Algorithm::new("ompi_binary", binary),
+    Algorithm::new("ompi_binomial", binomial),
+    Algorithm::new("ompi_in_order_binary", in_order_binary),
+    Algorithm::new("binomial", mpich_binomial),
+    Algorithm::new("scatter_gather", scatter_gather),
+    Algorithm::new("default", simgrid_default),
 ];
 
 /// Reduce aliases.
@@ -48,77 +48,89 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 
 const TAG: i32 = tag::REDUCE;
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    _cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
+/// Open MPI's chain reduce: fanout ⌊p/2⌋, 64 KiB segments.
+fn chain(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
-    let ts = a.dtype_size;
-    let count = a.count;
-    let msg = a.bytes();
-    Ok(match name {
-        "ompi_basic_linear" => linear(a),
-        "ompi_chain" => {
-            let sc = segcount(64 << 10, ts, count);
-            generic(chain_tree(p / 2, p, rank, root), sc, count, ts)
+    let sc = segcount(64 << 10, a.dtype_size, a.count);
+    Ok(generic(
+        chain_tree(p / 2, p, rank, root),
+        sc,
+        a.count,
+        a.dtype_size,
+    ))
+}
+
+/// Open MPI's pipeline reduce: the linear chain, 1, 32 or 64 KiB segments.
+fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root) = (a.size, a.rank, a.root);
+    let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
+    let size = p as f64;
+    let segsize: u64 = if size > 0.0410 / 1024.0 * msg as f64 + 9.7128 {
+        1024
+    } else if size > 0.0033 / 1024.0 * msg as f64 + 1.6761 {
+        32 << 10
+    } else {
+        64 << 10
+    };
+    Ok(generic(
+        chain_tree(1, p, rank, root),
+        segcount(segsize, ts, count),
+        count,
+        ts,
+    ))
+}
+
+/// Open MPI's binary-tree reduce, 32 KiB segments.
+fn binary(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root) = (a.size, a.rank, a.root);
+    Ok(generic(
+        kary_tree(2, p, rank, root),
+        segcount(32 << 10, a.dtype_size, a.count),
+        a.count,
+        a.dtype_size,
+    ))
+}
+
+/// Open MPI's in-order binomial-tree reduce, unsegmented or 1 KiB segments.
+fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root) = (a.size, a.rank, a.root);
+    let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
+    let segsize: u64 = if (p < 8 && msg < 20480) || msg < 2048 || count <= 1 {
+        0
+    } else if p as f64 > 0.6016 / 1024.0 * msg as f64 + 1.3496 {
+        1024
+    } else {
+        0
+    };
+    Ok(generic(
+        in_order_bmtree(p, rank, root),
+        segcount(segsize, ts, count),
+        count,
+        ts,
+    ))
+}
+
+/// Open MPI's in-order binary reduce: the in-order binary tree rooted at p−1, unsegmented,
+/// then p−1 sends the result to the root.
+fn in_order_binary(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, root) = (a.size, a.rank, a.root);
+    let (count, msg) = (a.count, a.bytes());
+    let io_root = p - 1;
+    let main = generic(in_order_bintree(p, rank), count, count, a.dtype_size);
+    let mut post = Ops::new();
+    if io_root != root {
+        if rank == root {
+            post.recv(io_root, msg, TAG);
+        } else if rank == io_root {
+            post.send(root, msg, TAG);
         }
-        "ompi_pipeline" => {
-            let size = p as f64;
-            let segsize: u64 = if size > 0.0410 / 1024.0 * msg as f64 + 9.7128 {
-                1024
-            } else if size > 0.0033 / 1024.0 * msg as f64 + 1.6761 {
-                32 << 10
-            } else {
-                64 << 10
-            };
-            generic(
-                chain_tree(1, p, rank, root),
-                segcount(segsize, ts, count),
-                count,
-                ts,
-            )
-        }
-        "ompi_binary" => generic(
-            kary_tree(2, p, rank, root),
-            segcount(32 << 10, ts, count),
-            count,
-            ts,
-        ),
-        "ompi_binomial" => {
-            let segsize: u64 = if (p < 8 && msg < 20480) || msg < 2048 || count <= 1 {
-                0
-            } else if p as f64 > 0.6016 / 1024.0 * msg as f64 + 1.3496 {
-                1024
-            } else {
-                0
-            };
-            generic(
-                in_order_bmtree(p, rank, root),
-                segcount(segsize, ts, count),
-                count,
-                ts,
-            )
-        }
-        "ompi_in_order_binary" => {
-            let io_root = p - 1;
-            let main = generic(in_order_bintree(p, rank), count, count, ts);
-            let mut post = Ops::new();
-            if io_root != root {
-                if rank == root {
-                    post.recv(io_root, msg, TAG);
-                } else if rank == io_root {
-                    post.send(root, msg, TAG);
-                }
-            }
-            Seq::program(vec![main, post.into_program()])
-        }
-        "binomial" => mpich_binomial(a),
-        "scatter_gather" => scatter_gather(a),
-        "default" => flat(a),
-        _ => unreachable!("reduce algorithm {name}"),
-    })
+    }
+    Ok(Seq::program(vec![main, post.into_program()]))
+}
+
+/// SimGrid's default reduce: [`flat`].
+fn simgrid_default(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(flat(a))
 }
 
 /// Open MPI's generic segmented tree reduce (`smpi_coll_tuned_ompi_reduce_generic`, note
@@ -169,30 +181,30 @@ fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
 }
 
 /// Open MPI's basic linear reduce: the root receives from p−1 first, then p−2, …, 0.
-pub(crate) fn linear(a: &CollArgs) -> Box<dyn Program> {
+fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let bytes = a.bytes();
     if rank != root {
         let mut o = Ops::new();
         o.send(root, bytes, TAG);
-        return o.into_program();
+        return Ok(o.into_program());
     }
     // step i receives from p-1-i, skipping the root itself
-    Lazy::steps(p as u64, move |i, o| {
+    Ok(Lazy::steps(p as u64, move |i, o| {
         let src = p - 1 - i as u32;
         if src != root {
             o.recv(src, bytes, TAG);
         }
-    })
+    }))
 }
 
 /// MPICH's binomial reduce (`reduce-binomial.cpp`, commutative case).
-fn mpich_binomial(a: &CollArgs) -> Box<dyn Program> {
+fn mpich_binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size as u64, a.rank, a.root);
     let bytes = a.bytes();
     let mut o = Ops::new();
     if a.count == 0 {
-        return o.into_program();
+        return Ok(o.into_program());
     }
     let rel = sub_mod(rank, root, a.size) as u64;
     let mut mask = 1u64;
@@ -208,7 +220,7 @@ fn mpich_binomial(a: &CollArgs) -> Box<dyn Program> {
         }
         mask <<= 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// Element count of block `i` of `pof2` blocks of `count` (the first `count % pof2` blocks
@@ -223,13 +235,13 @@ fn mpich_blocks(count: u64, pof2: u64, lo: u64, hi: u64) -> u64 {
 }
 
 /// MPICH's Rabenseifner reduce (`MPIR_Reduce_intra_reduce_scatter_gather`, MPICH 3.3).
-fn scatter_gather(a: &CollArgs) -> Box<dyn Program> {
+fn scatter_gather(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size as u64, a.rank as u64, a.root as u64);
     let ts = a.dtype_size;
     let count = a.count;
     let mut o = Ops::new();
     if count == 0 {
-        return o.into_program();
+        return Ok(o.into_program());
     }
     let pof2 = floor_pow2(a.size) as u64;
     let rem = p - pof2;
@@ -313,7 +325,7 @@ fn scatter_gather(a: &CollArgs) -> Box<dyn Program> {
             j -= 1;
         }
     }
-    o.into_program()
+    Ok(o.into_program())
 }
 
 /// SimGrid's flat non-blocking reduce (`colls::ireduce` + wait, `reduce__default`).

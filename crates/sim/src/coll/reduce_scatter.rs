@@ -20,17 +20,17 @@ use std::sync::Arc;
 
 use super::allgatherv::prefix_sums;
 use super::ops::{add_mod, floor_pow2, sub_mod, Lazy, Ops, Seq};
-use super::{reduce, scatter, tag, CollArgs, CollError, Collective, Cx, Program};
+use super::{reduce, scatter, tag, Algorithm, Built, CollArgs, Collective, Cx, Program};
 
-/// Reduce_scatter algorithm names.
-pub(crate) const NAMES: &[&str] = &[
-    "default",
-    "ompi_basic_recursivehalving",
-    "ompi_ring",
-    "ompi_butterfly",
-    "mpich_pair",
-    "mpich_rdb",
-    "mpich_rhalving",
+/// Reduce_scatter algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::new("default", simgrid_default),
+    Algorithm::new("ompi_basic_recursivehalving", ompi_recursive_halving),
+    Algorithm::new("ompi_ring", ompi_ring),
+    Algorithm::new("ompi_butterfly", ompi_butterfly),
+    Algorithm::new("mpich_pair", mpich_pair),
+    Algorithm::new("mpich_rdb", mpich_rdb),
+    Algorithm::new("mpich_rhalving", mpich_rhalving),
 ];
 
 /// Reduce_scatter aliases.
@@ -69,44 +69,52 @@ impl Blocks {
     }
 }
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let size: Vec<u64> = a
-        .recv_counts
-        .iter()
-        .map(|c| c.saturating_mul(a.dtype_size))
-        .collect();
-    let prefix = prefix_sums(&size);
-    let b = Arc::new(Blocks { size, prefix });
-    Ok(match name {
-        "default" => default(a, b, cx)?,
-        "ompi_basic_recursivehalving" => recursive_halving(a, &b, false),
-        "mpich_rhalving" => recursive_halving(a, &b, true),
-        "ompi_ring" => ring(a, b),
-        "ompi_butterfly" => butterfly(a, &b),
-        "mpich_pair" => mpich_pair(a, b),
-        "mpich_rdb" => mpich_rdb(a, &b),
-        _ => unreachable!("reduce_scatter algorithm {name}"),
-    })
+impl Blocks {
+    /// The blocks of this rank's call.
+    fn of(a: &CollArgs) -> Arc<Blocks> {
+        let size: Vec<u64> = a
+            .recv_counts
+            .iter()
+            .map(|c| c.saturating_mul(a.dtype_size))
+            .collect();
+        let prefix = prefix_sums(&size);
+        Arc::new(Blocks { size, prefix })
+    }
+}
+
+/// Open MPI's recursive halving.
+fn ompi_recursive_halving(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(recursive_halving(a, &Blocks::of(a), false))
+}
+
+/// MPICH's recursive halving.
+fn mpich_rhalving(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(recursive_halving(a, &Blocks::of(a), true))
+}
+
+/// Open MPI's ring.
+fn ompi_ring(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(ring(a, Blocks::of(a)))
+}
+
+/// Open MPI's butterfly.
+fn ompi_butterfly(a: &CollArgs, _cx: &mut Cx) -> Built {
+    Ok(butterfly(a, &Blocks::of(a)))
 }
 
 /// SimGrid's `reduce_scatter__default`.
-fn default(a: &CollArgs, b: Arc<Blocks>, cx: &mut Cx) -> Result<Box<dyn Program>, CollError> {
+fn simgrid_default(a: &CollArgs, cx: &mut Cx) -> Built {
     let regular = a.recv_counts.iter().all(|&c| c == a.recv_counts[0]);
     if !regular {
         // reduce_scatter__mpich (counts, not bytes, against 524288)
         let total: u64 = a.recv_counts.iter().sum();
-        return Ok(if total > 524288 {
+        return if total > 524288 {
             cx.enter("mpich_pair");
-            mpich_pair(a, b)
+            mpich_pair(a, cx)
         } else {
             cx.enter("mpich_rdb");
-            mpich_rdb(a, &b)
-        });
+            mpich_rdb(a, cx)
+        };
     }
     let total: u64 = a.recv_counts.iter().sum();
     cx.enter("default");
@@ -310,12 +318,12 @@ fn butterfly(a: &CollArgs, b: &Blocks) -> Box<dyn Program> {
 }
 
 /// MPICH's pairwise reduce_scatter (`reduce_scatter__mpich_pair`).
-fn mpich_pair(a: &CollArgs, b: Arc<Blocks>) -> Box<dyn Program> {
-    let (p, rank) = (a.size, a.rank);
+fn mpich_pair(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, b) = (a.size, a.rank, Blocks::of(a));
     if a.recv_counts.iter().all(|&c| c == 0) {
-        return Ops::new().into_program();
+        return Ok(Ops::new().into_program());
     }
-    Lazy::steps(p as u64 - 1, move |i, o| {
+    Ok(Lazy::steps(p as u64 - 1, move |i, o| {
         let i = i + 1;
         let src = sub_mod(rank, i as u32, p);
         let dst = add_mod(rank, i, p);
@@ -328,11 +336,12 @@ fn mpich_pair(a: &CollArgs, b: Arc<Blocks>) -> Box<dyn Program> {
             b.size[rank as usize],
             TAG,
         );
-    })
+    }))
 }
 
 /// MPICH's recursive-doubling reduce_scatter (`reduce_scatter__mpich_rdb`).
-fn mpich_rdb(a: &CollArgs, b: &Blocks) -> Box<dyn Program> {
+fn mpich_rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let b = Blocks::of(a);
     let mut o = Ops::new();
     let (p, rank) = (a.size as u64, a.rank as u64);
     let total = b.total();
@@ -367,5 +376,5 @@ fn mpich_rdb(a: &CollArgs, b: &Blocks) -> Box<dyn Program> {
         mask <<= 1;
         i += 1;
     }
-    o.into_program()
+    Ok(o.into_program())
 }

@@ -7,10 +7,11 @@
 //! * `rdb`: MPICH's recursive doubling (sendrecv with `rank xor mask`), for scan and exscan.
 
 use super::ops::{Lazy, Ops};
-use super::{tag, CollArgs, CollError, Cx, Program};
+use super::{tag, Algorithm, Built, CollArgs, Cx};
 
-/// Scan / exscan algorithm names.
-pub(crate) const NAMES: &[&str] = &["linear", "rdb"];
+/// Scan / exscan algorithms.
+pub(crate) const ALGORITHMS: &[Algorithm] =
+    &[Algorithm::new("linear", linear), Algorithm::new("rdb", rdb)];
 
 /// Scan / exscan aliases.
 pub(crate) const ALIASES: &[(&str, &str)] = &[
@@ -19,40 +20,33 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
     ("mpich", "rdb"),
 ];
 
-/// The program of algorithm `name`.
-pub(crate) fn build(
-    name: &'static str,
-    a: &CollArgs,
-    _cx: &mut Cx,
-) -> Result<Box<dyn Program>, CollError> {
-    let (p, rank) = (a.size, a.rank);
-    let b = a.bytes();
-    Ok(match name {
-        "linear" => {
-            let n = p as u64 - 1;
-            let r = rank as u64;
-            Lazy::steps(2 * n, move |i, o| {
-                if i < r {
-                    o.irecv(i as u32, b, tag::SCAN);
-                } else if i < n {
-                    o.isend(i as u32 + 1, b, tag::SCAN);
-                } else {
-                    o.wait((i - n) as u32);
-                }
-            })
+/// SimGrid's scan: irecvs from every lower rank, isends to every higher one, then waits.
+fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, b) = (a.size, a.rank, a.bytes());
+    let n = p as u64 - 1;
+    let r = rank as u64;
+    Ok(Lazy::steps(2 * n, move |i, o| {
+        if i < r {
+            o.irecv(i as u32, b, tag::SCAN);
+        } else if i < n {
+            o.isend(i as u32 + 1, b, tag::SCAN);
+        } else {
+            o.wait((i - n) as u32);
         }
-        "rdb" => {
-            let mut o = Ops::new();
-            let mut mask = 1u64;
-            while mask < p as u64 {
-                let dst = rank as u64 ^ mask;
-                if dst < p as u64 {
-                    o.sendrecv(rank, dst as u32, b, tag::SCAN, dst as u32, b, tag::SCAN);
-                }
-                mask <<= 1;
-            }
-            o.into_program()
+    }))
+}
+
+/// MPICH's recursive doubling: sendrecv with `rank xor mask`.
+fn rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
+    let (p, rank, b) = (a.size, a.rank, a.bytes());
+    let mut o = Ops::new();
+    let mut mask = 1u64;
+    while mask < p as u64 {
+        let dst = rank as u64 ^ mask;
+        if dst < p as u64 {
+            o.sendrecv(rank, dst as u32, b, tag::SCAN, dst as u32, b, tag::SCAN);
         }
-        _ => unreachable!("scan algorithm {name}"),
-    })
+        mask <<= 1;
+    }
+    Ok(o.into_program())
 }
