@@ -53,6 +53,8 @@ mod tests;
 #[cfg(test)]
 mod tests_patterns;
 #[cfg(test)]
+mod tests_tables;
+#[cfg(test)]
 mod tests_timing;
 
 /// One point-to-point operation of a collective program. Peers are communicator ranks.

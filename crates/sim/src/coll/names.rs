@@ -250,7 +250,7 @@ pub fn algorithms(kind: Collective) -> &'static [&'static str] {
 }
 
 /// Other names accepted for the algorithms of `kind` (alias, canonical name).
-fn aliases(kind: Collective) -> &'static [(&'static str, &'static str)] {
+pub(crate) fn aliases(kind: Collective) -> &'static [(&'static str, &'static str)] {
     match kind {
         Collective::Barrier => barrier::ALIASES,
         Collective::Bcast => bcast::ALIASES,
