@@ -66,6 +66,12 @@ struct RunArgs {
     /// what returning from a call cost (microseconds per call, by phase).
     #[arg(long)]
     stats: bool,
+    /// How pages of buffers still in flight are guarded: `userfaultfd` (the kernel makes
+    /// every access wait, system calls included), `mprotect` (page protection and a SIGSEGV
+    /// handler; a system call on such a page fails unless the library intercepted it), or
+    /// `auto` (userfaultfd when the kernel grants it). `--stats` says which one ran.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "userfaultfd", "mprotect"])]
+    guard: String,
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
     /// data is read first ([Li 2010], section 5.2.2).
@@ -198,6 +204,9 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if a.stats {
         env.push(("MPISCOPE_OVERLAP_STATS".into(), "1".into()));
+    }
+    if a.guard != "auto" {
+        env.push(("MPISCOPE_OVERLAP_GUARD".into(), a.guard.clone()));
     }
     if let Some(n) = a.ranks_per_node {
         env.push(("MPISCOPE_OVERLAP_RANKS_PER_NODE".into(), n.to_string()));

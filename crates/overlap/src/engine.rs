@@ -11,8 +11,8 @@ use std::sync::{Mutex, OnceLock};
 use std::collections::BTreeMap;
 
 use mpiscope_overlap_core::access::{self, SiteOrder, ACCESS};
-use mpiscope_overlap_core::guard;
 use mpiscope_overlap_core::pages::{self, Range};
+use mpiscope_overlap_core::{guard, uffd};
 
 use crate::op::{Block, Call, Kind, Op};
 
@@ -416,6 +416,16 @@ pub fn start() {
     if guard::install().is_err() {
         return;
     }
+    let choice = std::env::var("MPISCOPE_OVERLAP_GUARD").unwrap_or_default();
+    let choice = uffd::Choice::parse(&choice).unwrap_or_else(|| {
+        warn(&format!(
+            "MPISCOPE_OVERLAP_GUARD={choice}: expected auto, userfaultfd or mprotect; using auto"
+        ));
+        uffd::Choice::Auto
+    });
+    if let (_, Some(w)) = uffd::init(choice) {
+        warn(&w);
+    }
     consts();
     let h = std::thread::Builder::new()
         .name("mpiscope-overlap".into())
@@ -448,6 +458,13 @@ pub fn start() {
         ACTIVE.store(true, Ordering::Release);
         WAS_ACTIVE.store(true, Ordering::Release);
     }
+}
+
+/// One line on standard error, in one write (ranks share a terminal).
+fn warn(message: &str) {
+    let line = format!("mpiscope-overlap: {message}\n");
+    // SAFETY: writing our own bytes to standard error.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
 }
 
 /// Completes everything and stops the progress thread.

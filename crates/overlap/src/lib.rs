@@ -1,6 +1,6 @@
 //! T-NBC preload library ([Li 2010]): returns from MPI_Alltoall, MPI_Alltoallv and
 //! MPI_Bcast early and completes them from a progress thread while the application computes,
-//! guarding the buffers with `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
+//! guarding the buffers with userfaultfd or `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
 //! mode, records the order in which the program first reads what it received.
 //!
 //! Options (environment; `mpiscope overlap` sets them): `MPISCOPE_OVERLAP_DISABLE=1` passes
@@ -10,7 +10,10 @@
 //! prints, at MPI_Finalize, whether T-NBC was active, how many collectives were overlapped
 //! and how many faults were handled; `MPISCOPE_OVERLAP_ACCESS=DIR` traces access orders
 //! (collectives stay blocking) into `DIR/access-<rank>.jsonl`; `MPISCOPE_OVERLAP_ORDER=FILE`
-//! runs with the priorities of an order file. Everything passes through unchanged when MPI
+//! runs with the priorities of an order file; `MPISCOPE_OVERLAP_GUARD=auto|userfaultfd|mprotect`
+//! chooses how in-flight pages are guarded (`auto`: userfaultfd, under which the kernel makes
+//! every access wait, system calls included, when the kernel grants it; page protection and a
+//! SIGSEGV handler otherwise). Everything passes through unchanged when MPI
 //! does not grant MPI_THREAD_MULTIPLE.
 
 #![allow(clippy::missing_safety_doc)]

@@ -12,7 +12,9 @@
 //!   the consensus order per call site;
 //! - [`model`]: [Li 2010]'s overlap model and the OSU / IMB overlap measures;
 //! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
-//!   SIGSEGV handler itself.
+//!   SIGSEGV handler itself;
+//! - [`uffd`]: userfaultfd registration of the emptied pages, so that the kernel makes every
+//!   access wait, system calls included (page protection is the fallback).
 
 pub mod access;
 pub mod guard;
@@ -20,6 +22,7 @@ pub mod model;
 pub mod pages;
 pub mod pending;
 pub mod schedule;
+pub mod uffd;
 
 /// Smallest receive buffer, in bytes, that T-NBC overlaps unless `MPISCOPE_OVERLAP_MIN_BYTES`
 /// says otherwise: the break-even measured on shared memory (docs/BENCHMARKS.md). The
