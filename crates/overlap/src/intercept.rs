@@ -9,6 +9,7 @@ use crate::engine::{self, complete_all, ACTIVE, INSIDE, MIN_BYTES};
 use crate::ffi::consts;
 use crate::mpi::*;
 use crate::op::MAX_BLOCK;
+use crate::policy;
 use mpiscope_overlap_core::uffd;
 
 unsafe fn init_common(provided: c_int) {
@@ -84,6 +85,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
                 r => format!(" ({r} ranges refused by userfaultfd, protected instead)"),
             },
         );
+        let line = line + &policy::stats_lines(engine::world_rank() as i32);
         libc::write(2, line.as_ptr() as *const c_void, line.len());
     }
     PMPI_Finalize()
@@ -162,7 +164,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -235,7 +239,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Alltoallv(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
@@ -291,7 +297,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Bcast(buf, count, datatype, root, comm);
         let mut rank = 0;

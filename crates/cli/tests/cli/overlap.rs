@@ -37,17 +37,20 @@ fn run_with(
     let mut c = Command::new(l.remove(0));
     c.args(l);
     match mpi {
-        // Every size overlapped (the default threshold is the break-even measured for
-        // speed): the small and sub-page blocks are the corner cases.
+        // Every size overlapped, every call (the default threshold is the break-even
+        // measured for speed, the default policy overlaps only where it pays): the small
+        // and sub-page blocks are the corner cases.
         Mpi::OpenMpi => {
             c.arg("-x").arg(format!("LD_PRELOAD={}", lib.display()));
             c.args(["-x", "MPISCOPE_OVERLAP_STATS=1"]);
             c.args(["-x", "MPISCOPE_OVERLAP_MIN_BYTES=1"]);
+            c.args(["-x", "MPISCOPE_OVERLAP_POLICY=always"]);
         }
         Mpi::Mpich => {
             c.arg("-env").arg("LD_PRELOAD").arg(&lib);
             c.args(["-env", "MPISCOPE_OVERLAP_STATS", "1"]);
             c.args(["-env", "MPISCOPE_OVERLAP_MIN_BYTES", "1"]);
+            c.args(["-env", "MPISCOPE_OVERLAP_POLICY", "always"]);
         }
     }
     for (k, v) in env {
@@ -309,7 +312,7 @@ fn access_order(mpi: Mpi) {
     // and 2 scatter first, each on its node): the blocking run's results.
     let order_file = acc.join("order.json");
     for (nodes, extra) in [(1, &[][..]), (2, &["--ranks-per-node", "2"][..])] {
-        let mut options = vec!["--stats", "--min-bytes", "65536"];
+        let mut options = vec!["--stats", "--min-bytes", "65536", "--policy", "always"];
         options.extend_from_slice(extra);
         options.extend(["--order", order_file.to_str().unwrap()]);
         let (code, out, err) = overlap_cli(mpi, 4, &options, &exe, &["3", "262144"]);

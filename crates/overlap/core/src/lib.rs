@@ -11,12 +11,14 @@
 //! - [`access`]: access-order tracing (which received sub-message the program reads first) and
 //!   the consensus order per call site;
 //! - [`model`]: [Li 2010]'s overlap model and the OSU / IMB overlap measures;
+//! - [`decide`]: per call site, whether overlapping makes the program faster, measured;
 //! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
 //!   SIGSEGV handler itself;
 //! - [`uffd`]: userfaultfd registration of the emptied pages, so that the kernel makes every
 //!   access wait, system calls included (page protection is the fallback).
 
 pub mod access;
+pub mod decide;
 pub mod guard;
 pub mod model;
 pub mod pages;
