@@ -44,13 +44,17 @@ fn run_with(
             c.arg("-x").arg(format!("LD_PRELOAD={}", lib.display()));
             c.args(["-x", "MPISCOPE_OVERLAP_STATS=1"]);
             c.args(["-x", "MPISCOPE_OVERLAP_MIN_BYTES=1"]);
-            c.args(["-x", "MPISCOPE_OVERLAP_POLICY=always"]);
+            if !env.iter().any(|(k, _)| *k == "MPISCOPE_OVERLAP_POLICY") {
+                c.args(["-x", "MPISCOPE_OVERLAP_POLICY=always"]);
+            }
         }
         Mpi::Mpich => {
             c.arg("-env").arg("LD_PRELOAD").arg(&lib);
             c.args(["-env", "MPISCOPE_OVERLAP_STATS", "1"]);
             c.args(["-env", "MPISCOPE_OVERLAP_MIN_BYTES", "1"]);
-            c.args(["-env", "MPISCOPE_OVERLAP_POLICY", "always"]);
+            if !env.iter().any(|(k, _)| *k == "MPISCOPE_OVERLAP_POLICY") {
+                c.args(["-env", "MPISCOPE_OVERLAP_POLICY", "always"]);
+            }
         }
     }
     for (k, v) in env {
@@ -223,6 +227,75 @@ fn openmpi_syscalls_on_in_flight_buffers() {
 #[test]
 fn mpich_syscalls_on_in_flight_buffers() {
     syscalls_on_in_flight_buffers(Mpi::Mpich);
+}
+
+/// The per-site statistics lines: (site, rank) -> calls overlapped.
+fn site_decisions(stderr: &str) -> std::collections::BTreeMap<String, Vec<(u32, u64, String)>> {
+    let mut sites = std::collections::BTreeMap::<String, Vec<(u32, u64, String)>>::new();
+    for l in stderr.lines().filter(|l| l.contains(" site ")) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let at = |k: &str| w[w.iter().position(|x| *x == k).unwrap() + 1];
+        sites.entry(at("site").to_string()).or_default().push((
+            at("rank").parse().unwrap(),
+            at("overlapping").parse().unwrap(),
+            at("decision").to_string(),
+        ));
+    }
+    sites
+}
+
+/// The adaptive policy (the default) on an FT-like loop: the results are those of every
+/// call overlapped, every rank reports every site, and the ranks overlapped the same calls
+/// of each site (their votes are joined, so they never take different paths).
+fn adaptive_policy(mpi: Mpi) {
+    let exe = build(mpi, "overlap/ft_like.c", &[]);
+    let _g = mpi_lock();
+    let mut sums = Vec::new();
+    let mut adaptive_err = String::new();
+    for policy in ["always", "adaptive"] {
+        let (code, out, err) = run_with(
+            mpi,
+            4,
+            &exe,
+            &["24", "262144"],
+            &[("MPISCOPE_OVERLAP_POLICY", policy)],
+        );
+        assert_eq!(code, Some(0), "{policy}: stdout:\n{out}\nstderr:\n{err}");
+        sums.push(checksum(&out));
+        if policy == "adaptive" {
+            adaptive_err = err;
+        }
+    }
+    assert_eq!(sums[0], sums[1]);
+    let sites = site_decisions(&adaptive_err);
+    assert_eq!(
+        sites.len(),
+        2,
+        "an Alltoall and a Bcast site:\n{adaptive_err}"
+    );
+    for (site, ranks) in &sites {
+        assert_eq!(ranks.len(), 4, "{site}:\n{adaptive_err}");
+        assert!(
+            ranks.iter().all(|r| r.1 == ranks[0].1),
+            "ranks overlapped different numbers of calls at {site}:\n{adaptive_err}"
+        );
+        assert!(
+            ranks
+                .iter()
+                .all(|r| ["overlap", "blocking", "measuring"].contains(&r.2.as_str())),
+            "{adaptive_err}"
+        );
+    }
+}
+
+#[test]
+fn openmpi_adaptive_policy_keeps_results_and_ranks_agree() {
+    adaptive_policy(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_adaptive_policy_keeps_results_and_ranks_agree() {
+    adaptive_policy(Mpi::Mpich);
 }
 
 /// `mpiscope overlap [OPTIONS] -- <launcher> exe args`; returns (exit code, stdout, stderr).

@@ -10,7 +10,8 @@
 //! iteration of the program's loop), with the collective blocking and overlapped in turn.
 //!
 //! A site's life: its first call runs blocking (nothing to compare yet); then the calls
-//! alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations; the site
+//! alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations (or at
+//! once when the overlapped ones are clearly slower, [`CLEAR_LOSS`]); the site
 //! overlaps when the median overlapped iteration is shorter than the median blocking one by
 //! more than [`MARGIN`], and blocks otherwise. An overlapping site is reviewed every
 //! [`SAMPLES`] calls: when its recent iterations are no longer shorter than the blocking ones
@@ -29,6 +30,10 @@ pub const SAMPLES: usize = 4;
 /// Relative gain an overlapped iteration must show over a blocking one (the machine's noise
 /// must not decide).
 pub const MARGIN: f64 = 0.01;
+/// Relative loss that ends a probe before [`SAMPLES`] iterations: when the fastest
+/// overlapped iteration is this much slower than the slowest blocking one, more samples
+/// would only cost more.
+pub const CLEAR_LOSS: f64 = 0.10;
 /// Calls a blocking site waits before measuring again (doubling each time).
 pub const REPROBE: u64 = 64;
 /// Longest wait between probes of a blocking site, in calls.
@@ -73,6 +78,10 @@ pub struct Site {
     decisions: u32,
     /// Median overlapped iteration of the last concluded probe or review.
     last_overlapped: Option<f64>,
+    /// Whether this rank wanted the current call overlapped.
+    wanted: bool,
+    /// Overlapped calls in a row that the agreement refused.
+    vetoed: u32,
 }
 
 impl Default for Site {
@@ -88,6 +97,8 @@ impl Default for Site {
             backoff: REPROBE,
             decisions: 0,
             last_overlapped: None,
+            wanted: false,
+            vetoed: 0,
         }
     }
 }
@@ -143,6 +154,11 @@ impl Site {
             self.review();
         }
         self.calls += 1;
+        self.wanted = self.want();
+        self.wanted
+    }
+
+    fn want(&mut self) -> bool {
         match self.state {
             State::Overlap => true,
             State::Blocking { until } if self.calls < until => false,
@@ -151,6 +167,7 @@ impl Site {
                 self.blocking.clear();
                 self.overlapping.clear();
                 self.probe_calls = 0;
+                self.vetoed = 0;
                 self.want_in_probe()
             }
             State::Probing => self.want_in_probe(),
@@ -165,9 +182,23 @@ impl Site {
     }
 
     /// The mode the call just entered actually took (the ranks' agreement), timed from `now`.
+    /// A site whose overlapped calls other ranks keep refusing ([`SAMPLES`] in a row) turns
+    /// blocking, as theirs did.
     pub fn took(&mut self, mode: Mode, now: f64) {
-        if mode == Mode::Overlapped {
-            self.overlapped += 1;
+        match mode {
+            Mode::Overlapped => {
+                self.overlapped += 1;
+                self.vetoed = 0;
+            }
+            Mode::Blocking if self.wanted => {
+                self.vetoed += 1;
+                if self.vetoed >= SAMPLES as u32 {
+                    self.vetoed = 0;
+                    self.decisions += 1;
+                    self.block();
+                }
+            }
+            Mode::Blocking => {}
         }
         self.last = Some((now, mode));
     }
@@ -177,7 +208,16 @@ impl Site {
         let (Some(b), Some(o)) = (median(&self.blocking), median(&self.overlapping)) else {
             return;
         };
+        let fastest_overlapped = self.overlapping.iter().copied().fold(f64::MAX, f64::min);
+        let slowest_blocking = self.blocking.iter().copied().fold(0.0, f64::max);
         match self.state {
+            // A clear loss ends the probe at once: every overlapped iteration slower than
+            // every blocking one by more than the noise.
+            State::Probing if fastest_overlapped > slowest_blocking * (1.0 + CLEAR_LOSS) => {
+                self.last_overlapped = Some(o);
+                self.decisions += 1;
+                self.block();
+            }
             State::Probing
                 if self.blocking.len() >= SAMPLES && self.overlapping.len() >= SAMPLES =>
             {
@@ -282,8 +322,19 @@ mod tests {
                 || s.report().state == State::Probing
         );
         let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
-        // Each probe overlaps SAMPLES calls; probes come after 64, 128, 256, ... calls.
-        assert!(over <= 6 * SAMPLES, "{over} overlapped calls");
+        // A clear loss: each probe overlaps one call; probes come after 64, 128, 256, ...
+        // calls.
+        assert!(over <= 6, "{over} overlapped calls");
+        assert_eq!(modes[1], Mode::Overlapped);
+        assert!(modes[2..60].iter().all(|&m| m == Mode::Blocking));
+    }
+
+    #[test]
+    fn a_small_loss_is_measured_in_full() {
+        let (s, modes) = run(12, |m, _| if m == Mode::Overlapped { 1.05 } else { 1.0 });
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+        let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
+        assert_eq!(over, SAMPLES);
     }
 
     #[test]
@@ -321,7 +372,41 @@ mod tests {
             now += 1.0;
         }
         assert_eq!(s.report().overlapped, 0);
-        assert_eq!(s.report().state, State::Probing);
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+    }
+
+    proptest::proptest! {
+        /// Whatever the noise, when overlapping always costs more than the noise, the site
+        /// overlaps at most one probe's worth of calls per probe (the first after 1 call,
+        /// the next after 64, 128, ... blocking ones), so its cost stays bounded.
+        #[test]
+        fn a_loss_costs_a_bounded_number_of_calls(
+            noise in proptest::collection::vec(0.0f64..0.2, 500),
+            loss in 0.25f64..2.0,
+        ) {
+            let (_, modes) = run(500, |m, i| match m {
+                Mode::Blocking => 1.0 + noise[i],
+                Mode::Overlapped => 1.0 + noise[i] + loss,
+            });
+            let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
+            // Probes start at calls 1, ~65+, ~193+, ~449+: four at most in 500 calls.
+            proptest::prop_assert!(over <= 4 * SAMPLES, "{} overlapped calls", over);
+        }
+
+        /// When overlapping always helps by more than the noise, the site ends up
+        /// overlapping and stays so.
+        #[test]
+        fn a_steady_gain_is_found(
+            noise in proptest::collection::vec(0.0f64..0.02, 200),
+            gain in 0.05f64..0.9,
+        ) {
+            let (s, modes) = run(200, |m, i| match m {
+                Mode::Blocking => 1.0 + noise[i],
+                Mode::Overlapped => 1.0 + noise[i] - gain,
+            });
+            proptest::prop_assert_eq!(s.report().state, State::Overlap);
+            proptest::prop_assert!(modes[20..].iter().all(|&m| m == Mode::Overlapped));
+        }
     }
 
     #[test]
