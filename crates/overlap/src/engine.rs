@@ -496,12 +496,19 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
     }
 }
 
-/// Whether every rank of `comm` could prepare its part: the overlapped and the blocking paths
-/// must not be mixed (their messages would never match). One MPI_Allreduce on the private
-/// communicator; a rank that could not prepare drops its op here.
+/// Whether every rank of `comm` could prepare its part, and whether all can carry interiors
+/// through the MPI's non-blocking collective: the overlapped and the blocking paths (and the
+/// two transfers) must not be mixed, their messages would never match. One MPI_Allreduce on
+/// the private communicator; a rank that could not prepare drops its op here.
 unsafe fn agree(comm: MPI_Comm, op: Option<Op>) -> Option<Op> {
     let c = consts();
-    let mine: u64 = op.is_some().into();
+    // 0: cannot; 1: can, with T-NBC's own schedule only; 3: can, interiors through the MPI's
+    // non-blocking collective too. The minimum is what every rank can do.
+    let mine: u64 = match &op {
+        None => 0,
+        Some(o) if o.native_vote() => 3,
+        Some(_) => 1,
+    };
     let mut all: u64 = 0;
     let rc = PMPI_Allreduce(
         &mine as *const u64 as *const _,
@@ -511,7 +518,9 @@ unsafe fn agree(comm: MPI_Comm, op: Option<Op>) -> Option<Op> {
         c.op_min,
         comm,
     );
-    (rc == c.success && all == 1).then_some(op).flatten()
+    let mut op = op.filter(|_| rc == c.success && all >= 1)?;
+    op.set_native(all == 3);
+    Some(op)
 }
 
 unsafe fn rank_size(comm: MPI_Comm) -> (usize, usize) {

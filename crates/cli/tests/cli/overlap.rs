@@ -92,9 +92,20 @@ fn randomized(mpi: Mpi, np: u32, seed: &str) -> Vec<usize> {
 /// Runs a randomized correctness program (it prints "OK <bytes>" when every received byte is
 /// right) under T-NBC; returns how many collectives each rank overlapped.
 fn randomized_program(mpi: Mpi, np: u32, program: &str, seed: &str) -> Vec<usize> {
+    randomized_with(mpi, np, program, seed, &[])
+}
+
+/// [`randomized_program`] with more environment variables for the ranks.
+fn randomized_with(
+    mpi: Mpi,
+    np: u32,
+    program: &str,
+    seed: &str,
+    env: &[(&str, &str)],
+) -> Vec<usize> {
     let exe = build(mpi, program, &["-lpthread"]);
     let _g = mpi_lock();
-    let (code, out, err) = run(mpi, np, &exe, &["24", seed]);
+    let (code, out, err) = run_with(mpi, np, &exe, &["24", seed], env);
     assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("OK "), "stdout:\n{out}\nstderr:\n{err}");
     let n = overlapped(&err);
@@ -157,6 +168,26 @@ fn mpich_bcast_alltoallv_random_2_3_4_8_ranks() {
     for np in [2, 3, 4, 8] {
         bcast_alltoallv(Mpi::Mpich, np);
     }
+}
+
+/// T-NBC's own schedule for every piece (the default sends block interiors through the MPI's
+/// non-blocking collective): the same results.
+fn pieces_transfer(mpi: Mpi) {
+    let pieces = [("MPISCOPE_OVERLAP_TRANSFER", "pieces")];
+    let n = randomized_with(mpi, 4, "overlap/alltoall_random.c", "11", &pieces);
+    assert!(n.iter().all(|&k| k > 0), "nothing overlapped: {n:?}");
+    let n = randomized_with(mpi, 3, "overlap/bcast_alltoallv_random.c", "3", &pieces);
+    assert!(n.iter().all(|&k| k > 0), "nothing overlapped: {n:?}");
+}
+
+#[test]
+fn openmpi_pieces_transfer_keeps_results() {
+    pieces_transfer(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_pieces_transfer_keeps_results() {
+    pieces_transfer(Mpi::Mpich);
 }
 
 fn genuine_segfault_still_crashes(mpi: Mpi) {
