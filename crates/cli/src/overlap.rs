@@ -66,6 +66,17 @@ struct RunArgs {
     /// what returning from a call cost (microseconds per call, by phase).
     #[arg(long)]
     stats: bool,
+    /// How pages of buffers still in flight are guarded: `userfaultfd` (the kernel makes
+    /// every access wait, system calls included), `mprotect` (page protection and a SIGSEGV
+    /// handler; a system call on such a page fails unless the library intercepted it), or
+    /// `auto` (userfaultfd when the kernel grants it). `--stats` says which one ran.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "userfaultfd", "mprotect"])]
+    guard: String,
+    /// Which eligible calls overlap: `adaptive` (per call site, only where the program's own
+    /// iterations measured faster overlapped than blocking, reviewed as the run goes on) or
+    /// `always`. `--stats` prints each site's decision.
+    #[arg(long, default_value = "adaptive", value_parser = ["adaptive", "always"])]
+    policy: String,
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
     /// data is read first ([Li 2010], section 5.2.2).
@@ -198,6 +209,12 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if a.stats {
         env.push(("MPISCOPE_OVERLAP_STATS".into(), "1".into()));
+    }
+    if a.policy != "adaptive" {
+        env.push(("MPISCOPE_OVERLAP_POLICY".into(), a.policy.clone()));
+    }
+    if a.guard != "auto" {
+        env.push(("MPISCOPE_OVERLAP_GUARD".into(), a.guard.clone()));
     }
     if let Some(n) = a.ranks_per_node {
         env.push(("MPISCOPE_OVERLAP_RANKS_PER_NODE".into(), n.to_string()));
@@ -454,9 +471,12 @@ fn bench(b: BenchArgs) -> Result<i32> {
             c.args(["--mca", "mpi_yield_when_idle", "1"]);
             if variant == "t-nbc" {
                 c.arg("-x").arg(format!("LD_PRELOAD={}", lib.display()));
+                // The mechanism itself, every call overlapped (not the per-site decision).
+                c.args(["-x", "MPISCOPE_OVERLAP_POLICY=always"]);
             }
         } else if variant == "t-nbc" {
             c.arg("-genv").arg("LD_PRELOAD").arg(&lib);
+            c.args(["-genv", "MPISCOPE_OVERLAP_POLICY", "always"]);
         }
         c.arg("-np").arg(b.ranks.to_string()).arg(&exe);
         c.arg(if variant == "ialltoall" {

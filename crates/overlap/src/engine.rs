@@ -11,10 +11,11 @@ use std::sync::{Mutex, OnceLock};
 use std::collections::BTreeMap;
 
 use mpiscope_overlap_core::access::{self, SiteOrder, ACCESS};
-use mpiscope_overlap_core::guard;
 use mpiscope_overlap_core::pages::{self, Range};
+use mpiscope_overlap_core::{guard, uffd};
 
 use crate::op::{Block, Call, Kind, Op};
+use crate::policy;
 
 use crate::ffi::consts;
 use crate::mpi::*;
@@ -247,32 +248,6 @@ static ACCESS_CALLS: AtomicUsize = AtomicUsize::new(0);
 /// Access orders to run with (`MPISCOPE_OVERLAP_ORDER`), by call site.
 static ORDERS: OnceLock<BTreeMap<String, SiteOrder>> = OnceLock::new();
 
-extern "C" {
-    fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
-}
-
-/// The application's call site of the intercepted MPI function that called this one, as
-/// `module+0xoffset` (the same in every process, whatever the address-space layout).
-#[inline(never)]
-pub fn callsite() -> String {
-    let mut frames = [std::ptr::null_mut::<libc::c_void>(); 3];
-    // SAFETY: backtrace writes at most 3 frames into the array.
-    let n = unsafe { backtrace(frames.as_mut_ptr(), 3) };
-    if n < 3 {
-        return "unknown".into();
-    }
-    let pc = frames[2];
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    // SAFETY: dladdr only reads the loader's tables and fills `info`.
-    if unsafe { libc::dladdr(pc, &mut info) } == 0 || info.dli_fname.is_null() {
-        return format!("{:#x}", pc as usize);
-    }
-    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
-    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    let name = path.rsplit('/').next().unwrap_or("?").to_string();
-    format!("{name}+{:#x}", pc as usize - info.dli_fbase as usize)
-}
-
 /// Traces the first touches of the sub-messages `subs` (user address ranges inside the
 /// region `[lo, hi)`) of a completed collective until the next MPI call.
 pub fn access_arm(kind: &'static str, site: String, subs: &[Range], region: Range) {
@@ -316,7 +291,7 @@ pub fn access_flush() {
     }
 }
 
-fn world_rank() -> u32 {
+pub fn world_rank() -> u32 {
     let mut r = 0;
     // SAFETY: MPI is initialized while collectives are traced.
     unsafe { PMPI_Comm_rank(consts().comm_world, &mut r) };
@@ -358,7 +333,7 @@ thread_local! {
     static SITE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// Records the call site of the collective being intercepted (found by [`callsite`], only
+/// Records the call site of the collective being intercepted (named by [`policy::site_name`], only
 /// when it is needed: access tracing or orders loaded).
 pub fn set_site(site: Option<String>) {
     if let Some(site) = site {
@@ -416,6 +391,19 @@ pub fn start() {
     if guard::install().is_err() {
         return;
     }
+    let choice = std::env::var("MPISCOPE_OVERLAP_GUARD").unwrap_or_default();
+    let choice = uffd::Choice::parse(&choice).unwrap_or_else(|| {
+        warn(&format!(
+            "MPISCOPE_OVERLAP_GUARD={choice}: expected auto, userfaultfd or mprotect; using auto"
+        ));
+        uffd::Choice::Auto
+    });
+    if let (_, Some(w)) = uffd::init(choice) {
+        warn(&w);
+    }
+    if let Some(w) = policy::init() {
+        warn(&w);
+    }
     consts();
     let h = std::thread::Builder::new()
         .name("mpiscope-overlap".into())
@@ -450,6 +438,13 @@ pub fn start() {
     }
 }
 
+/// One line on standard error, in one write (ranks share a terminal).
+fn warn(message: &str) {
+    let line = format!("mpiscope-overlap: {message}\n");
+    // SAFETY: writing our own bytes to standard error.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+}
+
 /// Completes everything and stops the progress thread.
 pub fn stop() {
     complete_all();
@@ -464,10 +459,13 @@ pub fn stop() {
 /// cannot), and returns once the pieces on its receive region's unaligned edge pages are in
 /// place; `None`, having changed nothing, when the ranks run the blocking collective instead.
 unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
+    let want = policy::wants();
     let t0 = std::time::Instant::now();
-    let prepared = call.and_then(|c| Op::prepare(c));
+    let prepared = call.filter(|_| want).and_then(|c| Op::prepare(c));
     let t1 = std::time::Instant::now();
-    let mut op = agree(comm, prepared)?;
+    let op = agree(comm, prepared);
+    policy::took(op.is_some());
+    let mut op = op?;
     let t2 = std::time::Instant::now();
     op.commit();
     let t3 = std::time::Instant::now();
@@ -498,12 +496,19 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
     }
 }
 
-/// Whether every rank of `comm` could prepare its part: the overlapped and the blocking paths
-/// must not be mixed (their messages would never match). One MPI_Allreduce on the private
-/// communicator; a rank that could not prepare drops its op here.
+/// Whether every rank of `comm` could prepare its part, and whether all can carry interiors
+/// through the MPI's non-blocking collective: the overlapped and the blocking paths (and the
+/// two transfers) must not be mixed, their messages would never match. One MPI_Allreduce on
+/// the private communicator; a rank that could not prepare drops its op here.
 unsafe fn agree(comm: MPI_Comm, op: Option<Op>) -> Option<Op> {
     let c = consts();
-    let mine: u64 = op.is_some().into();
+    // 0: cannot; 1: can, with T-NBC's own schedule only; 3: can, interiors through the MPI's
+    // non-blocking collective too. The minimum is what every rank can do.
+    let mine: u64 = match &op {
+        None => 0,
+        Some(o) if o.native_vote() => 3,
+        Some(_) => 1,
+    };
     let mut all: u64 = 0;
     let rc = PMPI_Allreduce(
         &mine as *const u64 as *const _,
@@ -513,7 +518,9 @@ unsafe fn agree(comm: MPI_Comm, op: Option<Op>) -> Option<Op> {
         c.op_min,
         comm,
     );
-    (rc == c.success && all == 1).then_some(op).flatten()
+    let mut op = op.filter(|_| rc == c.success && all >= 1)?;
+    op.set_native(all == 3);
+    Some(op)
 }
 
 unsafe fn rank_size(comm: MPI_Comm) -> (usize, usize) {

@@ -9,6 +9,8 @@ use crate::engine::{self, complete_all, ACTIVE, INSIDE, MIN_BYTES};
 use crate::ffi::consts;
 use crate::mpi::*;
 use crate::op::MAX_BLOCK;
+use crate::policy;
+use mpiscope_overlap_core::uffd;
 
 unsafe fn init_common(provided: c_int) {
     let disabled =
@@ -57,6 +59,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     engine::stop();
+    uffd::drain();
     if engine::ACCESS_MODE.load(Ordering::Relaxed) {
         engine::write_access_log();
     }
@@ -66,16 +69,23 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         let us =
             |i: usize| engine::INIT_NS[i].load(Ordering::Relaxed) as f64 / 1e3 / n.max(1) as f64;
         let line = format!(
-            "mpiscope-overlap: active {} overlapped {} faults {} nodes {} init_us prepare {:.1} agree {:.1} commit {:.1} edges {:.1}\n",
+            "mpiscope-overlap: active {} overlapped {} faults {} nodes {} init_us prepare {:.1} agree {:.1} commit {:.1} edges {:.1} guard {}{}\n",
             engine::WAS_ACTIVE.load(Ordering::Relaxed),
             n,
-            mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed),
+            mpiscope_overlap_core::guard::FAULTS.load(Ordering::Relaxed)
+                + uffd::FAULTS.load(Ordering::Relaxed),
             engine::nodes_seen(),
             us(0),
             us(1),
             us(2),
             us(3),
+            uffd::current().map_or("none", uffd::Mechanism::name),
+            match uffd::REFUSED.load(Ordering::Relaxed) {
+                0 => String::new(),
+                r => format!(" ({r} ranges refused by userfaultfd, protected instead)"),
+            },
         );
+        let line = line + &policy::stats_lines(engine::world_rank() as i32);
         libc::write(2, line.as_ptr() as *const c_void, line.len());
     }
     PMPI_Finalize()
@@ -154,7 +164,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -227,7 +239,9 @@ pub unsafe extern "C" fn MPI_Alltoallv(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Alltoallv(
             sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
@@ -283,7 +297,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let site = engine::wants_site().then(engine::callsite);
+    let pc = policy::caller_pc();
+    policy::enter_site(pc);
+    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
         let rc = PMPI_Bcast(buf, count, datatype, root, comm);
         let mut rank = 0;
@@ -421,6 +437,56 @@ libc_guard! {
         touches |f| if !msg.is_null() { each_iov((*msg).msg_iov, (*msg).msg_iovlen as c_int, f) };
     recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> libc::ssize_t,
         touches |f| if !msg.is_null() { each_iov((*msg).msg_iov, (*msg).msg_iovlen as c_int, f) };
+    pwritev(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off_t) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    preadv(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off_t) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    pwritev64(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off64_t) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    preadv64(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off64_t) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    pwritev2(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off_t, flags: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    preadv2(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off_t, flags: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    pwritev64v2(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off64_t, flags: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    preadv64v2(fd: c_int, iov: *const libc::iovec, n: c_int, off: libc::off64_t, flags: c_int) -> libc::ssize_t,
+        touches |f| each_iov(iov, n, f);
+    fwrite(p: *const c_void, size: libc::size_t, n: libc::size_t, stream: *mut libc::FILE) -> libc::size_t,
+        touches |f| f(p as usize, size.saturating_mul(n));
+    fread(p: *mut c_void, size: libc::size_t, n: libc::size_t, stream: *mut libc::FILE) -> libc::size_t,
+        touches |f| f(p as usize, size.saturating_mul(n));
+    fwrite_unlocked(p: *const c_void, size: libc::size_t, n: libc::size_t, stream: *mut libc::FILE) -> libc::size_t,
+        touches |f| f(p as usize, size.saturating_mul(n));
+    fread_unlocked(p: *mut c_void, size: libc::size_t, n: libc::size_t, stream: *mut libc::FILE) -> libc::size_t,
+        touches |f| f(p as usize, size.saturating_mul(n));
+    getrandom(p: *mut c_void, n: libc::size_t, flags: libc::c_uint) -> libc::ssize_t,
+        touches |f| f(p as usize, n);
+    fstat(fd: c_int, st: *mut libc::stat) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat>());
+    fstat64(fd: c_int, st: *mut libc::stat64) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat64>());
+    stat(path: *const c_char, st: *mut libc::stat) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat>());
+    stat64(path: *const c_char, st: *mut libc::stat64) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat64>());
+    lstat(path: *const c_char, st: *mut libc::stat) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat>());
+    fstatat(dir: c_int, path: *const c_char, st: *mut libc::stat, flags: c_int) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::stat>());
+    statx(dir: c_int, path: *const c_char, flags: c_int, mask: libc::c_uint, st: *mut libc::statx) -> c_int,
+        touches |f| f(st as usize, std::mem::size_of::<libc::statx>());
+    sendmmsg(fd: c_int, v: *mut libc::mmsghdr, n: libc::c_uint, flags: c_int) -> c_int,
+        touches |f| for i in 0..if v.is_null() { 0 } else { n as usize } {
+            let m = &(*v.add(i)).msg_hdr;
+            each_iov(m.msg_iov, m.msg_iovlen as c_int, f);
+        };
+    recvmmsg(fd: c_int, v: *mut libc::mmsghdr, n: libc::c_uint, flags: c_int, t: *mut libc::timespec) -> c_int,
+        touches |f| for i in 0..if v.is_null() { 0 } else { n as usize } {
+            let m = &(*v.add(i)).msg_hdr;
+            each_iov(m.msg_iov, m.msg_iovlen as c_int, f);
+        };
 }
 
 extern "C" {

@@ -1,16 +1,22 @@
 //! T-NBC preload library ([Li 2010]): returns from MPI_Alltoall, MPI_Alltoallv and
 //! MPI_Bcast early and completes them from a progress thread while the application computes,
-//! guarding the buffers with `mprotect` (see `mpiscope-overlap-core`); or, in access-tracing
-//! mode, records the order in which the program first reads what it received.
+//! guarding the buffers with userfaultfd or `mprotect` (see `mpiscope-overlap-core`); or, in
+//! access-tracing mode, records the order in which the program first reads what it received.
 //!
 //! Options (environment; `mpiscope overlap` sets them): `MPISCOPE_OVERLAP_DISABLE=1` passes
 //! every call through unchanged; `MPISCOPE_OVERLAP_MIN_BYTES` (default 524288, the break-even
 //! measured on this kind of host: below it, on shared memory, protecting the buffers costs
 //! more than it hides) is the smallest receive buffer overlapped; `MPISCOPE_OVERLAP_STATS=1`
-//! prints, at MPI_Finalize, whether T-NBC was active, how many collectives were overlapped
-//! and how many faults were handled; `MPISCOPE_OVERLAP_ACCESS=DIR` traces access orders
+//! prints, at MPI_Finalize, whether T-NBC was active, how many collectives were overlapped,
+//! how many faults were handled, which guard ran and each call site's decision; `MPISCOPE_OVERLAP_ACCESS=DIR` traces access orders
 //! (collectives stay blocking) into `DIR/access-<rank>.jsonl`; `MPISCOPE_OVERLAP_ORDER=FILE`
-//! runs with the priorities of an order file. Everything passes through unchanged when MPI
+//! runs with the priorities of an order file;
+//! `MPISCOPE_OVERLAP_POLICY=adaptive|always` says which eligible calls overlap (`adaptive`,
+//! the default: per call site, where the program's own iterations are measured faster
+//! overlapped than blocking); `MPISCOPE_OVERLAP_GUARD=auto|userfaultfd|mprotect`
+//! chooses how in-flight pages are guarded (`auto`: userfaultfd, under which the kernel makes
+//! every access wait, system calls included, when the kernel grants it; page protection and a
+//! SIGSEGV handler otherwise). Everything passes through unchanged when MPI
 //! does not grant MPI_THREAD_MULTIPLE.
 
 #![allow(clippy::missing_safety_doc)]
@@ -41,3 +47,4 @@ mod engine;
 mod ffi;
 mod intercept;
 mod op;
+mod policy;

@@ -22,6 +22,8 @@ use mpiscope_overlap_core::schedule::{self, is_priority, Item};
 use crate::ffi::consts;
 use crate::mpi::*;
 
+mod native;
+
 /// Interior sub-message size.
 const CHUNK: usize = 64 * 1024;
 /// Largest block overlapped: piece indices are message tags, which MPI guarantees up to 32767.
@@ -155,6 +157,11 @@ impl Guarded {
         self.left[i] = self.left[i].saturating_sub(1);
     }
 
+    /// Every operation on sub-message `i` completed (the MPI's own collective did them).
+    fn finish(&mut self, i: usize) {
+        self.left[i] = 0;
+    }
+
     /// For every done sub-message: `edge(start, end)` handles its bytes outside the protected
     /// pages (once); then reopens the protected pages no pending sub-message shares
     /// (`open(start, end)`) and releases every done sub-message whose protected pages are all
@@ -232,6 +239,8 @@ enum Target {
     Forward(usize),
     /// A send of send sub-message `i`.
     Send(usize),
+    /// The MPI library's non-blocking collective carrying every block's interior.
+    Native,
 }
 
 /// Requests in flight and what each completes.
@@ -338,13 +347,19 @@ pub struct Op {
     /// Copies of send pieces on pages that stay writable, by user address.
     send_copies: Vec<(usize, Vec<u8>)>,
     staging: Option<Staging>,
-    /// Where an all-to-all's whole send pages are moved for the operation (offset 0 is the
-    /// first protected send page), when the move succeeded.
+    /// Where the whole send pages are moved for the operation (offset 0 is the first
+    /// protected send page), when the move succeeded.
     send_staging: Option<Staging>,
     /// First page of the receive region (staging offset 0).
     upage: usize,
     recv: Guarded,
     send: Guarded,
+    /// The schedule follows a reading order (pieces must stay messages of their own).
+    ordered: bool,
+    /// Interiors go through the MPI's non-blocking collective (agreed by every rank).
+    native: bool,
+    /// The send interiors' copy while that collective reads it.
+    native_copy: Option<Vec<u8>>,
 }
 
 // SAFETY: MPI handles are used under MPI_THREAD_MULTIPLE; the buffers are owned by the op.
@@ -412,9 +427,11 @@ impl Op {
         let upage = rregion.0 / page * page;
         let rprot = pages::protectable(rregion.0, rregion.1 - rregion.0, page).ok()?;
         let sprot = pages::protectable(sregion.0, sregion.1 - sregion.0, page).ok()?;
-        let send_staging = match (kind, sprot) {
-            (Kind::Alltoall | Kind::Alltoallv, Some((lo, hi))) => Some(Staging::new(hi - lo).ok()?),
-            _ => None,
+        // A broadcast root's pages move aside too: the MPI's own broadcast may write the
+        // root's buffer (MPICH's scatter and allgather does), which write protection forbids.
+        let send_staging = match sprot {
+            Some((lo, hi)) => Some(Staging::new(hi - lo).ok()?),
+            None => None,
         };
         let np = |b: &Block| b.pieces.len();
         let recv = Guarded::new(&mut rblocks, rprot, |b, i| match kind {
@@ -449,7 +466,16 @@ impl Op {
             upage,
             recv,
             send,
+            ordered: order.is_some(),
+            native: false,
+            native_copy: None,
         })
+    }
+
+    /// Whether interiors go through the MPI's non-blocking collective (what every rank
+    /// agreed; before [`Op::commit`]).
+    pub fn set_native(&mut self, on: bool) {
+        self.native = on;
     }
 
     /// Starts a prepared collective that every rank agreed to overlap: protects the buffers
@@ -722,6 +748,10 @@ impl Op {
 
     /// Posts the next rounds of the schedule until one has requests in flight.
     fn post_round(&mut self) {
+        if self.native {
+            self.post_native();
+            return;
+        }
         while self.round < self.rounds.len() {
             let items = self.rounds[self.round].clone();
             self.round += 1;
@@ -798,6 +828,7 @@ impl Op {
             }
             Target::Forward(s) => self.recv.complete_one(s),
             Target::Send(s) => self.send.complete_one(s),
+            Target::Native => self.native_completed(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! T-NBC (`libmpiscope_overlap_<flavour>.so`) under real mpirun: randomized Alltoalls,
 //! Alltoallvs and Bcasts stay bit-identical to arithmetic expectations, genuine segfaults
-//! still kill with SIGSEGV, the access trace recovers an FT-like reading order exactly, runs
-//! with priorities give the same results, and `mpiscope overlap predict` reads a trace.
+//! still kill with SIGSEGV, system calls on in-flight buffers move the right bytes (with
+//! userfaultfd and with page protection), the access trace recovers an FT-like reading order
+//! exactly, runs with priorities give the same results, and `mpiscope overlap predict` reads
+//! a trace.
 
 use crate::common::{build, mpi_lock, mpiscope, profile_dir, run_traced, tempdir, Mpi};
 use std::process::Command;
@@ -19,23 +21,47 @@ fn overlap_lib(mpi: Mpi) -> std::path::PathBuf {
 
 /// Runs `exe args` on `np` ranks with the overlap library preloaded and statistics on.
 fn run(mpi: Mpi, np: u32, exe: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    run_with(mpi, np, exe, args, &[])
+}
+
+/// [`run`] with more environment variables for the ranks.
+fn run_with(
+    mpi: Mpi,
+    np: u32,
+    exe: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String, String) {
     let lib = overlap_lib(mpi);
     let mut l = mpi.launcher(np);
     let mut c = Command::new(l.remove(0));
     c.args(l);
     match mpi {
-        // Every size overlapped (the default threshold is the break-even measured for
-        // speed): the small and sub-page blocks are the corner cases.
+        // Every size overlapped, every call (the default threshold is the break-even
+        // measured for speed, the default policy overlaps only where it pays): the small
+        // and sub-page blocks are the corner cases.
         Mpi::OpenMpi => {
             c.arg("-x").arg(format!("LD_PRELOAD={}", lib.display()));
             c.args(["-x", "MPISCOPE_OVERLAP_STATS=1"]);
             c.args(["-x", "MPISCOPE_OVERLAP_MIN_BYTES=1"]);
+            if !env.iter().any(|(k, _)| *k == "MPISCOPE_OVERLAP_POLICY") {
+                c.args(["-x", "MPISCOPE_OVERLAP_POLICY=always"]);
+            }
         }
         Mpi::Mpich => {
             c.arg("-env").arg("LD_PRELOAD").arg(&lib);
             c.args(["-env", "MPISCOPE_OVERLAP_STATS", "1"]);
             c.args(["-env", "MPISCOPE_OVERLAP_MIN_BYTES", "1"]);
+            if !env.iter().any(|(k, _)| *k == "MPISCOPE_OVERLAP_POLICY") {
+                c.args(["-env", "MPISCOPE_OVERLAP_POLICY", "always"]);
+            }
         }
+    }
+    for (k, v) in env {
+        match mpi {
+            Mpi::OpenMpi => c.arg("-x").arg(format!("{k}={v}")),
+            Mpi::Mpich => c.arg("-env").arg(k).arg(v),
+        };
     }
     let o = c.arg(exe).args(args).output().expect("launch");
     (
@@ -66,9 +92,20 @@ fn randomized(mpi: Mpi, np: u32, seed: &str) -> Vec<usize> {
 /// Runs a randomized correctness program (it prints "OK <bytes>" when every received byte is
 /// right) under T-NBC; returns how many collectives each rank overlapped.
 fn randomized_program(mpi: Mpi, np: u32, program: &str, seed: &str) -> Vec<usize> {
+    randomized_with(mpi, np, program, seed, &[])
+}
+
+/// [`randomized_program`] with more environment variables for the ranks.
+fn randomized_with(
+    mpi: Mpi,
+    np: u32,
+    program: &str,
+    seed: &str,
+    env: &[(&str, &str)],
+) -> Vec<usize> {
     let exe = build(mpi, program, &["-lpthread"]);
     let _g = mpi_lock();
-    let (code, out, err) = run(mpi, np, &exe, &["24", seed]);
+    let (code, out, err) = run_with(mpi, np, &exe, &["24", seed], env);
     assert_eq!(code, Some(0), "stdout:\n{out}\nstderr:\n{err}");
     assert!(out.contains("OK "), "stdout:\n{out}\nstderr:\n{err}");
     let n = overlapped(&err);
@@ -133,6 +170,26 @@ fn mpich_bcast_alltoallv_random_2_3_4_8_ranks() {
     }
 }
 
+/// T-NBC's own schedule for every piece (the default sends block interiors through the MPI's
+/// non-blocking collective): the same results.
+fn pieces_transfer(mpi: Mpi) {
+    let pieces = [("MPISCOPE_OVERLAP_TRANSFER", "pieces")];
+    let n = randomized_with(mpi, 4, "overlap/alltoall_random.c", "11", &pieces);
+    assert!(n.iter().all(|&k| k > 0), "nothing overlapped: {n:?}");
+    let n = randomized_with(mpi, 3, "overlap/bcast_alltoallv_random.c", "3", &pieces);
+    assert!(n.iter().all(|&k| k > 0), "nothing overlapped: {n:?}");
+}
+
+#[test]
+fn openmpi_pieces_transfer_keeps_results() {
+    pieces_transfer(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_pieces_transfer_keeps_results() {
+    pieces_transfer(Mpi::Mpich);
+}
+
 fn genuine_segfault_still_crashes(mpi: Mpi) {
     let exe = build(mpi, "overlap/segfault.c", &[]);
     let _g = mpi_lock();
@@ -155,6 +212,121 @@ fn openmpi_genuine_segfault_still_crashes() {
 #[test]
 fn mpich_genuine_segfault_still_crashes() {
     genuine_segfault_still_crashes(Mpi::Mpich);
+}
+
+/// 21 system calls and library functions (and, where the kernel guards the pages, system
+/// calls made without the C library) on in-flight send and receive blocks, aligned and not:
+/// full byte counts and the right bytes, with userfaultfd and with page protection.
+fn syscalls_on_in_flight_buffers(mpi: Mpi) {
+    let exe = build(mpi, "overlap/syscalls.c", &[]);
+    let _g = mpi_lock();
+    for (guard, np) in [("userfaultfd", 2), ("mprotect", 3)] {
+        let (code, out, err) = run_with(
+            mpi,
+            np,
+            &exe,
+            &["1048576", if guard == "userfaultfd" { "raw" } else { "" }],
+            &[("MPISCOPE_OVERLAP_GUARD", guard)],
+        );
+        if err.contains("userfaultfd refused") {
+            // The kernel does not grant userfaultfd here: the fallback must have run, and
+            // the raw system calls cannot be right without it.
+            eprintln!("userfaultfd unavailable on this machine: only the fallback is tested");
+            assert!(err.contains("guard mprotect"), "stderr:\n{err}");
+            continue;
+        }
+        assert_eq!(code, Some(0), "{guard}: stdout:\n{out}\nstderr:\n{err}");
+        let cases = if guard == "userfaultfd" { 88 } else { 80 };
+        assert!(
+            out.contains(&format!("OK {cases}")),
+            "{guard}: stdout:\n{out}\nstderr:\n{err}"
+        );
+        assert_eq!(
+            err.matches(&format!("guard {guard}")).count(),
+            np as usize,
+            "{guard}: stderr:\n{err}"
+        );
+        assert_eq!(overlapped(&err), vec![cases; np as usize], "stderr:\n{err}");
+    }
+}
+
+#[test]
+fn openmpi_syscalls_on_in_flight_buffers() {
+    syscalls_on_in_flight_buffers(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_syscalls_on_in_flight_buffers() {
+    syscalls_on_in_flight_buffers(Mpi::Mpich);
+}
+
+/// The per-site statistics lines: (site, rank) -> calls overlapped.
+fn site_decisions(stderr: &str) -> std::collections::BTreeMap<String, Vec<(u32, u64, String)>> {
+    let mut sites = std::collections::BTreeMap::<String, Vec<(u32, u64, String)>>::new();
+    for l in stderr.lines().filter(|l| l.contains(" site ")) {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let at = |k: &str| w[w.iter().position(|x| *x == k).unwrap() + 1];
+        sites.entry(at("site").to_string()).or_default().push((
+            at("rank").parse().unwrap(),
+            at("overlapping").parse().unwrap(),
+            at("decision").to_string(),
+        ));
+    }
+    sites
+}
+
+/// The adaptive policy (the default) on an FT-like loop: the results are those of every
+/// call overlapped, every rank reports every site, and the ranks overlapped the same calls
+/// of each site (their votes are joined, so they never take different paths).
+fn adaptive_policy(mpi: Mpi) {
+    let exe = build(mpi, "overlap/ft_like.c", &[]);
+    let _g = mpi_lock();
+    let mut sums = Vec::new();
+    let mut adaptive_err = String::new();
+    for policy in ["always", "adaptive"] {
+        let (code, out, err) = run_with(
+            mpi,
+            4,
+            &exe,
+            &["24", "262144"],
+            &[("MPISCOPE_OVERLAP_POLICY", policy)],
+        );
+        assert_eq!(code, Some(0), "{policy}: stdout:\n{out}\nstderr:\n{err}");
+        sums.push(checksum(&out));
+        if policy == "adaptive" {
+            adaptive_err = err;
+        }
+    }
+    assert_eq!(sums[0], sums[1]);
+    let sites = site_decisions(&adaptive_err);
+    assert_eq!(
+        sites.len(),
+        2,
+        "an Alltoall and a Bcast site:\n{adaptive_err}"
+    );
+    for (site, ranks) in &sites {
+        assert_eq!(ranks.len(), 4, "{site}:\n{adaptive_err}");
+        assert!(
+            ranks.iter().all(|r| r.1 == ranks[0].1),
+            "ranks overlapped different numbers of calls at {site}:\n{adaptive_err}"
+        );
+        assert!(
+            ranks
+                .iter()
+                .all(|r| ["overlap", "blocking", "measuring"].contains(&r.2.as_str())),
+            "{adaptive_err}"
+        );
+    }
+}
+
+#[test]
+fn openmpi_adaptive_policy_keeps_results_and_ranks_agree() {
+    adaptive_policy(Mpi::OpenMpi);
+}
+
+#[test]
+fn mpich_adaptive_policy_keeps_results_and_ranks_agree() {
+    adaptive_policy(Mpi::Mpich);
 }
 
 /// `mpiscope overlap [OPTIONS] -- <launcher> exe args`; returns (exit code, stdout, stderr).
@@ -244,7 +416,7 @@ fn access_order(mpi: Mpi) {
     // and 2 scatter first, each on its node): the blocking run's results.
     let order_file = acc.join("order.json");
     for (nodes, extra) in [(1, &[][..]), (2, &["--ranks-per-node", "2"][..])] {
-        let mut options = vec!["--stats", "--min-bytes", "65536"];
+        let mut options = vec!["--stats", "--min-bytes", "65536", "--policy", "always"];
         options.extend_from_slice(extra);
         options.extend(["--order", order_file.to_str().unwrap()]);
         let (code, out, err) = overlap_cli(mpi, 4, &options, &exe, &["3", "262144"]);

@@ -11,15 +11,20 @@
 //! - [`access`]: access-order tracing (which received sub-message the program reads first) and
 //!   the consensus order per call site;
 //! - [`model`]: [Li 2010]'s overlap model and the OSU / IMB overlap measures;
+//! - [`decide`]: per call site, whether overlapping makes the program faster, measured;
 //! - [`guard`]: page protection, atomic publication of received pages (`mremap`) and the
-//!   SIGSEGV handler itself.
+//!   SIGSEGV handler itself;
+//! - [`uffd`]: userfaultfd registration of the emptied pages, so that the kernel makes every
+//!   access wait, system calls included (page protection is the fallback).
 
 pub mod access;
+pub mod decide;
 pub mod guard;
 pub mod model;
 pub mod pages;
 pub mod pending;
 pub mod schedule;
+pub mod uffd;
 
 /// Smallest receive buffer, in bytes, that T-NBC overlaps unless `MPISCOPE_OVERLAP_MIN_BYTES`
 /// says otherwise: the break-even measured on shared memory (docs/BENCHMARKS.md). The

@@ -1,0 +1,417 @@
+//! Per call site, whether overlapping pays: measured on the program itself, so T-NBC never
+//! makes it slower.
+//!
+//! [Li 2010]'s model says what an overlapped collective can hide, `min(T_comm - T_init,
+//! T_CURC + T_comm * R_comm / R_CRC)`; whether the program finishes sooner also depends on
+//! what the model leaves out: a progress thread that finds no free core (a machine whose
+//! cores are all busy), an MPI library whose blocking collective is faster than T-NBC's
+//! schedule, page faults. So the decision times what the model predicts, the gain per call,
+//! directly: the time from one call at a site to the next call at the same site (one
+//! iteration of the program's loop), with the collective blocking and overlapped in turn.
+//!
+//! A site's life: its first call runs blocking (nothing to compare yet); then the calls
+//! alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations (or at
+//! once when the overlapped ones are clearly slower, [`CLEAR_LOSS`]); the site
+//! overlaps when the median overlapped iteration is shorter than the median blocking one by
+//! more than [`MARGIN`], and blocks otherwise. An overlapping site is reviewed every
+//! [`SAMPLES`] calls: when its recent iterations are no longer shorter than the blocking ones
+//! (the machine got busy, the progress thread lags), it blocks. A blocking site probes again
+//! after [`REPROBE`] calls, then after twice as many, and so on.
+//!
+//! What a rank wants is only its vote: the engine takes the minimum over the ranks of the
+//! communicator in the agreement it runs for every call anyway, so a call overlaps only when
+//! every rank wants it, and the ranks never take different paths.
+
+use std::collections::HashMap;
+
+/// Iterations per mode measured before deciding, and the review window of an overlapping
+/// site.
+pub const SAMPLES: usize = 4;
+/// Relative gain an overlapped iteration must show over a blocking one (the machine's noise
+/// must not decide).
+pub const MARGIN: f64 = 0.01;
+/// Relative loss that ends a probe before [`SAMPLES`] iterations: when the fastest
+/// overlapped iteration is this much slower than the slowest blocking one, more samples
+/// would only cost more.
+pub const CLEAR_LOSS: f64 = 0.10;
+/// Calls a blocking site waits before measuring again (doubling each time).
+pub const REPROBE: u64 = 64;
+/// Longest wait between probes of a blocking site, in calls.
+pub const REPROBE_MAX: u64 = 4096;
+
+/// The path a call took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The MPI library's blocking collective.
+    Blocking,
+    /// T-NBC's early return.
+    Overlapped,
+}
+
+/// What a site does now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Measuring both modes.
+    Probing,
+    /// Overlapping, reviewed every [`SAMPLES`] calls.
+    Overlap,
+    /// Blocking until call `until` (then probing again).
+    Blocking {
+        /// The call (site-local count) at which to probe again.
+        until: u64,
+    },
+}
+
+/// One call site's measurements and decision.
+#[derive(Debug, Clone)]
+pub struct Site {
+    calls: u64,
+    overlapped: u64,
+    /// Entry time and mode of the previous call here.
+    last: Option<(f64, Mode)>,
+    blocking: Vec<f64>,
+    overlapping: Vec<f64>,
+    /// Calls of this probe so far.
+    probe_calls: u64,
+    state: State,
+    backoff: u64,
+    decisions: u32,
+    /// Median overlapped iteration of the last concluded probe or review.
+    last_overlapped: Option<f64>,
+    /// Whether this rank wanted the current call overlapped.
+    wanted: bool,
+    /// Overlapped calls in a row that the agreement refused.
+    vetoed: u32,
+}
+
+impl Default for Site {
+    fn default() -> Self {
+        Self {
+            calls: 0,
+            overlapped: 0,
+            last: None,
+            blocking: Vec::new(),
+            overlapping: Vec::new(),
+            probe_calls: 0,
+            state: State::Probing,
+            backoff: REPROBE,
+            decisions: 0,
+            last_overlapped: None,
+            wanted: false,
+            vetoed: 0,
+        }
+    }
+}
+
+/// A site's figures, for `--stats`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// Calls at the site.
+    pub calls: u64,
+    /// Calls that overlapped.
+    pub overlapped: u64,
+    /// Its current state.
+    pub state: State,
+    /// Median blocking iteration, seconds (of the last measurement).
+    pub blocking_s: Option<f64>,
+    /// Median overlapped iteration, seconds (of the last measurement or review).
+    pub overlapped_s: Option<f64>,
+    /// Decisions taken (probes concluded and reviews that changed the state).
+    pub decisions: u32,
+}
+
+/// Keeps at most four windows of samples (a probe another rank keeps vetoing must not grow).
+fn push_bounded(v: &mut Vec<f64>, x: f64) {
+    if v.len() >= 4 * SAMPLES {
+        v.remove(0);
+    }
+    v.push(x);
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    Some(s[s.len() / 2])
+}
+
+impl Site {
+    /// A call enters the site at `now` (seconds, any fixed origin): records the previous
+    /// call's iteration and returns whether this rank wants this call overlapped.
+    pub fn enter(&mut self, now: f64) -> bool {
+        if let Some((t, mode)) = self.last.take() {
+            let dt = (now - t).max(0.0);
+            match (self.state, mode) {
+                (State::Probing, Mode::Blocking) => push_bounded(&mut self.blocking, dt),
+                (State::Probing | State::Overlap, Mode::Overlapped) => {
+                    push_bounded(&mut self.overlapping, dt)
+                }
+                // A blocking site, or a call another rank vetoed: nothing to learn.
+                _ => {}
+            }
+            self.review();
+        }
+        self.calls += 1;
+        self.wanted = self.want();
+        self.wanted
+    }
+
+    fn want(&mut self) -> bool {
+        match self.state {
+            State::Overlap => true,
+            State::Blocking { until } if self.calls < until => false,
+            State::Blocking { .. } => {
+                self.state = State::Probing;
+                self.blocking.clear();
+                self.overlapping.clear();
+                self.probe_calls = 0;
+                self.vetoed = 0;
+                self.want_in_probe()
+            }
+            State::Probing => self.want_in_probe(),
+        }
+    }
+
+    /// The first call of a site (and of each probe) blocks; then overlapped and blocking
+    /// alternate.
+    fn want_in_probe(&mut self) -> bool {
+        self.probe_calls += 1;
+        self.probe_calls % 2 == 0
+    }
+
+    /// The mode the call just entered actually took (the ranks' agreement), timed from `now`.
+    /// A site whose overlapped calls other ranks keep refusing ([`SAMPLES`] in a row) turns
+    /// blocking, as theirs did.
+    pub fn took(&mut self, mode: Mode, now: f64) {
+        match mode {
+            Mode::Overlapped => {
+                self.overlapped += 1;
+                self.vetoed = 0;
+            }
+            Mode::Blocking if self.wanted => {
+                self.vetoed += 1;
+                if self.vetoed >= SAMPLES as u32 {
+                    self.vetoed = 0;
+                    self.decisions += 1;
+                    self.block();
+                }
+            }
+            Mode::Blocking => {}
+        }
+        self.last = Some((now, mode));
+    }
+
+    /// Concludes a probe or reviews an overlapping site.
+    fn review(&mut self) {
+        let (Some(b), Some(o)) = (median(&self.blocking), median(&self.overlapping)) else {
+            return;
+        };
+        let fastest_overlapped = self.overlapping.iter().copied().fold(f64::MAX, f64::min);
+        let slowest_blocking = self.blocking.iter().copied().fold(0.0, f64::max);
+        match self.state {
+            // A clear loss ends the probe at once: every overlapped iteration slower than
+            // every blocking one by more than the noise.
+            State::Probing if fastest_overlapped > slowest_blocking * (1.0 + CLEAR_LOSS) => {
+                self.last_overlapped = Some(o);
+                self.decisions += 1;
+                self.block();
+            }
+            State::Probing
+                if self.blocking.len() >= SAMPLES && self.overlapping.len() >= SAMPLES =>
+            {
+                self.decisions += 1;
+                self.last_overlapped = Some(o);
+                if o < b * (1.0 - MARGIN) {
+                    self.state = State::Overlap;
+                    self.backoff = REPROBE;
+                    self.overlapping.clear();
+                } else {
+                    self.block();
+                }
+            }
+            State::Overlap if self.overlapping.len() >= SAMPLES => {
+                self.last_overlapped = Some(o);
+                self.overlapping.clear();
+                if o >= b * (1.0 - MARGIN) {
+                    self.decisions += 1;
+                    self.block();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn block(&mut self) {
+        self.state = State::Blocking {
+            until: self.calls + self.backoff,
+        };
+        self.backoff = (self.backoff * 2).min(REPROBE_MAX);
+    }
+
+    /// The site's figures.
+    pub fn report(&self) -> Report {
+        Report {
+            calls: self.calls,
+            overlapped: self.overlapped,
+            state: self.state,
+            blocking_s: median(&self.blocking),
+            overlapped_s: self.last_overlapped.or_else(|| median(&self.overlapping)),
+            decisions: self.decisions,
+        }
+    }
+}
+
+/// Every site of a process, by a key the caller chooses (a return address).
+#[derive(Debug, Default)]
+pub struct Sites {
+    map: HashMap<usize, Site>,
+}
+
+impl Sites {
+    /// The site of `key`, created on first use.
+    pub fn site(&mut self, key: usize) -> &mut Site {
+        self.map.entry(key).or_default()
+    }
+
+    /// Every site with its key, in key order.
+    pub fn reports(&self) -> Vec<(usize, Report)> {
+        let mut v: Vec<_> = self.map.iter().map(|(&k, s)| (k, s.report())).collect();
+        v.sort_by_key(|&(k, _)| k);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `n` calls of a loop whose iteration takes `iter(mode, call)` seconds; every call
+    /// takes the mode the site wants. Returns the site and the modes taken.
+    fn run(n: usize, iter: impl Fn(Mode, usize) -> f64) -> (Site, Vec<Mode>) {
+        let mut s = Site::default();
+        let mut now = 0.0;
+        let mut modes = Vec::new();
+        for i in 0..n {
+            let m = if s.enter(now) {
+                Mode::Overlapped
+            } else {
+                Mode::Blocking
+            };
+            s.took(m, now);
+            modes.push(m);
+            now += iter(m, i);
+        }
+        (s, modes)
+    }
+
+    #[test]
+    fn a_gain_is_kept() {
+        let (s, modes) = run(100, |m, _| if m == Mode::Overlapped { 0.8 } else { 1.0 });
+        assert_eq!(s.report().state, State::Overlap);
+        assert_eq!(modes[0], Mode::Blocking);
+        assert!(modes[20..].iter().all(|&m| m == Mode::Overlapped));
+    }
+
+    #[test]
+    fn a_loss_blocks_and_probes_rarely() {
+        let (s, modes) = run(2000, |m, _| if m == Mode::Overlapped { 1.3 } else { 1.0 });
+        assert!(
+            matches!(s.report().state, State::Blocking { .. })
+                || s.report().state == State::Probing
+        );
+        let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
+        // A clear loss: each probe overlaps one call; probes come after 64, 128, 256, ...
+        // calls.
+        assert!(over <= 6, "{over} overlapped calls");
+        assert_eq!(modes[1], Mode::Overlapped);
+        assert!(modes[2..60].iter().all(|&m| m == Mode::Blocking));
+    }
+
+    #[test]
+    fn a_small_loss_is_measured_in_full() {
+        let (s, modes) = run(12, |m, _| if m == Mode::Overlapped { 1.05 } else { 1.0 });
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+        let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
+        assert_eq!(over, SAMPLES);
+    }
+
+    #[test]
+    fn no_gain_within_the_margin_blocks() {
+        let (s, _) = run(12, |m, _| if m == Mode::Overlapped { 0.995 } else { 1.0 });
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+    }
+
+    #[test]
+    fn a_machine_that_gets_busy_stops_overlapping() {
+        // Overlap pays for 50 calls, then the progress thread starves: 3x slower.
+        let (s, modes) = run(80, |m, i| match (m, i < 50) {
+            (Mode::Overlapped, true) => 0.8,
+            (Mode::Overlapped, false) => 3.0,
+            _ => 1.0,
+        });
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+        let late = modes[50..]
+            .iter()
+            .filter(|&&m| m == Mode::Overlapped)
+            .count();
+        assert!(
+            late <= SAMPLES,
+            "{late} overlapped calls after the machine got busy"
+        );
+    }
+
+    #[test]
+    fn another_ranks_veto_is_measured_as_blocking() {
+        let mut s = Site::default();
+        let mut now = 0.0;
+        for _ in 0..40 {
+            let _ = s.enter(now);
+            s.took(Mode::Blocking, now); // the agreement said no every time
+            now += 1.0;
+        }
+        assert_eq!(s.report().overlapped, 0);
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+    }
+
+    proptest::proptest! {
+        /// Whatever the noise, when overlapping always costs more than the noise, the site
+        /// overlaps at most one probe's worth of calls per probe (the first after 1 call,
+        /// the next after 64, 128, ... blocking ones), so its cost stays bounded.
+        #[test]
+        fn a_loss_costs_a_bounded_number_of_calls(
+            noise in proptest::collection::vec(0.0f64..0.2, 500),
+            loss in 0.25f64..2.0,
+        ) {
+            let (_, modes) = run(500, |m, i| match m {
+                Mode::Blocking => 1.0 + noise[i],
+                Mode::Overlapped => 1.0 + noise[i] + loss,
+            });
+            let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
+            // Probes start at calls 1, ~65+, ~193+, ~449+: four at most in 500 calls.
+            proptest::prop_assert!(over <= 4 * SAMPLES, "{} overlapped calls", over);
+        }
+
+        /// When overlapping always helps by more than the noise, the site ends up
+        /// overlapping and stays so.
+        #[test]
+        fn a_steady_gain_is_found(
+            noise in proptest::collection::vec(0.0f64..0.02, 200),
+            gain in 0.05f64..0.9,
+        ) {
+            let (s, modes) = run(200, |m, i| match m {
+                Mode::Blocking => 1.0 + noise[i],
+                Mode::Overlapped => 1.0 + noise[i] - gain,
+            });
+            proptest::prop_assert_eq!(s.report().state, State::Overlap);
+            proptest::prop_assert!(modes[20..].iter().all(|&m| m == Mode::Overlapped));
+        }
+    }
+
+    #[test]
+    fn medians_ignore_an_outlier() {
+        assert_eq!(median(&[1.0, 50.0, 1.1, 0.9]), Some(1.1));
+        assert_eq!(median(&[]), None);
+    }
+}

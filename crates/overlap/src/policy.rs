@@ -1,0 +1,141 @@
+//! Whether a call overlaps: always (`MPISCOPE_OVERLAP_POLICY=always`, the benchmark's and the
+//! correctness tests' setting) or, by default, when the call site's own measurements say the
+//! program finishes sooner (`mpiscope_overlap_core::decide`). This rank's wish is its vote in
+//! the agreement every call runs; the path taken is recorded against the site.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use mpiscope_overlap_core::decide::{Mode, Sites, State};
+
+/// Whether sites decide (`adaptive`) or every eligible call overlaps (`always`).
+static ADAPTIVE: AtomicBool = AtomicBool::new(true);
+static SITES: Mutex<Option<Sites>> = Mutex::new(None);
+static ORIGIN: OnceLock<Instant> = OnceLock::new();
+
+thread_local! {
+    /// The call site (return address) of the collective this thread is in.
+    static SITE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Entry time of that collective, seconds since the origin.
+    static ENTRY: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+}
+
+extern "C" {
+    fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
+}
+
+/// Reads `MPISCOPE_OVERLAP_POLICY` (`adaptive`, the default, or `always`); a message for
+/// anything else.
+pub fn init() -> Option<String> {
+    ORIGIN.get_or_init(Instant::now);
+    let v = std::env::var("MPISCOPE_OVERLAP_POLICY").unwrap_or_default();
+    match v.trim().to_ascii_lowercase().as_str() {
+        "" | "adaptive" => None,
+        "always" => {
+            ADAPTIVE.store(false, Ordering::Relaxed);
+            None
+        }
+        _ => Some(format!(
+            "MPISCOPE_OVERLAP_POLICY={v}: expected adaptive or always; using adaptive"
+        )),
+    }
+}
+
+/// The return address in the application of the intercepted MPI function that called this
+/// one (call it directly from that function).
+#[inline(never)]
+pub fn caller_pc() -> usize {
+    let mut frames = [std::ptr::null_mut::<libc::c_void>(); 3];
+    // SAFETY: backtrace writes at most 3 frames into the array.
+    let n = unsafe { backtrace(frames.as_mut_ptr(), 3) };
+    if n < 3 {
+        0
+    } else {
+        frames[2] as usize
+    }
+}
+
+/// A return address as `module+0xoffset` (the same in every process, whatever the
+/// address-space layout).
+pub fn site_name(pc: usize) -> String {
+    if pc == 0 {
+        return "unknown".into();
+    }
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables and fills `info`.
+    if unsafe { libc::dladdr(pc as *const libc::c_void, &mut info) } == 0
+        || info.dli_fname.is_null()
+    {
+        return format!("{pc:#x}");
+    }
+    // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy();
+    let name = path.rsplit('/').next().unwrap_or("?").to_string();
+    format!("{name}+{:#x}", pc - info.dli_fbase as usize)
+}
+
+fn now() -> f64 {
+    ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// Records the site of the collective this thread enters (before its eligibility is known).
+pub fn enter_site(pc: usize) {
+    SITE.with(|s| s.set(pc));
+}
+
+/// Whether this rank wants the current call overlapped (its vote); starts the site's
+/// iteration clock.
+pub fn wants() -> bool {
+    if !ADAPTIVE.load(Ordering::Relaxed) {
+        return true;
+    }
+    let t = now();
+    ENTRY.with(|e| e.set(t));
+    let pc = SITE.with(|s| s.get());
+    let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(Sites::default).site(pc).enter(t)
+}
+
+/// The path the current call took, as the ranks agreed.
+pub fn took(overlapped: bool) {
+    if !ADAPTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let t = ENTRY.with(|e| e.get());
+    let pc = SITE.with(|s| s.get());
+    let mode = if overlapped {
+        Mode::Overlapped
+    } else {
+        Mode::Blocking
+    };
+    let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(Sites::default).site(pc).took(mode, t);
+}
+
+/// One line per site for `MPISCOPE_OVERLAP_STATS`: calls, overlapped calls, the decision and
+/// the median iterations it rests on.
+pub fn stats_lines(rank: i32) -> String {
+    if !ADAPTIVE.load(Ordering::Relaxed) {
+        return format!("mpiscope-overlap: rank {rank} policy always\n");
+    }
+    let g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out = String::new();
+    for (pc, r) in g.as_ref().map(Sites::reports).unwrap_or_default() {
+        let state = match r.state {
+            State::Probing => "measuring",
+            State::Overlap => "overlap",
+            State::Blocking { .. } => "blocking",
+        };
+        let us = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{:.1}", s * 1e6));
+        out.push_str(&format!(
+            "mpiscope-overlap: rank {rank} site {} calls {} overlapping {} decision {state} iteration_us blocking {} overlapping {}\n",
+            site_name(pc),
+            r.calls,
+            r.overlapped,
+            us(r.blocking_s),
+            us(r.overlapped_s),
+        ));
+    }
+    out
+}
