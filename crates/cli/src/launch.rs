@@ -418,8 +418,8 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
                     o.insert("dir".into(), dest.display().to_string().into());
                 }
             }
-            let text = serde_json::to_string_pretty(&m)? + "\n";
-            mpiscope_files::write_atomic(&mpath, text.as_bytes())?;
+            let new = serde_json::to_string_pretty(&m)? + "\n";
+            complete_manifest(&mpath, &text, &new);
         }
     }
     let (ranks, bytes) = output.rank_files()?;
@@ -452,4 +452,71 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
         );
     }
     Ok(code)
+}
+
+/// Replaces the manifest written at MPI_Init with its completed form (`new`): atomically,
+/// or, when the disk has no room for a second copy (the ranks may have filled it), in place,
+/// in the space the file already holds. Failing both, the first manifest (`old`) stays: the
+/// record is whole, only the exit status is missing, and that is said, not made an error.
+fn complete_manifest(path: &Path, old: &str, new: &str) {
+    let Err(atomic) = mpiscope_files::write_atomic(path, new.as_bytes()) else {
+        return;
+    };
+    let rewrite = |text: &str| {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(text.as_bytes()).and_then(|()| f.sync_all()))
+    };
+    if let Err(e) = rewrite(new) {
+        let restored = rewrite(old).is_ok();
+        eprintln!(
+            "mpiscope: {}: cannot complete the manifest ({atomic}; in place: {e}){}",
+            path.display(),
+            if restored {
+                ": the record is whole, its manifest lacks the exit status"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a file system the ranks filled to the last byte, the manifest is still completed
+    /// (in place), and nothing is lost when even that fails.
+    #[test]
+    fn manifest_completed_on_a_full_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("small");
+        std::fs::create_dir(&mnt).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&mnt)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("cannot mount a tmpfs here: nothing to test");
+            return;
+        }
+        let path = mnt.join("manifest.json");
+        let old = format!("{{\"ranks\": 2, \"pad\": \"{}\"}}\n", "x".repeat(1500));
+        std::fs::write(&path, &old).unwrap();
+        // Fill every remaining byte.
+        let mut fill = std::fs::File::create(mnt.join("rank-00000.mpst")).unwrap();
+        let block = vec![7u8; 4096];
+        while std::io::Write::write_all(&mut fill, &block).is_ok() {}
+        let _ = std::io::Write::write_all(&mut fill, &[7u8]);
+        drop(fill);
+        let new = old.replace("\"ranks\": 2", "\"ranks\": 2, \"exit_status\": 0");
+        complete_manifest(&path, &old, &new);
+        let got = std::fs::read_to_string(&path).unwrap();
+        let _ = Command::new("umount").arg(&mnt).status();
+        assert_eq!(got, new);
+    }
 }
