@@ -7,17 +7,21 @@
 #   netlab.sh up NAME --rate RATE [--burst BYTES] [--mtu BYTES] [--limit BYTES]
 #       creates namespace mpiscope-NAME, brings its `lo` up with MTU BYTES (default 9000),
 #       and shapes it with tbf at RATE (tc's units: 10gbit, 1gbit, 500mbit, 100mbps; or
-#       `unshaped` for none). The burst (default: what RATE sends in 50 us, at least 4
+#       `unshaped` for none). The burst (default: what RATE sends in 200 us, at least 4
 #       packets) must hold a whole packet, hence the lowered MTU. Records what it created in
 #       /run/mpiscope-netlab/NAME and prints what it did.
 #   netlab.sh run NAME -- COMMAND...
 #       runs COMMAND inside the namespace (ip netns exec).
-#   netlab.sh mpirun NAME --np N [--flavour openmpi|mpich] [-x VAR[=VALUE]]...
-#                     [--mca KEY VALUE]... [--launcher-arg ARG]... -- PROGRAM ARGS...
+#   netlab.sh mpirun NAME --np N [--flavour openmpi|mpich] [--progress-thread]
+#                     [-x VAR[=VALUE]]... [--mca KEY VALUE]... [--launcher-arg ARG]...
+#                     -- PROGRAM ARGS...
 #       runs PROGRAM on N ranks inside the namespace over TCP only: Open MPI with
 #       `--mca pml ob1 --mca btl tcp,self` on `lo`, or MPICH (ch4:ucx) with UCX's tcp
 #       transport on `lo` and no shared memory between local ranks. `-x VAR=VALUE` sets a
 #       variable in the ranks (not in the launcher), e.g. -x LD_PRELOAD=... for T-NBC.
+#       --progress-thread: Open MPI's TCP progress thread (btl_tcp_progress_thread 1,
+#       mpi_yield_when_idle 1), MPICH's MPIR_CVAR_ASYNC_PROGRESS; without it, Open MPI moves
+#       large messages in stalls well below a shaped rate (docs/NETLAB.md).
 #   netlab.sh down NAME [--kill] | down --all [--kill]
 #       removes exactly what `up` created: refuses a name without a record, or whose
 #       namespace is not the one recorded; refuses while processes run inside unless
@@ -151,7 +155,7 @@ up() {
     # than the bucket, so the bucket holds at least 4 of them.
     local packet=$((mtu + 14))
     if [ -z "$burst" ]; then
-      burst=$(awk -v b="$bits" -v p="$packet" 'BEGIN { x = b / 8 * 50e-6; if (x < 4 * p) x = 4 * p; printf "%.0f\n", x }')
+      burst=$(awk -v b="$bits" -v p="$packet" 'BEGIN { x = b / 8 * 200e-6; if (x < 4 * p) x = 4 * p; printf "%.0f\n", x }')
     fi
     [ "$burst" -ge "$packet" ] ||
       die "--burst $burst: smaller than one packet ($packet bytes at --mtu $mtu); lower --mtu or raise --burst"
@@ -234,12 +238,13 @@ launch=()
 mpirun_cmd() {
   local name=$1
   shift
-  local np="" flavour=openmpi
+  local np="" flavour=openmpi thread=0
   local -a xs=() mcas=() extra=()
   while [ $# -gt 0 ]; do
     case $1 in
       --np | -np | -n) [ $# -ge 2 ] || die "--np needs a value"; np=$2; shift 2 ;;
       --flavour | --flavor) [ $# -ge 2 ] || die "--flavour needs a value"; flavour=$2; shift 2 ;;
+      --progress-thread) thread=1; shift ;;
       -x) [ $# -ge 2 ] || die "-x needs VAR or VAR=VALUE"; xs+=("$2"); shift 2 ;;
       --mca) [ $# -ge 3 ] || die "--mca needs KEY VALUE"; mcas+=("$2" "$3"); shift 3 ;;
       --launcher-arg) [ $# -ge 2 ] || die "--launcher-arg needs a value"; extra+=("$2"); shift 2 ;;
@@ -262,6 +267,7 @@ mpirun_cmd() {
       cmd=(mpirun.openmpi --allow-run-as-root --oversubscribe -np "$np"
         --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo
         --mca oob_tcp_if_include lo --mca osc '^sm,ucx')
+      [ "$thread" = 0 ] || cmd+=(--mca btl_tcp_progress_thread 1 --mca mpi_yield_when_idle 1)
       local i
       for ((i = 0; i < ${#mcas[@]}; i += 2)); do cmd+=(--mca "${mcas[i]}" "${mcas[i + 1]}"); done
       for x in "${xs[@]}"; do cmd+=(-x "$x"); done
@@ -273,6 +279,7 @@ mpirun_cmd() {
       # uses its tcp transport on lo only.
       cmd=(mpirun.mpich -np "$np" -iface lo -genv MPIR_CVAR_NOLOCAL 1
         -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES lo)
+      [ "$thread" = 0 ] || cmd+=(-genv MPIR_CVAR_ASYNC_PROGRESS 1)
       for x in "${xs[@]}"; do
         if [[ $x == *=* ]]; then
           cmd+=(-genv "${x%%=*}" "${x#*=}")
