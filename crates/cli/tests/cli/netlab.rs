@@ -225,7 +225,7 @@ fn down_refuses_what_netlab_did_not_create() {
         fn drop(&mut self) {
             let _ = Command::new("ip")
                 .args(["netns", "delete", &self.0])
-                .status();
+                .output();
         }
     }
     let _foreign = Foreign(ns.clone());
