@@ -84,13 +84,15 @@ rate_bits() {
 # Bytes of a size: a whole number with an optional k/m suffix (1024, as tc counts).
 size_bytes() {
   local opt=$1 s=${2,,}
-  [[ $s =~ ^([0-9]+)(|b|k|kb|m|mb)$ ]] || die "$opt: bad size '$2' (bytes, or a number with k or m)"
-  local n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
+  [[ $s =~ ^([0-9]{1,10})(|b|k|kb|m|mb)$ ]] || die "$opt: bad size '$2' (bytes, or a number with k or m)"
+  local n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]} b
   case $u in
-    "" | b) echo $((10#$n)) ;;
-    k | kb) echo $((10#$n * 1024)) ;;
-    m | mb) echo $((10#$n * 1048576)) ;;
+    "" | b) b=$((10#$n)) ;;
+    k | kb) b=$((10#$n * 1024)) ;;
+    m | mb) b=$((10#$n * 1048576)) ;;
   esac
+  [ "$b" -le 1073741824 ] || die "$opt: $2 is more than 1 GiB"
+  echo "$b"
 }
 
 # The value of KEY in record file $1 (lines `key=value`).
