@@ -12,6 +12,7 @@ mod exports;
 mod faults;
 mod hpl;
 mod matrix;
+mod netlab;
 mod outputs;
 mod overlap;
 mod plan;
