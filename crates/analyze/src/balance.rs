@@ -3,26 +3,29 @@
 //!
 //! * **Imbalance**: `(max / mean - 1) x 100` of the ranks' compute time and of their MPI
 //!   time.
-//! * **Late sender**: a receive (`Recv`, or the `Wait`/`Test` completing an `Irecv`) blocked
-//!   before the matching send was called: `min(send entry, receive exit) - blocking entry`.
-//! * **Late receiver**: a blocking send that returned only after the receive was posted,
-//!   and was called before it (a rendezvous): `min(receive posted, send exit) - send entry`.
+//! * **Late sender** and **late receiver**: the time a rank spends blocked in one call on
+//!   point-to-point messages (a blocking receive or send, `Sendrecv`, `Wait`, `Waitall`,
+//!   `Waitany`, `Waitsome`) before its latest partner was ready, counted once per call and
+//!   attributed to that partner: a late sender when it is the matching send that was
+//!   called last, a late receiver when it is a receive that was posted last while a
+//!   blocking send waited for it ([`crate::waits`] says the rule exactly).
 //! * **Collective wait**: in each instance of a blocking collective (the n-th call on a
 //!   communicator, on every member), the time each rank spent before the last one arrived,
 //!   at most its time in the call.
 //! * **Placement**: with `K` ranks per node, the point-to-point bytes that cross nodes with
 //!   ranks placed in order (`rank / K`), and with a greedy grouping of the heaviest pairs.
 //!
-//! Messages are paired with [`crate::messages`]; the whole run's message ends and
-//! collective instances are held in memory.
+//! Messages are paired with [`crate::messages`]; the whole run's message ends, blocked
+//! calls and collective instances are held in memory.
 
 use std::collections::HashMap;
 
-use mpiscope_trace::{RankReader, RunDir, Slot};
+use mpiscope_trace::RunDir;
 use serde::Serialize;
 
-use crate::messages::{Item, MessageKey, RankWalk};
 use crate::stats::{PairTraffic, RankStats};
+pub use crate::waits::WaitOn;
+use crate::waits::{Ends, Instance};
 use crate::AnalyzeError;
 
 /// Waiting of one rank.
@@ -30,27 +33,12 @@ use crate::AnalyzeError;
 pub struct RankWaits {
     /// World rank.
     pub rank: u32,
-    /// Blocked in receives whose sender was late, seconds.
+    /// Blocked in calls that a late sender ended, seconds (each call once).
     pub late_sender_s: f64,
-    /// Blocked in sends whose receiver was late, seconds.
+    /// Blocked in calls that a late receiver ended, seconds (each call once).
     pub late_receiver_s: f64,
     /// Waiting in collectives for the last rank to arrive, seconds.
     pub collective_wait_s: f64,
-}
-
-/// One rank waiting on another.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct WaitOn {
-    /// The rank that waited.
-    pub waiter: u32,
-    /// The rank it waited for.
-    pub on: u32,
-    /// `late sender` or `late receiver`.
-    pub kind: String,
-    /// Messages concerned.
-    pub messages: u64,
-    /// Total wait, seconds.
-    pub seconds: f64,
 }
 
 /// Waiting in one collective function.
@@ -158,20 +146,6 @@ fn imbalance(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
-struct SendSide {
-    rank: u32,
-    enter: u64,
-    exit: u64,
-    blocking: bool,
-}
-
-struct RecvSide {
-    rank: u32,
-    posted: u64,
-    blocked_from: u64,
-    exit: u64,
-}
-
 /// Computes the balance of `run`; `ranks` and `p2p` come from its profile.
 pub fn balance(
     run: &RunDir,
@@ -199,8 +173,8 @@ pub fn balance(
     let mut late_sender = vec![0u64; n];
     let mut late_receiver = vec![0u64; n];
     let mut in_collectives = vec![0u64; n];
-    b.waits = message_waits(&ends, &mut late_sender, &mut late_receiver);
-    b.collectives = collective_waits(ends.instances, &mut in_collectives);
+    b.waits = ends.message_waits(&mut late_sender, &mut late_receiver);
+    b.collectives = collective_waits(std::mem::take(&mut ends.instances), &mut in_collectives);
     for (r, w) in b.per_rank.iter_mut().enumerate() {
         w.late_sender_s = ns(late_sender[r]);
         w.late_receiver_s = ns(late_receiver[r]);
@@ -217,154 +191,6 @@ pub fn balance(
 
 fn ns(v: u64) -> f64 {
     v as f64 * 1e-9
-}
-
-/// One instance of a blocking collective: its function, and each member's (rank, entry,
-/// exit).
-type Instance = (String, Vec<(u32, u64, u64)>);
-
-/// The message ends and collective instances of the whole run.
-#[derive(Default)]
-struct Ends {
-    sends: HashMap<MessageKey, SendSide>,
-    recvs: Vec<(MessageKey, RecvSide)>,
-    /// By (communicator key, instance number on that communicator).
-    instances: HashMap<(u64, u64), Instance>,
-}
-
-impl Ends {
-    /// Adds the sends, receives and blocking collectives of `rank`'s file.
-    fn read_rank(&mut self, rank: u32, path: &std::path::Path) -> Result<(), AnalyzeError> {
-        let mut items = Vec::new();
-        let mut reader = RankReader::open(path)?;
-        let mut walk = RankWalk::new(rank);
-        let mut names: HashMap<u32, (String, bool)> = HashMap::new();
-        let mut coll_seq: HashMap<u64, u64> = HashMap::new();
-        while let Some(ev) = reader.next_event() {
-            let (name, blocking_collective) = names.entry(ev.call).or_insert_with(|| {
-                let n = reader.tables().call_name(ev.call).into_owned();
-                let c = mpiscope_mpispec::is_collective(&n)
-                    && !mpiscope_mpispec::is_nonblocking(&n)
-                    && !mpiscope_mpispec::is_persistent(&n);
-                (n, c)
-            });
-            if *blocking_collective {
-                let key = ev
-                    .args
-                    .get(Slot::Comm)
-                    .and_then(|c| reader.tables().comms.get(&(c as u32)))
-                    .map(|c| c.key);
-                if let Some(key) = key {
-                    let seq = coll_seq.entry(key).or_insert(0);
-                    self.instances
-                        .entry((key, *seq))
-                        .or_insert_with(|| (name.clone(), Vec::new()))
-                        .1
-                        .push((rank, ev.t_enter, ev.t_exit));
-                    *seq += 1;
-                }
-            }
-            items.clear();
-            walk.items(&reader, name, &ev, &mut items);
-            for it in items.drain(..) {
-                self.add(rank, it);
-            }
-        }
-        Ok(())
-    }
-
-    /// Keeps the end of a message that `rank`'s walk found.
-    fn add(&mut self, rank: u32, it: Item) {
-        match it {
-            Item::Send {
-                key,
-                time,
-                exit,
-                blocking,
-                ..
-            } => {
-                self.sends.insert(
-                    key,
-                    SendSide {
-                        rank,
-                        enter: time,
-                        exit,
-                        blocking,
-                    },
-                );
-            }
-            Item::Recv {
-                key,
-                time,
-                posted,
-                blocked_from,
-                ..
-            } => self.recvs.push((
-                key,
-                RecvSide {
-                    rank,
-                    posted,
-                    blocked_from,
-                    exit: time,
-                },
-            )),
-            Item::Call { .. } => {}
-        }
-    }
-}
-
-/// The late-sender and late-receiver waits of every paired message, added to each
-/// waiter's total; returns the twenty largest waits of one rank on another.
-fn message_waits(ends: &Ends, late_sender: &mut [u64], late_receiver: &mut [u64]) -> Vec<WaitOn> {
-    let mut pairs: HashMap<(u32, u32, bool), (u64, u64)> = HashMap::new();
-    for (key, r) in &ends.recvs {
-        let Some(s) = ends.sends.get(key) else {
-            continue;
-        };
-        // Late sender: the receiver blocked before the send was called.
-        let ls = s.enter.min(r.exit).saturating_sub(r.blocked_from);
-        if ls > 0 {
-            let e = pairs.entry((r.rank, s.rank, true)).or_default();
-            e.0 += 1;
-            e.1 += ls;
-        }
-        // Late receiver: a blocking send held until the receive was posted.
-        if s.blocking && s.exit > r.posted {
-            let lr = r.posted.min(s.exit).saturating_sub(s.enter);
-            if lr > 0 {
-                let e = pairs.entry((s.rank, r.rank, false)).or_default();
-                e.0 += 1;
-                e.1 += lr;
-            }
-        }
-    }
-    let mut waits = Vec::new();
-    for (&(waiter, on, is_late_sender), &(m, t)) in &pairs {
-        if is_late_sender {
-            late_sender[waiter as usize] += t;
-        } else {
-            late_receiver[waiter as usize] += t;
-        }
-        waits.push(WaitOn {
-            waiter,
-            on,
-            kind: if is_late_sender {
-                "late sender"
-            } else {
-                "late receiver"
-            }
-            .into(),
-            messages: m,
-            seconds: ns(t),
-        });
-    }
-    waits.sort_by(|a, c| {
-        c.seconds
-            .total_cmp(&a.seconds)
-            .then((a.waiter, a.on).cmp(&(c.waiter, c.on)))
-    });
-    waits.truncate(20);
-    waits
 }
 
 /// The time each member of each collective instance waited for the last one to arrive,

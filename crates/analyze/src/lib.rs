@@ -9,7 +9,8 @@
 //! * [`ending`]: how each rank's record ends, where ranks were waiting, wait-for cycles;
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
 //! * [`matrix`]: messages and bytes rank x rank, point-to-point and collective;
-//! * [`balance`]: load imbalance, wait states and a placement hint;
+//! * [`balance`]: load imbalance, wait states and a placement hint (point-to-point waits,
+//!   one per blocked call, in [`waits`]);
 //! * [`sites`]: callsites across ranks (time per rank: min, mean, max, variation);
 //! * [`symbols`]: callsites resolved to function and `file:line` from the binaries' debug
 //!   information.
@@ -31,6 +32,7 @@ pub mod stats;
 pub mod structure;
 pub mod symbols;
 pub mod volume;
+pub mod waits;
 pub mod window;
 
 #[cfg(test)]

@@ -445,4 +445,128 @@ mod tests {
         assert!(text.starts_with(head), "{text}");
         assert!(text.ends_with(",\"warnings\":[\"w\"]}"), "{text}");
     }
+
+    /// One call of a random run: what it is, its peers (other ranks, as offsets), the
+    /// compute before it and its length, ns.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Send(u32),
+        Recv(u32),
+        Sendrecv(u32, u32),
+        /// Irecv from each peer, Isend to the first, one Waitall.
+        Exchange(Vec<u32>),
+        Barrier,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = (Op, u64, u64)> {
+        use proptest::prelude::*;
+        let kind = prop_oneof![
+            (1u32..4).prop_map(Op::Send),
+            (1u32..4).prop_map(Op::Recv),
+            (1u32..4, 1u32..4).prop_map(|(a, b)| Op::Sendrecv(a, b)),
+            proptest::collection::vec(1u32..4, 1..4).prop_map(Op::Exchange),
+            Just(Op::Barrier),
+        ];
+        (kind, 0u64..5_000, 0u64..5_000)
+    }
+
+    /// Writes `op` on `rank` of `size` ranks, after `gap` ns of compute, lasting `dur`.
+    fn record(
+        r: &mut crate::testutil::RankFile,
+        rank: u32,
+        size: u32,
+        o: &(Op, u64, u64),
+        t: &mut u64,
+        req: &mut i64,
+    ) {
+        use mpiscope_trace::{ListKind, Slot};
+        let peer = |k: u32| i64::from((rank + k) % size);
+        let from = |k: u32| i64::from((rank + size - k % size) % size);
+        let (op, gap, dur) = o;
+        let enter = *t + gap;
+        let exit = enter + dur;
+        match op {
+            Op::Send(k) => r.call(
+                "MPI_Send",
+                enter,
+                exit,
+                &[(Slot::Peer, peer(*k)), (Slot::Tag, 0)],
+                &[],
+            ),
+            Op::Recv(k) => {
+                let args = [
+                    (Slot::Peer, from(*k)),
+                    (Slot::Tag, 0),
+                    (Slot::StatusSource, from(*k)),
+                ];
+                r.call("MPI_Recv", enter, exit, &args, &[]);
+            }
+            Op::Sendrecv(a, b) => {
+                let args = [
+                    (Slot::Peer, peer(*a)),
+                    (Slot::Tag, 0),
+                    (Slot::RecvPeer, from(*b)),
+                    (Slot::RecvTag, 0),
+                    (Slot::StatusSource, from(*b)),
+                    (Slot::StatusTag, 0),
+                ];
+                r.call("MPI_Sendrecv", enter, exit, &args, &[]);
+            }
+            Op::Exchange(ks) => {
+                let mut done = Vec::new();
+                let mut at = enter;
+                for k in ks {
+                    *req += 1;
+                    let args = [
+                        (Slot::Peer, from(*k)),
+                        (Slot::Tag, 0),
+                        (Slot::Request, *req),
+                    ];
+                    r.call("MPI_Irecv", at, at + 10, &args, &[]);
+                    done.extend([*req, from(*k), 0, 0]);
+                    at += 10;
+                }
+                let args = [
+                    (Slot::Peer, peer(ks[0])),
+                    (Slot::Tag, 0),
+                    (Slot::Request, -1),
+                ];
+                r.call("MPI_Isend", at, at + 10, &args, &[]);
+                let lists = [(ListKind::Completions, done.as_slice())];
+                r.call("MPI_Waitall", at + 10, at + 10 + dur, &[], &lists);
+                *t = at + 10 + dur;
+                return;
+            }
+            Op::Barrier => r.call("MPI_Barrier", enter, exit, &[], &[]),
+        }
+        *t = exit;
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Whatever the calls and their times, the waiting attributed to a rank (late
+        /// sender, late receiver and in collectives) never exceeds its time in MPI.
+        #[test]
+        fn no_rank_waits_longer_than_it_spent_in_mpi(
+            size in 2u32..5,
+            ops in proptest::collection::vec(proptest::collection::vec(op(), 0..24), 4),
+        ) {
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            crate::testutil::write_run(dir.path(), size, |rank, r| {
+                let (mut t, mut req) = (0, 0);
+                for o in &ops[rank as usize] {
+                    record(r, rank, size, o, &mut t, &mut req);
+                }
+            });
+            let run = RunDir::open(dir.path()).expect("a run");
+            let rep = report(&run, &ReportOptions::default()).expect("a report");
+            let balance = rep.balance.expect("a balance");
+            for w in &balance.per_rank {
+                let mpi = rep.profile.per_rank.iter().find(|s| s.rank == w.rank).map_or(0.0, |s| s.mpi_s);
+                let waited = w.late_sender_s + w.late_receiver_s + w.collective_wait_s;
+                proptest::prop_assert!(waited <= mpi + 1e-12, "rank {} waited {} s of {} s in MPI: {:?}", w.rank, waited, mpi, balance);
+            }
+        }
+    }
 }

@@ -93,6 +93,11 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let input_state = input.run_dir().map(crate::inputs::announce_input);
     let nranks = input.ranks();
     let hosts = a.sim.placement.place(&platform, nranks)?;
+    let mut warnings: Vec<String> = platform.warnings.iter().map(|w| w.to_string()).collect();
+    if let Some(w) = a.sim.placement.wrap_warning(&platform, nranks)? {
+        eprintln!("mpiscope: warning: {w}");
+        warnings.push(w);
+    }
     let speeds: Vec<f64> = hosts
         .iter()
         .map(|&h| platform.hosts[h as usize].speed)
@@ -118,10 +123,14 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         w.commit()?;
     }
     if a.json {
-        let value = match &input_state {
+        let mut value = match &input_state {
             Some(i) => crate::inputs::with_input(&report, i)?,
             None => serde_json::to_value(&report)?,
         };
+        // The platform's warnings (also said when it was read) and the placement's.
+        if let serde_json::Value::Object(m) = &mut value {
+            m.insert("warnings".into(), serde_json::to_value(&warnings)?);
+        }
         crate::outputs::write_stdout(&crate::outputs::json(&value)?)?;
     } else {
         crate::outputs::write_stdout(&report.to_text())?;

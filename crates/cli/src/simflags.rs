@@ -59,6 +59,16 @@ impl PlacementArgs {
             .with_context(|| format!("cannot place {n} ranks"))
     }
 
+    /// What the placement of `n` ranks on `platform` does that the flags do not say (ranks
+    /// wrapping around to hosts that already have their share), when it does.
+    pub fn wrap_warning(&self, platform: &Platform, n: u32) -> Result<Option<String>> {
+        Ok(platform::wrap_warning(
+            platform.hosts.len(),
+            n,
+            &self.mapping()?,
+        ))
+    }
+
     /// Ranks bound to cores (`--bind-to core`).
     pub fn bind_to_core(&self) -> bool {
         self.bind_to == "core"

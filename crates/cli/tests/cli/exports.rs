@@ -1,5 +1,7 @@
 //! `mpiscope export --format chrome|paraver` on traces of real runs: the files parse, every
-//! message end is paired with its start, Paraver's records are sorted and complete.
+//! message end is paired with its start, Paraver's records are sorted and complete; and
+//! `--format simgrid-ti` of a run with zero-count collectives, replayed by SimGrid's
+//! `smpirun -replay` and by `mpiscope replay` to the same time.
 
 use crate::common;
 
@@ -415,4 +417,148 @@ fn otf2_requests_read_back_with_otf2s_reader() {
         "{p2p}"
     );
     assert_eq!(read["unpaired_ends"], 0);
+}
+
+/// SimGrid's simulated time of the TI trace `index` at `np` ranks on `platform` (CM02, Open
+/// MPI's collective selector, `Full` sharing updates, which solve the max-min systems as
+/// `mpiscope replay` does); panics with SimGrid's output unless it finishes cleanly.
+fn smpirun_replay(dir: &Path, index: &Path, np: u32, platform: &Path, hosts: &Path) -> f64 {
+    let o = Command::new("smpirun")
+        .current_dir(dir)
+        .arg("-np")
+        .arg(np.to_string())
+        .arg("-platform")
+        .arg(platform)
+        .arg("-hostfile")
+        .arg(hosts)
+        .arg("-replay")
+        .arg(index)
+        .args([
+            "--cfg=network/model:CM02",
+            "--cfg=smpi/coll-selector:ompi",
+            "--cfg=network/optim:Full",
+            "--log=smpi_replay.fmt:[%.12d]%e%m%n",
+        ])
+        .output()
+        .expect("smpirun (install SimGrid 3.32: apt-get install simgrid libsimgrid-dev)");
+    let text =
+        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "smpirun -replay failed ({}):\n{text}",
+        o.status
+    );
+    assert!(!text.contains("Deadlock"), "SimGrid deadlocks:\n{text}");
+    let line = text
+        .lines()
+        .rfind(|l| l.contains("Simulation time"))
+        .unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
+    let t = line.trim_start_matches('[').split(']').next().unwrap_or("");
+    t.parse().unwrap_or_else(|_| panic!("no time in {line:?}"))
+}
+
+/// GROMACS mdrun broadcasts zero elements, and SimGrid 3.32 dies of SIGFPE on `bcast 0 0 6`
+/// at 2 ranks (and aborts or deadlocks on other zero-count collectives). The export leaves
+/// the collectives that move nothing out, with a note; SimGrid then replays the export of
+/// `tests/programs/c/zero_count.c` to the time `mpiscope replay` gives it.
+#[test]
+fn simgrid_replays_an_export_with_zero_count_collectives_as_mpiscope_does() {
+    let exe = common::build(Mpi::OpenMpi, "c/zero_count.c", &[]);
+    for np in [2u32, 4] {
+        let tmp = tempdir();
+        let trace = {
+            let _g = mpi_lock();
+            let (run, trace) = common::run_traced(Mpi::OpenMpi, np, &exe, &["4"], &[], tmp.path());
+            assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+            trace
+        };
+        let ti = tmp.path().join("ti");
+        let o = Command::new(mpiscope())
+            .arg("export")
+            .arg(&trace)
+            .args(["--format", "simgrid-ti", "--json", "-o"])
+            .arg(&ti)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let notes: Vec<&str> = summary["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        // Four rounds on every rank; the zero-count alltoallv and gatherv are kept.
+        let calls = 4 * np;
+        for f in [
+            "MPI_Bcast",
+            "MPI_Reduce",
+            "MPI_Allreduce",
+            "MPI_Alltoall",
+            "MPI_Allgather",
+            "MPI_Gather",
+            "MPI_Scatter",
+            "MPI_Allgatherv",
+            "MPI_Reduce_scatter",
+            "MPI_Scan",
+            "MPI_Exscan",
+        ] {
+            let note = format!("{f}: {calls} calls: zero-count collective");
+            assert!(
+                notes.iter().any(|n| n.starts_with(&note)),
+                "no {note:?} in {notes:#?}"
+            );
+        }
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("note: MPI_Bcast: "),
+            "the notes are said on stderr"
+        );
+        for rank in 0..np {
+            let text = std::fs::read_to_string(ti.join(format!("rank-{rank}.txt"))).unwrap();
+            let count = |prefix: &str| text.lines().filter(|l| l.starts_with(prefix)).count();
+            assert_eq!(count(&format!("{rank} bcast 256 0 0")), 4, "{text}");
+            assert_eq!(count(&format!("{rank} bcast 0 ")), 0, "{text}");
+            assert_eq!(count(&format!("{rank} allreduce 1 0 0")), 4, "{text}");
+            assert_eq!(count(&format!("{rank} alltoallv 0 ")), 4, "{text}");
+        }
+        let platform = tmp.path().join("cluster.xml");
+        std::fs::write(
+            &platform,
+            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
+             <platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\
+             <cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-15\" speed=\"1Gf\" \
+             bw=\"1GBps\" lat=\"10us\"/></zone></platform>\n",
+        )
+        .unwrap();
+        let hosts = tmp.path().join("hosts");
+        std::fs::write(
+            &hosts,
+            (0..np).map(|i| format!("n{i}\n")).collect::<String>(),
+        )
+        .unwrap();
+        let index = ti.join("index.txt");
+        let simgrid = smpirun_replay(tmp.path(), &index, np, &platform, &hosts);
+        let o = Command::new(mpiscope())
+            .arg("replay")
+            .arg(&index)
+            .arg("--platform")
+            .arg(&platform)
+            .arg("--hostfile")
+            .arg(&hosts)
+            .args(["--json", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let ours = serde_json::from_slice::<Value>(&o.stdout).unwrap()["makespan_s"]
+            .as_f64()
+            .unwrap();
+        eprintln!("zero_count.c at {np} ranks: SimGrid {simgrid:.9} s, mpiscope {ours:.9} s");
+        // Four rounds of at least 2 ms of computation on rank 0.
+        assert!(ours > 0.008, "{ours}");
+        // SimGrid rounds dates to 1e-9 s at each event: a few of those on a short run.
+        assert!(
+            (ours - simgrid).abs() <= 1e-6 * simgrid || (ours - simgrid).abs() <= 1e-8,
+            "SimGrid {simgrid} s, mpiscope {ours} s"
+        );
+    }
 }

@@ -404,3 +404,47 @@ fn replay_reports_bad_input() {
         &["n7"],
     );
 }
+
+/// `--mapping sequential:2` with 4 ranks on a 1-host platform wraps around: the replay
+/// says so on stderr and in its JSON's `warnings`; a placement that fits says nothing.
+#[test]
+fn a_mapping_that_wraps_says_so() {
+    let tmp = tempdir();
+    let platform = cluster(tmp.path(), 1);
+    let bodies: Vec<String> = (0..4)
+        .map(|r| format!("{r} init\n{r} compute 1000\n{r} finalize\n"))
+        .collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    let index = ti_trace(tmp.path(), &refs);
+    let (index, platform) = (index.to_str().unwrap(), platform.to_str().unwrap());
+    let said = "mapping sequential:2: 4 ranks at 2 per host need 2 hosts, the platform has 1: \
+                the placement wraps around to the first host, up to 4 ranks share a host";
+    let o = replay(&[
+        index,
+        "--platform",
+        platform,
+        "--mapping",
+        "sequential:2",
+        "--quiet",
+    ]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("mpiscope: warning: {said}")),
+        "{}",
+        o.stderr
+    );
+    let v = replay_json(&[index, "--platform", platform, "--mapping", "sequential:2"]);
+    assert_eq!(v["warnings"], serde_json::json!([said]), "{v:#}");
+    // Four ranks per host fit.
+    let o = replay(&[
+        index,
+        "--platform",
+        platform,
+        "--mapping",
+        "sequential:4",
+        "--quiet",
+    ]);
+    assert!(o.ok && !o.stderr.contains("warning"), "{}", o.stderr);
+    let v = replay_json(&[index, "--platform", platform, "--mapping", "sequential:4"]);
+    assert_eq!(v["warnings"], serde_json::json!([]), "{v:#}");
+}

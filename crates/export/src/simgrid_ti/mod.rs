@@ -106,6 +106,18 @@
 //!   `recv` or collective. The 3.32 `test` action would also add SimGrid's `smpi/test`
 //!   delay (1e-4 s) per call. Time before `MPI_Init` is not replayed.
 //! * Calls involving only `MPI_PROC_NULL` are dropped.
+//! * Collectives that move no data are left out, their duration added to compute: Open MPI
+//!   and MPICH return from them at once, and SimGrid 3.32 aborts (SIGFPE, a corrupted heap)
+//!   or deadlocks on many of them (`bcast 0 0 6` at 2, 3, 8 or 16 ranks, `allreduce 0` at
+//!   2-5 ranks, `reduce 0` and `scatter 0` at 4 ranks and more, `gather 0` deadlocks at 4;
+//!   `allgatherv` of zeros at 3 ranks). A collective moves no data when its significant
+//!   buffer (which MPI's matching type signatures make the same on every rank) has zero
+//!   bytes: bcast, reduce, allreduce, scan, exscan, alltoall, allgather, gather, scatter,
+//!   reduce_scatter_block; or when every count of a list every rank holds is zero:
+//!   allgatherv, reduce_scatter. Gatherv, scatterv, alltoallv and alltoallw keep their zero
+//!   counts (one rank cannot tell that the others' are zero too; SimGrid replays them).
+//!   Zero-byte point-to-point messages and zero computes are written as they are: SimGrid
+//!   replays them.
 //! * Only thread 0 (the thread that initialized MPI) is replayed: events of other threads
 //!   are ignored. Calls after `MPI_Finalize` are ignored.
 //!

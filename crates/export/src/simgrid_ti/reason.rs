@@ -51,6 +51,8 @@ pub(super) enum Reason {
     Unrecorded,
     /// A call still in progress when the rank's record ended.
     Unfinished,
+    /// A collective that moves no data (zero counts).
+    ZeroCount,
 }
 
 impl Reason {
@@ -80,6 +82,9 @@ impl Reason {
             Reason::OtherThread => "on a thread other than the main thread; ignored (multithreaded trace)",
             Reason::Unrecorded => "not recorded (sampling or time window); missing from the replay, which may deadlock",
             Reason::Unfinished => "still in progress when the rank's record ended (it never returned); left out, the rank ends before it",
+            Reason::ZeroCount => {
+                "zero-count collective (Open MPI and MPICH return at once; SimGrid 3.32 aborts or deadlocks on many); left out, duration added to compute"
+            }
         }
     }
 }

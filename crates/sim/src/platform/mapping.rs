@@ -294,6 +294,60 @@ pub fn map_ranks(
     }
 }
 
+/// What a placement of `nranks` ranks on a platform of `hosts` hosts does that its mapping
+/// does not say: ranks wrapping around to hosts that already have their share. A
+/// `sequential:K` or `random:SEED:K` mapping wraps when there are more than `K` ranks per
+/// host; a hostfile (read as `smpirun` reads it) when it lists fewer slots than ranks.
+/// Round-robin places ranks modulo the hosts by definition and never warns. `None` when
+/// nothing wraps (or the platform has no hosts, which [`map_ranks`] refuses).
+pub fn wrap_warning(hosts: usize, nranks: u32, mapping: &Mapping) -> Option<String> {
+    let most = |slots: u64, slot_of: &dyn Fn(u64) -> u64| -> u64 {
+        let mut per = vec![0u64; slots as usize];
+        for r in 0..u64::from(nranks) {
+            per[slot_of(r) as usize] += 1;
+        }
+        per.into_iter().max().unwrap_or(0)
+    };
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let n = hosts as u64;
+    match mapping {
+        Mapping::Sequential { ranks_per_host: k }
+        | Mapping::Random {
+            ranks_per_host: k, ..
+        } => {
+            let k = u64::from(*k);
+            if n == 0 || k == 0 || u64::from(nranks) <= k.saturating_mul(n) {
+                return None;
+            }
+            let name = match mapping {
+                Mapping::Random { seed, .. } => format!("random:{seed}:{k}"),
+                _ => format!("sequential:{k}"),
+            };
+            Some(format!(
+                "mapping {name}: {nranks} ranks at {k} per host need {} hosts, the platform has {n}: \
+                 the placement wraps around to the first host{}, up to {} ranks share a host",
+                u64::from(nranks).div_ceil(k),
+                plural(n),
+                most(n, &|r| (r / k) % n),
+            ))
+        }
+        Mapping::RoundRobin => None,
+        Mapping::Hostfile(hf) => {
+            let e = hf.entries.len() as u64;
+            if e == 0 || u64::from(nranks) <= e {
+                return None;
+            }
+            let per = most(e, &|r| r % e);
+            Some(format!(
+                "hostfile {}: {e} slot{} for {nranks} ranks: rank i goes to slot i mod {e} (as smpirun \
+                 places them), so the placement wraps around, up to {per} ranks on one slot's host",
+                hf.path,
+                plural(e),
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -436,5 +490,40 @@ mod tests {
                 assert!(g.below(n) < n);
             }
         }
+    }
+
+    #[test]
+    fn wrapping_placements_say_so() {
+        let seq = |k| Mapping::Sequential { ranks_per_host: k };
+        // The issue's case: 4 ranks, 2 per host, 1 host.
+        let w = wrap_warning(1, 4, &seq(2)).expect("wraps");
+        assert_eq!(
+            w,
+            "mapping sequential:2: 4 ranks at 2 per host need 2 hosts, the platform has 1: \
+             the placement wraps around to the first host, up to 4 ranks share a host"
+        );
+        assert_eq!(wrap_warning(2, 4, &seq(2)), None);
+        assert_eq!(wrap_warning(4, 4, &seq(1)), None);
+        // 5 ranks, 2 per host on 2 hosts: ranks 0, 1, 4 on the first host.
+        assert!(wrap_warning(2, 5, &seq(2))
+            .expect("wraps")
+            .ends_with("up to 3 ranks share a host"));
+        let random = Mapping::Random {
+            seed: 7,
+            ranks_per_host: 1,
+        };
+        assert!(wrap_warning(3, 4, &random)
+            .expect("wraps")
+            .starts_with("mapping random:7:1: 4 ranks"));
+        assert_eq!(wrap_warning(4, 4, &random), None);
+        assert_eq!(wrap_warning(1, 64, &Mapping::RoundRobin), None);
+        let hf = Mapping::Hostfile(Hostfile::from_names(&["n0", "n1"]));
+        assert_eq!(wrap_warning(8, 2, &hf), None);
+        assert_eq!(
+            wrap_warning(8, 5, &hf).expect("wraps"),
+            "hostfile <hostfile>: 2 slots for 5 ranks: rank i goes to slot i mod 2 (as smpirun \
+             places them), so the placement wraps around, up to 3 ranks on one slot's host"
+        );
+        assert_eq!(wrap_warning(0, 5, &seq(1)), None);
     }
 }

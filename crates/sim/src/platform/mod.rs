@@ -32,7 +32,7 @@ pub mod topology;
 mod simgrid_tests;
 
 pub use format::{config, toml, units, xml};
-pub use mapping::{map_ranks, Hostfile, Mapping};
+pub use mapping::{map_ranks, wrap_warning, Hostfile, Mapping};
 pub use topology::{cluster, dragonfly, fat_tree, graph, torus};
 pub use topology::{
     BackboneSpec, ClusterSpec, Direction, DragonflySpec, FatTreeSpec, GraphEdge, GraphHost,
