@@ -71,7 +71,9 @@ fn write_rank(dir: &Path, rank: u32, size: u32, iterations: u64) -> std::io::Res
         executable: "/synthetic/stencil".into(),
         options: serde_json::json!({}),
     };
-    let f = BufWriter::new(File::create(dir.join(mpiscope_trace::rank_file_name(rank)))?);
+    let f = BufWriter::new(File::create(
+        dir.join(mpiscope_trace::rank_file_name(rank)),
+    )?);
     let mut w = RankWriter::new(f, &info, 1 << 16)?;
     w.define(&[Definition::Comm(CommDef {
         id: 0,
@@ -117,7 +119,13 @@ fn write_rank(dir: &Path, rank: u32, size: u32, iterations: u64) -> std::io::Res
             lists,
         })
     };
-    ev(&mut w, 1, (1_000 + u64::from(rank) * 10, INIT - 1_000), &[], &[])?;
+    ev(
+        &mut w,
+        1,
+        (1_000 + u64::from(rank) * 10, INIT - 1_000),
+        &[],
+        &[],
+    )?;
     let left = (rank + size - 1) % size;
     let right = (rank + 1) % size;
     let mut req = 1i64;
@@ -213,7 +221,9 @@ fn main() {
         std::process::exit(1);
     }
     std::fs::create_dir_all(dir).expect("create the run directory");
-    let hosts: Vec<String> = (0..ranks.div_ceil(32)).map(|h| format!("node{h:03}")).collect();
+    let hosts: Vec<String> = (0..ranks.div_ceil(32))
+        .map(|h| format!("node{h:03}"))
+        .collect();
     let manifest = mpiscope_trace::Manifest {
         format_version: mpiscope_trace::format_version(),
         recorder_version: format!("{} (synthetic_stencil)", env!("CARGO_PKG_VERSION")),

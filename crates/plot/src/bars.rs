@@ -89,7 +89,12 @@ pub fn horizontal(rows: &[Row], axis: &Axis, legend: &[(String, String)]) -> Str
             svg::text(&mut s, x(acc) + 6.0, y + bh * 0.75, "start", &r.note);
         }
     }
-    svg::htitle(&mut s, label_w + pw / 2.0, bottom + 34.0, &axis.full_title());
+    svg::htitle(
+        &mut s,
+        label_w + pw / 2.0,
+        bottom + 34.0,
+        &axis.full_title(),
+    );
     s += "</svg>";
     s
 }
@@ -173,10 +178,16 @@ mod tests {
             note: "67% MPI".into(),
         }];
         let svg = horizontal(&rows, &axis, &[("compute".into(), "#4878a8".into())]);
-        assert!(svg.contains("<title>rank 0: MPI_Send 2.000 s</title>"), "{svg}");
+        assert!(
+            svg.contains("<title>rank 0: MPI_Send 2.000 s</title>"),
+            "{svg}"
+        );
         assert!(svg.contains(">time (s)<") && svg.contains(">67% MPI<"));
         let h = histogram(&[(1e-6, 2e-6, 10), (2e-6, 4e-6, 0)], "burst", Unit::Seconds);
-        assert!(h.contains("<title>10 from 1.000 us to 2.000 us</title>"), "{h}");
+        assert!(
+            h.contains("<title>10 from 1.000 us to 2.000 us</title>"),
+            "{h}"
+        );
         assert!(h.contains(">burst (s, log scale)<") && h.contains(">count (count, log scale)<"));
         assert!(histogram(&[], "b", Unit::Seconds).is_empty());
     }

@@ -88,7 +88,15 @@ pub fn heatmap(n: usize, cells: &[(u32, u32, u64, u64)], rgb: (u8, u8, u8)) -> S
         &format!("receiver {who}"),
     );
     svg::vtitle(&mut s, 14.0, top + side / 2.0, &format!("sender {who}"));
-    scale_bar(&mut s, left + side + 30.0, top, side.min(240.0), rgb, min, max);
+    scale_bar(
+        &mut s,
+        left + side + 30.0,
+        top,
+        side.min(240.0),
+        rgb,
+        min,
+        max,
+    );
     s += "</svg>";
     s
 }
@@ -115,7 +123,12 @@ fn scale_bar(s: &mut String, x: f64, y: f64, h: f64, rgb: (u8, u8, u8), min: f64
         "<rect x=\"{x}\" y=\"{y}\" width=\"16\" height=\"{h}\" fill=\"none\" stroke=\"#444\"/>"
     );
     let mid = (min.ln() + (max.ln() - min.ln()) / 2.0).exp();
-    for (v, ty) in [(max, y + 4.0), (mid, y + h / 2.0 + 4.0), (min, y + h)] {
+    let ticks: &[(f64, f64)] = if max > min {
+        &[(max, y + 4.0), (mid, y + h / 2.0 + 4.0), (min, y + h)]
+    } else {
+        &[(max, y + 4.0)]
+    };
+    for &(v, ty) in ticks {
         svg::text(s, x + 22.0, ty, "start", &Unit::Bytes.format(v.round()));
     }
     let _ = write!(
@@ -134,12 +147,22 @@ mod tests {
     #[test]
     fn labels_scale_and_groups() {
         let svg = heatmap(4, &[(2, 0, 4, 136), (0, 1, 1, 8)], (8, 48, 107));
-        assert!(svg.contains("<title>2 -> 0: 4 messages, 136 bytes</title>"), "{svg}");
+        assert!(
+            svg.contains("<title>2 -> 0: 4 messages, 136 bytes</title>"),
+            "{svg}"
+        );
         assert!(svg.contains(">sender rank<") && svg.contains(">receiver rank<"));
         assert!(svg.contains(">136 B<") && svg.contains(">8 B<"));
-        let big = heatmap(1024, &[(0, 1, 1, 8), (3, 2, 1, 8), (1023, 0, 2, 16)], (8, 48, 107));
+        let big = heatmap(
+            1024,
+            &[(0, 1, 1, 8), (3, 2, 1, 8), (1023, 0, 2, 16)],
+            (8, 48, 107),
+        );
         // Ranks 0-3 form one block: its cell sums two cells.
-        assert!(big.contains("<title>0-3 -> 0-3: 2 messages, 16 bytes</title>"), "{big}");
+        assert!(
+            big.contains("<title>0-3 -> 0-3: 2 messages, 16 bytes</title>"),
+            "{big}"
+        );
         assert!(big.contains("<title>1020-1023 -> 0-3: 2 messages, 16 bytes</title>"));
         assert!(big.contains(">sender ranks<"));
         assert!(heatmap(4, &[], (0, 0, 0)).is_empty());

@@ -299,8 +299,14 @@ mod tests {
         // Two series on the same points: both drawn, the second dashed, both in the legend.
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains("stroke-dasharray=\"8 4\">"), "{svg}");
-        assert!(svg.contains(">wall time (s, log scale)<") && svg.contains(">ranks (count, log scale)<"));
-        assert!(svg.contains("<title>a at 4 ranks: 10.000 s</title>"), "{svg}");
+        assert!(
+            svg.contains(">wall time (s, log scale)<")
+                && svg.contains(">ranks (count, log scale)<")
+        );
+        assert!(
+            svg.contains("<title>a at 4 ranks: 10.000 s</title>"),
+            "{svg}"
+        );
         assert!(svg.contains(">100.000 s<") && svg.contains(">1.000 s<"));
         // Log2 x, log10 y: the points lie on a straight line.
         let pts = svg.split("points=\"").nth(1).unwrap();

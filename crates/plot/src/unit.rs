@@ -113,7 +113,12 @@ mod tests {
     #[test]
     fn units() {
         assert_eq!(
-            (seconds(2.5), seconds(0.0025), seconds(2.5e-6), seconds(2e-9)),
+            (
+                seconds(2.5),
+                seconds(0.0025),
+                seconds(2.5e-6),
+                seconds(2e-9)
+            ),
             (
                 "2.500 s".into(),
                 "2.500 ms".into(),

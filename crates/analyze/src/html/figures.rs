@@ -158,7 +158,13 @@ pub fn bursts(p: &Profile) -> String {
     let pow_of = |from: u64| 63 - u64::from(from.max(1).leading_zeros());
     let (lo, hi) = (pow_of(b[0].from), pow_of(b[b.len() - 1].from));
     let mut by_pow: Vec<(f64, f64, u64)> = (lo..=hi)
-        .map(|k| ((1u64 << k) as f64 * 1e-9, (1u64 << (k + 1)) as f64 * 1e-9, 0))
+        .map(|k| {
+            (
+                (1u64 << k) as f64 * 1e-9,
+                (1u64 << (k + 1)) as f64 * 1e-9,
+                0,
+            )
+        })
         .collect();
     for x in b {
         by_pow[(pow_of(x.from) - lo) as usize].2 += x.count;

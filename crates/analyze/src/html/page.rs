@@ -240,10 +240,16 @@ mod tests {
         let t = table(
             "t",
             &["Function", "Time"],
-            &[vec![text("MPI_Send"), num(0.0025, mpiscope_plot::Unit::Seconds)]],
+            &[vec![
+                text("MPI_Send"),
+                num(0.0025, mpiscope_plot::Unit::Seconds),
+            ]],
             Some(&[text("all"), int(3)]),
         );
-        assert!(t.contains("<td class=\"n\" data-v=\"2.5e-3\">2.500 ms</td>"), "{t}");
+        assert!(
+            t.contains("<td class=\"n\" data-v=\"2.5e-3\">2.500 ms</td>"),
+            "{t}"
+        );
         assert!(t.contains("<tfoot><tr><td>all</td>"));
         let h = RunHeader {
             command: "mpirun -np 4 ./a <x>".into(),

@@ -16,13 +16,7 @@ use crate::compare::{Comparison, RunSummary};
 const TOP_FUNCTIONS: usize = 6;
 
 /// A chart against the rank counts of `c`'s runs.
-fn chart(
-    c: &Comparison,
-    y_title: &str,
-    unit: Unit,
-    log: bool,
-    series: Vec<Series>,
-) -> LineChart {
+fn chart(c: &Comparison, y_title: &str, unit: Unit, log: bool, series: Vec<Series>) -> LineChart {
     let xs: Vec<f64> = c.runs.iter().map(|r| f64::from(r.ranks)).collect();
     let values = series
         .iter()
@@ -77,7 +71,10 @@ pub fn scaling(title: &str, c: &Comparison) -> String {
                     100.0 * r.parallel_efficiency,
                     format!("{:.1}%", 100.0 * r.parallel_efficiency),
                 ),
-                Cell::Num(100.0 * r.mpi_fraction, format!("{:.1}%", 100.0 * r.mpi_fraction)),
+                Cell::Num(
+                    100.0 * r.mpi_fraction,
+                    format!("{:.1}%", 100.0 * r.mpi_fraction),
+                ),
                 Cell::Num(r.bursts_per_rank, format!("{:.0}", r.bursts_per_rank)),
                 num(r.burst_mean_s, Unit::Seconds),
                 num(r.burst_harmonic_mean_s, Unit::Seconds),
@@ -116,7 +113,11 @@ pub fn scaling(title: &str, c: &Comparison) -> String {
         ],
     );
     time.y.title = "time of the longest rank".into();
-    s += &figure("fig-time", "Wall time and application time vs ranks", &time.svg());
+    s += &figure(
+        "fig-time",
+        "Wall time and application time vs ranks",
+        &time.svg(),
+    );
     let mut speedup = chart(
         c,
         "speedup",
@@ -252,8 +253,14 @@ mod tests {
         let page = scaling("s", &c);
         assert!(page.contains("MPI time fraction at 4 ranks: 25%"), "{page}");
         assert!(page.contains("speedup at 4 ranks: 1.6<"), "{page}");
-        assert!(page.contains("parallel efficiency at 4 ranks: 80%<"), "{page}");
-        assert!(page.contains("harmonic mean at 2 ranks: 5.000 us"), "{page}");
+        assert!(
+            page.contains("parallel efficiency at 4 ranks: 80%<"),
+            "{page}"
+        );
+        assert!(
+            page.contains("harmonic mean at 2 ranks: 5.000 us"),
+            "{page}"
+        );
         assert!(page.contains(">ideal (ranks / fewest ranks)<"));
         assert!(page.contains(">ranks (count, log scale)<"));
     }

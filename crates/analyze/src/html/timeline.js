@@ -4,7 +4,7 @@
 "use strict";
 (function () {
   var D = null, canvas = null, g = null;
-  var LEFT = 96, TOP = 30, MAXH = 640;
+  var LEFT = 96, TOP = 34, MAXH = 640;
   var fracL = [], fidL = [];      // per rank: levels of slices (Float32Array, Uint8Array)
   var detail = [];                // per rank: {s: Float64Array, e: Float64Array, emax, f: Uint8Array} or null
   var msgs = null;                // {from, to, ts, tr} typed arrays
@@ -192,11 +192,11 @@
     var tk = ticks(view.t0, view.t1, W);
     tk.forEach(function (t) {
       var x = LEFT + (t - view.t0) / nsPx;
-      g.fillStyle = "#222"; g.fillText(fmt(t), x, TOP - 16);
+      g.fillStyle = "#222"; g.fillText(fmt(t), x, TOP - 14);
       g.fillStyle = "#ddd"; g.fillRect(x, TOP - 10, 1, canvas.height - TOP + 10);
     });
     g.fillStyle = "#222"; g.textAlign = "left";
-    g.fillText("time since the run's first call (s)", LEFT, 10);
+    g.fillText("time since the run's first call", LEFT + W / 2 - 80, 10);
     var spans = 0, slices = 0, gap = laneH >= 8 ? 2 : (laneH >= 5 ? 1 : 0), step = Math.ceil(12 / laneH);
     var bw0 = D.span_ns / D.buckets;
     lanes.forEach(function (l, k) {
@@ -211,7 +211,11 @@
     });
     var lines = 0;
     var showMsgs = document.getElementById("tl-msgs").checked;
+    var inView = 0;
     if (showMsgs && lanes.length && lanes[0].members.length === 1) {
+      for (var q = 0; q < msgs.ts.length && msgs.ts[q] <= view.t1; q++) { if (msgs.tr[q] >= view.t0) { inView++; } }
+    }
+    if (inView > 0 && inView <= W / 2) {
       var index = {};
       D.ranks.forEach(function (r, i) { index[r] = i; });
       g.strokeStyle = "rgba(0,0,0,0.7)"; g.lineWidth = 1; g.beginPath();
@@ -234,7 +238,8 @@
     canvas.dataset.view = view.t0.toFixed(0) + ":" + view.t1.toFixed(0);
     status("Showing " + fmt(view.t0) + " to " + fmt(view.t1) + " (" + fmt(view.t1 - view.t0) + "), " +
       sel.length + " ranks in " + lanes.length + " lanes" + (lanes.length && lanes[0].members.length > 1 ? " (aggregate lanes)" : "") +
-      "; drawn: " + spans + " calls, " + slices + " slice columns, " + lines + " message lines.");
+      "; drawn: " + spans + " calls, " + slices + " slice columns, " + lines + " message lines" +
+      (inView > W / 2 ? " (" + inView + " messages in view: zoom in to draw their lines)" : "") + ".");
   }
   function status(t) { document.getElementById("tl-status").textContent = t; }
   function zoom(f, at) {

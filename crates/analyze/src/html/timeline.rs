@@ -159,10 +159,7 @@ pub fn timeline(
     p: &Profile,
     options: &TimelineOptions,
 ) -> Result<Timeline, AnalyzeError> {
-    let functions: Vec<String> = function_order(p)
-        .into_iter()
-        .take(MAX_FUNCTIONS)
-        .collect();
+    let functions: Vec<String> = function_order(p).into_iter().take(MAX_FUNCTIONS).collect();
     let start = p.per_rank.iter().map(|r| r.first_ns).min().unwrap_or(0);
     let end = p
         .per_rank
@@ -483,7 +480,12 @@ impl Timeline {
             "<span><i style=\"background:{}\"></i>compute (no MPI call)</span>",
             palette::COMPUTE
         );
-        for (i, f) in self.functions.iter().enumerate().take(palette::FUNCTIONS.len()) {
+        for (i, f) in self
+            .functions
+            .iter()
+            .enumerate()
+            .take(palette::FUNCTIONS.len())
+        {
             let _ = write!(
                 s,
                 "<span><i style=\"background:{}\"></i>{}</span>",
