@@ -57,6 +57,16 @@ fn per_run(c: &Comparison, name: &str, f: impl Fn(&RunSummary) -> Option<f64>) -
 /// The page.
 pub fn scaling(title: &str, c: &Comparison) -> String {
     let mut s = page::start(title);
+    s += &runs_table(c);
+    s += &time_figures(c);
+    s += &activity_figures(c);
+    s += page::end();
+    s
+}
+
+/// The table of the runs.
+fn runs_table(c: &Comparison) -> String {
+    let mut s = String::new();
     let rows: Vec<Vec<Cell>> = c
         .runs
         .iter()
@@ -101,6 +111,12 @@ pub fn scaling(title: &str, c: &Comparison) -> String {
         &rows,
         None,
     );
+    s
+}
+
+/// Wall and application time, speedup and parallel efficiency against the rank count.
+fn time_figures(c: &Comparison) -> String {
+    let mut s = String::new();
     let base = c.runs.first().map_or(1.0, |r| f64::from(r.ranks.max(1)));
     let mut time = chart(
         c,
@@ -167,7 +183,13 @@ pub fn scaling(title: &str, c: &Comparison) -> String {
         "Parallel efficiency vs ranks (speedup x fewest ranks / ranks)",
         &eff.svg(),
     );
-    s += &figure(
+    s
+}
+
+/// The bursts, the calls and bytes of the busiest functions, the MPI share, against the
+/// rank count.
+fn activity_figures(c: &Comparison) -> String {
+    let mut s = figure(
         "fig-bursts",
         "Compute bursts between MPI calls vs ranks: harmonic mean ([Polivanov 2012]) and mean",
         &chart(
@@ -227,7 +249,6 @@ pub fn scaling(title: &str, c: &Comparison) -> String {
         )
         .svg(),
     );
-    s += page::end();
     s
 }
 
