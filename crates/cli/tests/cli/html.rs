@@ -7,10 +7,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{self, mpi_lock, mpiscope, tempdir, Mpi};
-// The synthetic trace writer of the export tests (it allows its own unused helpers).
-#[path = "../../../export/tests/export/common.rs"]
-mod synthetic;
+use crate::common::{self, mpi_lock, tempdir, Mpi};
+// The synthetic trace writer of the export tests, loaded once by `outputs`.
+use crate::outputs::synthetic;
 
 /// The DOM of `page#selftest` after its scripts ran, as Chromium dumps it.
 fn dump_dom(page: &Path) -> String {
