@@ -1,6 +1,7 @@
 //! Runs of one program side by side ([Polivanov 2012]'s scaling study, its Figure 4): per run the
 //! rank count, wall time, MPI share, compute bursts (mean and harmonic mean: how closely
-//! MPI calls follow each other), and per function the calls and bytes per rank, so one sees
+//! MPI calls follow each other), speedup and parallel efficiency over the application time,
+//! and per function the calls and bytes per rank, so one sees
 //! how counts, sizes and bursts change with the number of ranks.
 
 use std::collections::BTreeMap;
@@ -19,6 +20,13 @@ pub struct RunSummary {
     pub ranks: u32,
     /// Longest rank's wall time, seconds.
     pub wall_s: f64,
+    /// Longest rank's application time (end of `MPI_Init` to start of `MPI_Finalize`),
+    /// seconds.
+    pub app_s: f64,
+    /// Application time of the run with fewest ranks over this run's.
+    pub speedup: f64,
+    /// `speedup` times the fewest ranks over this run's ranks (1 is ideal scaling).
+    pub parallel_efficiency: f64,
     /// MPI time over application time (end of `MPI_Init` to start of `MPI_Finalize`),
     /// summed over ranks. It was over wall time, `MPI_Init` and `MPI_Finalize` included,
     /// before the report measured MPI time within the application time.
@@ -54,6 +62,9 @@ pub fn compare(runs: &[(String, Profile)]) -> Comparison {
                 run: name.clone(),
                 ranks: p.ranks,
                 wall_s: p.per_rank.iter().map(|r| r.wall_s).fold(0.0, f64::max),
+                app_s: p.per_rank.iter().map(|r| r.app_s).fold(0.0, f64::max),
+                speedup: 0.0,
+                parallel_efficiency: 0.0,
                 mpi_fraction: if app > 0.0 { mpi / app } else { 0.0 },
                 bursts_per_rank: p.bursts.count as f64 / n,
                 burst_mean_s: p.bursts.mean_s,
@@ -73,7 +84,30 @@ pub fn compare(runs: &[(String, Profile)]) -> Comparison {
         })
         .collect();
     out.sort_by_key(|r| r.ranks);
-    Comparison { runs: out }
+    let mut c = Comparison { runs: out };
+    scale(&mut c);
+    c
+}
+
+/// Fills in speedup and parallel efficiency, relative to the first run (the fewest ranks):
+/// over the application time (`MPI_Init` is not the program's work), zero when a run has
+/// none.
+pub fn scale(c: &mut Comparison) {
+    let Some(base) = c.runs.first().cloned() else {
+        return;
+    };
+    for r in &mut c.runs {
+        r.speedup = if r.app_s > 0.0 {
+            base.app_s / r.app_s
+        } else {
+            0.0
+        };
+        r.parallel_efficiency = if r.ranks > 0 {
+            r.speedup * f64::from(base.ranks) / f64::from(r.ranks)
+        } else {
+            0.0
+        };
+    }
 }
 
 impl Comparison {
@@ -98,15 +132,26 @@ impl Comparison {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{:>6} {:>10} {:>6} {:>12} {:>14} {:>16}  run",
-            "ranks", "wall (s)", "MPI%", "bursts/rank", "burst mean (us)", "burst hmean (us)"
+            "{:>6} {:>10} {:>10} {:>8} {:>10} {:>6} {:>12} {:>14} {:>16}  run",
+            "ranks",
+            "wall (s)",
+            "app (s)",
+            "speedup",
+            "efficiency",
+            "MPI%",
+            "bursts/rank",
+            "burst mean (us)",
+            "burst hmean (us)"
         );
         for r in &self.runs {
             let _ = writeln!(
                 s,
-                "{:>6} {:>10.4} {:>5.1}% {:>12.0} {:>14.3} {:>16.3}  {}",
+                "{:>6} {:>10.4} {:>10.4} {:>8.2} {:>9.1}% {:>5.1}% {:>12.0} {:>14.3} {:>16.3}  {}",
                 r.ranks,
                 r.wall_s,
+                r.app_s,
+                r.speedup,
+                100.0 * r.parallel_efficiency,
                 100.0 * r.mpi_fraction,
                 r.bursts_per_rank,
                 r.burst_mean_s * 1e6,
@@ -199,6 +244,9 @@ mod tests {
         assert_eq!(c.runs[1].bytes_per_call["MPI_Send"], 1024.0);
         // Over the application time (1 s), not the wall time (2 s, MPI_Init included).
         assert!((c.runs[0].mpi_fraction - 0.5).abs() < 1e-12);
+        // The same application time on twice the ranks: no speedup, half the efficiency.
+        assert_eq!(c.runs[1].speedup, 1.0);
+        assert_eq!(c.runs[1].parallel_efficiency, 0.5);
         let t = c.to_text();
         assert!(
             t.contains("4 ranks") && t.contains("MPI_Send") && t.contains("50.0%"),

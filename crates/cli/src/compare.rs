@@ -17,8 +17,9 @@ pub struct CompareArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
-    /// Also write a self-contained HTML page of scaling curves (burst harmonic mean and
-    /// mean, calls per rank, bytes per call, MPI fraction against the rank count).
+    /// Also write a self-contained HTML page of scaling curves against the rank count
+    /// (wall and application time, speedup, parallel efficiency, burst harmonic mean and
+    /// mean, calls per rank, bytes per call, MPI fraction).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Replace an existing output file that mpiscope did not write (never a

@@ -21,7 +21,8 @@ pub struct ReportArgs {
     /// `:30`, `10:20`).
     #[arg(long, value_name = "FROM:TO", value_parser = window)]
     window: Option<mpiscope_analyze::profile::Window>,
-    /// Also write a self-contained HTML report (tables, SVG figures, loop structure).
+    /// Also write a self-contained HTML report (run header, sortable tables, figures, an
+    /// interactive timeline, loop structure).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Suggest a placement of ranks on nodes of this many ranks that lowers the
@@ -93,9 +94,14 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     if let Some(out) = &html {
         use mpiscope_analyze::structure::{structure, Algorithm, Detail};
         let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;
-        let timeline = mpiscope_analyze::html::timeline_of_main_part(&run)?;
+        let timeline = mpiscope_analyze::html::timeline(
+            &run,
+            &p.profile,
+            &mpiscope_analyze::html::TimelineOptions::default(),
+        )?;
         let title = format!("mpiscope report: {}", dir.display());
-        let page = mpiscope_analyze::html::report(&title, &p, Some(&s), timeline.as_ref());
+        let header = mpiscope_analyze::html::RunHeader::of(&run);
+        let page = mpiscope_analyze::html::report(&title, &header, &p, Some(&s), Some(&timeline));
         outputs::write(out, &outputs::HTML_REPORT, force, page.as_bytes())?;
     }
     let text = if json {

@@ -1,4 +1,6 @@
-//! Figures of a study: line charts (hand-written SVG) of one result column against another,
+//! Figures of a study: line charts (SVG, with `mpiscope_plot`'s scales and series styles, so
+//! a series drawn over another stays visible by its dash and marker) of one result column
+//! against another, axes titled in words with their units,
 //! a line per value of a `series` column, a panel per value of a `panels` column. Numeric
 //! axes switch to a log scale when the largest value is 20 times the smallest or more; an x column whose
 //! values are not all numbers is drawn as evenly spaced categories.
@@ -9,6 +11,10 @@
 
 use std::fmt::Write;
 
+use mpiscope_plot::palette;
+use mpiscope_plot::scale::Kind;
+use mpiscope_plot::Scale;
+
 use crate::study::FigureSpec;
 use crate::table::Table;
 
@@ -18,76 +24,40 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 50.0;
-const COLORS: &[&str] = &[
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-];
 
-/// A numeric axis: linear or log10.
-#[derive(Debug, Clone, Copy)]
-struct Scale {
-    lo: f64,
-    hi: f64,
-    log: bool,
+/// The axis of `values`: log10 when the largest is 20 times the smallest or more.
+fn scale_of(values: impl Iterator<Item = f64> + Clone) -> Scale {
+    Scale::auto(values, 20.0)
 }
 
-impl Scale {
-    fn of(values: impl Iterator<Item = f64> + Clone) -> Scale {
-        let lo = values.clone().fold(f64::INFINITY, f64::min);
-        let hi = values.fold(f64::NEG_INFINITY, f64::max);
-        if !lo.is_finite() {
-            return Scale {
-                lo: 0.0,
-                hi: 1.0,
-                log: false,
+/// A readable axis title for a result column, with its unit: `sim_wall_s` is "wall-clock
+/// time of the simulation (s)", not a column name.
+pub fn title_of(column: &str, log: bool) -> String {
+    let base = match column {
+        "time_s" => "predicted run time (s)".to_owned(),
+        "gflops" => "predicted performance (Gflop/s)".to_owned(),
+        "energy_j" => "predicted energy (J)".to_owned(),
+        "sim_wall_s" => "wall-clock time of the simulation (s)".to_owned(),
+        "value" => "value of the varied parameter".to_owned(),
+        "varied" => "varied parameter".to_owned(),
+        "point" => "study point".to_owned(),
+        c => {
+            let (name, unit) = if let Some(n) = c.strip_suffix("_s") {
+                (n, " (s)")
+            } else if let Some(n) = c.strip_suffix("_bytes") {
+                (n, " (bytes)")
+            } else if let Some(n) = c.strip_suffix("_j") {
+                (n, " (J)")
+            } else {
+                (c, "")
             };
+            format!("{}{unit}", name.replace('_', " "))
         }
-        let log = lo > 0.0 && hi / lo >= 20.0;
-        if log {
-            Scale {
-                lo: 10f64.powf(lo.log10().floor()),
-                hi: 10f64.powf(hi.log10().ceil()),
-                log,
-            }
-        } else {
-            let lo = if lo > 0.0 { 0.0 } else { lo };
-            let hi = if hi <= lo { lo + 1.0 } else { hi * 1.05 };
-            Scale { lo, hi, log }
-        }
-    }
-
-    /// Position in [0, 1].
-    fn at(&self, v: f64) -> f64 {
-        if self.log {
-            (v.log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        }
-    }
-
-    fn ticks(&self) -> Vec<f64> {
-        if self.log {
-            let (a, b) = (
-                self.lo.log10().round() as i32,
-                self.hi.log10().round() as i32,
-            );
-            (a..=b).map(|e| 10f64.powi(e)).collect()
-        } else {
-            let span = self.hi - self.lo;
-            let raw = span / 5.0;
-            let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 5.0, 10.0]
-                .iter()
-                .map(|m| m * mag)
-                .find(|s| span / s <= 6.0)
-                .unwrap_or(10.0 * mag);
-            let mut t = (self.lo / step).ceil() * step;
-            let mut out = Vec::new();
-            while t <= self.hi + step * 1e-9 {
-                out.push(t);
-                t += step;
-            }
-            out
-        }
+    };
+    if log {
+        format!("{base}, log scale")
+    } else {
+        base
     }
 }
 
@@ -198,15 +168,11 @@ impl<'t> Chart<'t> {
         let numeric_x = rows.iter().all(|r| r[xc].parse::<f64>().is_ok());
         let categories = groups(table, Some(xc));
         let xs = if numeric_x {
-            Scale::of(rows.iter().map(|r| position(&r[xc], true, &categories)))
+            scale_of(rows.iter().map(|r| position(&r[xc], true, &categories)))
         } else {
-            Scale {
-                lo: -0.5,
-                hi: categories.len() as f64 - 0.5,
-                log: false,
-            }
+            Scale::fixed(-0.5, categories.len() as f64 - 0.5, Kind::Linear)
         };
-        let ys = Scale::of(rows.iter().filter_map(|r| number(&r[yc])));
+        let ys = scale_of(rows.iter().filter_map(|r| number(&r[yc])));
         Ok(Chart {
             spec,
             xc,
@@ -317,10 +283,10 @@ impl<'t> Chart<'t> {
              <text transform=\"translate({:.1},{:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
             ox + pw / 2.0,
             TOP + ph + 36.0,
-            escape(&self.spec.x),
+            escape(&title_of(&self.spec.x, self.numeric_x && self.xs.is_log())),
             ox - 50.0,
             TOP + ph / 2.0,
-            escape(&self.spec.y)
+            escape(&title_of(&self.spec.y, self.ys.is_log()))
         );
     }
 
@@ -329,13 +295,13 @@ impl<'t> Chart<'t> {
     fn lines(&self, s: &mut String, ox: f64, panel: &str) {
         let (pc, sc) = (self.pc, self.sc);
         for (si, name) in self.series.iter().enumerate() {
-            let color = COLORS[si % COLORS.len()];
+            let (color, dash, marker) = palette::series(si);
             let mut pts: Vec<(f64, f64)> = self
                 .rows
                 .iter()
                 .filter(|r| pc.is_none_or(|c| r[c] == *panel) && sc.is_none_or(|c| r[c] == *name))
                 .filter_map(|r| Some((self.x_of(r), self.y_of(r)?)))
-                .filter(|(x, y)| (!self.xs.log || *x > 0.0) && (!self.ys.log || *y > 0.0))
+                .filter(|(x, y)| (!self.xs.is_log() || *x > 0.0) && (!self.ys.is_log() || *y > 0.0))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let path: Vec<String> = pts
@@ -345,16 +311,14 @@ impl<'t> Chart<'t> {
             if pts.len() > 1 {
                 let _ = writeln!(
                     s,
-                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"/>",
                     path.join(" ")
                 );
             }
-            for p in &path {
-                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-                let _ = writeln!(
-                    s,
-                    "<circle cx=\"{x}\" cy=\"{y}\" r=\"3.5\" fill=\"{color}\"/>"
-                );
+            for &(x, y) in &pts {
+                let tip = format!("{} {}: {}", name, label(x), label(y));
+                marker.draw(s, self.px(ox, x), self.py(y), color, tip.trim());
+                s.push('\n');
             }
         }
     }
@@ -374,17 +338,21 @@ impl<'t> Chart<'t> {
             x += 10.0 + 7.0 * name.len() as f64;
         }
         for (si, name) in self.series.iter().enumerate() {
-            let color = COLORS[si % COLORS.len()];
+            let (color, dash, marker) = palette::series(si);
             let _ = writeln!(
                 s,
-                "<rect x=\"{x}\" y=\"{}\" width=\"14\" height=\"4\" fill=\"{color}\"/>\
-                 <text x=\"{}\" y=\"{}\">{}</text>",
-                y,
-                x + 18.0,
+                "<line x1=\"{x}\" y1=\"{y}\" x2=\"{}\" y2=\"{y}\" stroke=\"{color}\" stroke-width=\"2\" stroke-dasharray=\"{dash}\"/>",
+                x + 24.0
+            );
+            marker.draw(s, x + 12.0, y, color, "");
+            let _ = writeln!(
+                s,
+                "<text x=\"{}\" y=\"{}\">{}</text>",
+                x + 30.0,
                 y + 4.0,
                 escape(name)
             );
-            x += 30.0 + 7.0 * name.len() as f64;
+            x += 44.0 + 7.0 * name.len() as f64;
         }
     }
 }
@@ -418,18 +386,24 @@ mod tests {
         };
         let svg = render(&spec, &table(), "study").unwrap();
         assert_eq!(svg.matches("<polyline").count(), 2);
-        assert_eq!(svg.matches("<circle").count(), 4);
+        assert_eq!(svg.matches("</title>").count(), 4, "a marker per point");
         assert!(svg.contains(">sequential<") && svg.contains(">random<"));
+        // Two series, two looks: the second is dashed and has square markers.
+        assert!(svg.contains("stroke-dasharray=\"8 4\"") && svg.contains("<rect x="));
+        assert!(svg.contains(">predicted run time (s)<") && svg.contains(">switches<"));
         // y from 0 to 63: the random line (60) is drawn higher (smaller y) than sequential (30).
-        let ys: Vec<f64> = svg
+        let ys: Vec<Vec<f64>> = svg
             .lines()
-            .filter(|l| l.starts_with("<circle"))
+            .filter(|l| l.starts_with("<polyline"))
             .map(|l| {
-                let a = l.split("cy=\"").nth(1).unwrap();
-                a[..a.find('"').unwrap()].parse().unwrap()
+                let a = l.split("points=\"").nth(1).unwrap();
+                a[..a.find('"').unwrap()]
+                    .split(' ')
+                    .map(|p| p.split_once(',').unwrap().1.parse().unwrap())
+                    .collect()
             })
             .collect();
-        assert!(ys[2] < ys[0] && ys[3] < ys[1], "{ys:?}");
+        assert!(ys[1][0] < ys[0][0] && ys[1][1] < ys[0][1], "{ys:?}");
     }
 
     #[test]
@@ -454,12 +428,18 @@ mod tests {
 
     #[test]
     fn log_scale_over_two_decades() {
-        let s = Scale::of([0.1, 1.0, 10.0].into_iter());
-        assert!(s.log);
+        let s = scale_of([0.1, 1.0, 10.0].into_iter());
+        assert!(s.is_log());
         assert_eq!(s.ticks(), vec![0.1, 1.0, 10.0]);
         assert!((s.at(1.0) - 0.5).abs() < 1e-12);
-        let s = Scale::of([1.0, 3.0].into_iter());
-        assert!(!s.log);
+        let s = scale_of([1.0, 3.0].into_iter());
+        assert!(!s.is_log());
         assert_eq!(s.ticks().first(), Some(&0.0));
+        assert_eq!(
+            title_of("sim_wall_s", false),
+            "wall-clock time of the simulation (s)"
+        );
+        assert_eq!(title_of("link_bw", true), "link bw, log scale");
+        assert_eq!(title_of("latency_s", false), "latency (s)");
     }
 }

@@ -11,6 +11,7 @@ mod corpus;
 mod exports;
 mod faults;
 mod hpl;
+mod html;
 mod matrix;
 mod netlab;
 mod outputs;

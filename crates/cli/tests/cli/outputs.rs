@@ -7,7 +7,7 @@
 use crate::common;
 // The synthetic trace writer of the export tests (it allows its own unused helpers).
 #[path = "../../../export/tests/export/common.rs"]
-mod synthetic;
+pub(crate) mod synthetic;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -236,7 +236,7 @@ fn npb_patterns_mpich() {
 }
 
 /// `mpiscope report --html`: a self-contained page that Chromium renders with its figures
-/// (blue bars of calls and compute, orange MPI time, the message matrix).
+/// (blue compute, orange for the busiest function, the message matrix).
 #[test]
 fn html_report_renders_in_chromium() {
     let tmp = tempdir();
@@ -250,25 +250,25 @@ fn html_report_renders_in_chromium() {
     let html = common::html_report(&trace, &page);
     assert_eq!(
         html.matches("<svg").count(),
-        8,
-        "eight figures (three communication matrices)"
+        7,
+        "seven figures (three communication matrices); the timeline is a canvas"
     );
-    assert!(html.contains("Timeline of "), "timeline figure");
+    assert!(html.contains("id=\"tl-canvas\""), "timeline");
     assert!(
-        !html.contains("<script") && !html.contains("src=\"http"),
+        !html.contains("src=\"http") && !html.contains("src=\"/"),
         "not self-contained"
     );
     assert!(
         html.contains("Loop structure") && html.contains("lu.c:"),
         "structure and callsites"
     );
-    let shot = common::render_html(&page, 1000, 1400);
-    assert_eq!((shot.width, shot.height), (1000, 1400));
+    let shot = common::render_html(&page, 1000, 4000);
+    assert_eq!((shot.width, shot.height), (1000, 4000));
     let blue = shot.share_of([0x48, 0x78, 0xa8], 6);
     let orange = shot.share_of([0xe0, 0x80, 0x30], 6);
     let matrix = shot.share_of([8, 48, 107], 6);
     assert!(
-        blue > 0.01 && orange > 0.002 && matrix > 0.001,
+        blue > 0.002 && orange > 0.002 && matrix > 0.0005,
         "blue {blue}, orange {orange}, matrix {matrix}"
     );
 }
