@@ -367,7 +367,20 @@ fn compare_runs_at_two_scales() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     let html = std::fs::read_to_string(&page).unwrap();
-    assert_eq!(html.matches("<svg").count(), 4, "four curve figures");
+    // Time, speedup, efficiency and bursts against ranks, then calls, bytes and MPI time per
+    // function.
+    for id in [
+        "fig-time",
+        "fig-speedup",
+        "fig-efficiency",
+        "fig-bursts",
+        "fig-calls",
+        "fig-bytes",
+        "fig-mpi",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no figure {id}");
+    }
+    assert_eq!(html.matches("<svg").count(), 7, "seven curve figures");
     assert!(
         html.contains("<title>MPI_Allreduce at 2 ranks: 3.0</title>")
             && html.contains("<title>MPI_Allreduce at 4 ranks: 3.0</title>"),

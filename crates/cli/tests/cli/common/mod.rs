@@ -142,7 +142,20 @@ pub fn build(mpi: Mpi, name: &str, extra: &[&str]) -> PathBuf {
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    let out = programs_out(mpi).join(&stem);
+    // One directory per source directory: `npb/halo.c` and `../../examples/halo.c` must not
+    // share an executable (the file name stays the program's, as commands show it).
+    let dir: PathBuf = Path::new(name)
+        .parent()
+        .into_iter()
+        .flat_map(|p| p.components())
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let out_dir = programs_out(mpi).join(dir);
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out = out_dir.join(&stem);
     let _one_at_a_time = BUILD.lock().unwrap_or_else(|p| p.into_inner());
     let fresh = match (std::fs::metadata(&out), std::fs::metadata(&src)) {
         (Ok(o), Ok(s)) => o.modified().unwrap() >= s.modified().unwrap(),
