@@ -235,7 +235,7 @@ fn sizes() -> Trace {
             "isend 1 1 70000",
             "compute 10000",
             "waitall",
-            "sendRecv 3000 1 500 1",
+            "sendRecv 3000 1 500 1 6 6",
             "recv 1 2 10",
         ],
         &[
@@ -247,7 +247,7 @@ fn sizes() -> Trace {
             "irecv 0 1 2000",
             "irecv 0 1 70000",
             "waitall",
-            "sendRecv 500 0 3000 0",
+            "sendRecv 500 0 3000 0 6 6",
             "send 0 2 10",
         ],
     ])
