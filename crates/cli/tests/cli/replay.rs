@@ -433,7 +433,10 @@ fn smpi_costs_from_flags_and_platforms() {
     };
     // The 10 bytes arrive 20 us + 26 ns after the 1 MB.
     let flow = t(&[]);
-    assert!(close(flow, 1e-3 + 1_020_016e-9 + 20_026e-9 + 1e-3, 1e-9), "{flow}");
+    assert!(
+        close(flow, 1e-3 + 1_020_016e-9 + 20_026e-9 + 1e-3, 1e-9),
+        "{flow}"
+    );
     // 1e-4 + 2e-4 + 3e-4 + 4e-4 s of tests end before the message does: no change...
     assert!(close(t(&["--simgrid-test-delays"]), flow, 1e-12));
     // ... but at 1.5 ms per test, growing, the second one finds it at 4.5 ms (the others
@@ -472,14 +475,16 @@ fn smpi_costs_from_flags_and_platforms() {
     let o = replay(&[i, "--platform", p, "--cfg", "smpi/host-speed:1Gf", "--json"]);
     assert!(o.ok, "{}", o.stderr);
     assert!(
-        o.stderr.contains("--cfg smpi/host-speed: option `smpi/host-speed` is SimGrid's")
+        o.stderr
+            .contains("--cfg smpi/host-speed: option `smpi/host-speed` is SimGrid's")
             && o.stderr.contains("changes nothing in a replay"),
         "{}",
         o.stderr
     );
     let o = replay(&[i, "--platform", p, "--cfg", "smpi/tset:1", "--json"]);
     assert!(
-        o.stderr.contains("unknown option `smpi/tset` (did you mean `smpi/test`?)"),
+        o.stderr
+            .contains("unknown option `smpi/tset` (did you mean `smpi/test`?)"),
         "{}",
         o.stderr
     );

@@ -290,7 +290,7 @@ fn recv_overhead_or() {
     // The three together.
     let all = [
         format!("smpi/os:{PIECES}"),
-        format!("smpi/ois:0:3e-6:0"),
+        "smpi/ois:0:3e-6:0".to_string(),
         format!("smpi/or:{PIECES}"),
     ];
     let all: Vec<&str> = all.iter().map(String::as_str).collect();
