@@ -65,6 +65,11 @@ impl Simulation<'_> {
                 self.meet_partner(r, partner);
                 continue;
             }
+            let debt = std::mem::take(&mut self.ranks[r as usize].probe_debt);
+            if debt > 0.0 {
+                self.probe_cost(r, debt, None);
+                continue;
+            }
             if let Some(p) = self.ranks[r as usize].probing.take() {
                 self.finish_probe(r, p);
                 continue;

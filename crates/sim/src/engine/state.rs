@@ -236,6 +236,10 @@ pub(super) struct Rank {
     pub(super) final_barrier: bool,
     /// The probe it makes once the computation it costs ([`Block::Iprobe`]) ends.
     pub(super) probing: Option<Probing>,
+    /// Seconds of probes it owes after a polled computation, paid when it runs again (a
+    /// computation is never started while ranks are being woken: its id, just freed by
+    /// another rank's, must not be taken before that rank sees its computation ended).
+    pub(super) probe_debt: f64,
     /// Its workload's request handles.
     pub(super) user_reqs: IdMap<ReqHandle, ReqIdx>,
     /// The blocking collective it is in.
@@ -342,6 +346,7 @@ impl Rank {
             deferred: None,
             final_barrier: false,
             probing: None,
+            probe_debt: 0.0,
             user_reqs: IdMap::default(),
             coll: None,
             background: Vec::new(),

@@ -82,8 +82,7 @@ impl Simulation<'_> {
     /// Accounts the `dt` seconds rank `r` spent in `block`, which just ended: computing,
     /// communicating (its messages moved) or waiting (for a peer to post its side, for a
     /// core); releases the requests it waited for. False when the rank must wait again:
-    /// the probes of a polled computation, the receive overheads of a wait cost time after
-    /// it ([`crate::costs`]).
+    /// the receive overheads of a wait cost time after it ([`crate::costs`]).
     fn account(&mut self, r: u32, block: Block, dt: f64) -> bool {
         let now = self.now;
         let rank = &mut self.ranks[r as usize];
@@ -143,12 +142,9 @@ impl Simulation<'_> {
                     rank.final_probe = Some((src, tag, ctx));
                 }
                 rank.count_actions(chunks);
-                let secs = self.polls_cost(chunks, found);
-                if secs > 0.0 {
-                    // The probes' cost, after the computation (not between its chunks).
-                    self.probe_cost(r, secs, None);
-                    return false;
-                }
+                // The probes' cost, after the computation (not between its chunks), paid when
+                // the rank runs.
+                self.ranks[r as usize].probe_debt = self.polls_cost(chunks, found);
             }
         }
         true
