@@ -334,6 +334,16 @@ mod tests {
     }
 
     #[test]
+    fn every_option_is_read_without_a_warning() {
+        use crate::platform::config::{check_key, Format, READ};
+        for k in OPTIONS {
+            assert!(READ.contains(k), "{k}");
+            assert_eq!(check_key(k, Format::Xml), None, "{k}");
+            assert_eq!(check_key(k, Format::Toml), None, "{k}");
+        }
+    }
+
+    #[test]
     fn counters_grow_on_failure_and_reset_on_success() {
         let c = CallCosts::smpi();
         assert_eq!(c.next_count(3, false), 4);

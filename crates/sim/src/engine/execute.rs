@@ -183,24 +183,7 @@ impl Simulation<'_> {
             }
             Action::Wait { reqs } => self.wait(r, &reqs),
             Action::Test { req } => self.test(r, req),
-            Action::Probe { src, tag, comm } => {
-                self.count_call(r);
-                let w = self.peer_world(r, comm, src)?;
-                let ctx = comm * 2;
-                if self.config.costs.iprobe > 0.0 {
-                    // SMPI's probe: iprobes until one finds.
-                    let blocking = true;
-                    let p = Probing {
-                        src: w,
-                        tag,
-                        ctx,
-                        blocking,
-                    };
-                    self.start_probe(r, p);
-                } else if self.find_send(r, w, tag, ctx).is_none() {
-                    self.block(r, Block::Probe { src: w, tag, ctx }, "probe");
-                }
-            }
+            Action::Probe { src, tag, comm } => self.probe(r, src, tag, comm, true)?,
             Action::ComputeWhilePolling {
                 flops,
                 chunks,
@@ -208,24 +191,7 @@ impl Simulation<'_> {
                 tag,
                 comm,
             } => self.compute_while_polling(r, flops, chunks, src, tag, comm)?,
-            Action::Iprobe { src, tag, comm } => {
-                self.count_call(r);
-                let w = self.peer_world(r, comm, src)?;
-                let ctx = comm * 2;
-                if self.config.costs.iprobe > 0.0 {
-                    let blocking = false;
-                    let p = Probing {
-                        src: w,
-                        tag,
-                        ctx,
-                        blocking,
-                    };
-                    self.start_probe(r, p);
-                } else {
-                    let flag = self.find_send(r, w, tag, ctx).is_some();
-                    self.ranks[r as usize].last = Outcome::Flag(flag);
-                }
-            }
+            Action::Iprobe { src, tag, comm } => self.probe(r, src, tag, comm, false)?,
             Action::Collective {
                 args,
                 comm,
@@ -237,6 +203,39 @@ impl Simulation<'_> {
             }
             Action::DefineComm { comm, members } => self.define_comm(comm, members),
             Action::Finalize => self.finalize(r)?,
+        }
+        Ok(())
+    }
+
+    /// [`Action::Probe`] (`blocking`) or [`Action::Iprobe`]: with `smpi/iprobe`, SMPI's
+    /// probes (each computes first; a blocking one probes until one finds); else a look
+    /// (the flag), or a wait for a matching send.
+    fn probe(
+        &mut self,
+        r: u32,
+        src: i64,
+        tag: i64,
+        comm: CommId,
+        blocking: bool,
+    ) -> Result<(), SimError> {
+        self.count_call(r);
+        let w = self.peer_world(r, comm, src)?;
+        let ctx = comm * 2;
+        if self.config.costs.iprobe > 0.0 {
+            self.start_probe(
+                r,
+                Probing {
+                    src: w,
+                    tag,
+                    ctx,
+                    blocking,
+                },
+            );
+        } else if !blocking {
+            let flag = self.find_send(r, w, tag, ctx).is_some();
+            self.ranks[r as usize].last = Outcome::Flag(flag);
+        } else if self.find_send(r, w, tag, ctx).is_none() {
+            self.block(r, Block::Probe { src: w, tag, ctx }, "probe");
         }
         Ok(())
     }

@@ -224,10 +224,6 @@ mod tests {
         assert_eq!(check_key("network/loopback-bw", Format::Xml), None);
         let e = check_key("network/loopback-bw", Format::Toml).unwrap();
         assert!(e.contains("XML platforms only"), "{e}");
-        for k in crate::costs::OPTIONS {
-            assert!(READ.contains(k) && !SIMGRID_NOT_MODELLED.contains(k), "{k}");
-            assert_eq!(check_key(k, Format::Xml), None, "{k}");
-        }
         for k in NO_EFFECT_ON_REPLAY {
             let e = check_key(k, Format::Toml).unwrap();
             assert!(e.contains("changes nothing in a replay"), "{e}");
