@@ -8,9 +8,9 @@
 //! | option | applies to | cost | SimGrid's default |
 //! |---|---|---|---|
 //! | `smpi/test` | every `MPI_Test` of a live request | sleep `n x test` before testing | 1e-4 s |
-//! | `smpi/iprobe` | every `MPI_Iprobe`, each turn of a blocking probe | compute `n x iprobe x speed` flops before probing | 1e-4 s |
+//! | `smpi/iprobe` | every `MPI_Iprobe`, each turn of a blocking probe (TI: a `recv` of negative size) | compute `n x iprobe x speed x usage` flops, at most `usage x speed` flop/s, before probing | 1e-4 s |
 //! | `smpi/grow-injected-times` | the `n` above | `n` is 1 after a success, grows by 1 after each failure (one counter for all ranks, one for tests, one for probes) | yes |
-//! | `smpi/iprobe-cpu-usage` | the iprobe computation | its flops and rate bound times this fraction: alone on its core, the same time | 1 |
+//! | `smpi/iprobe-cpu-usage` | the probe's computation | `usage` above: alone on its core the same time, sharing it longer or shorter | 1 |
 //! | `smpi/os` | a blocking send that returns at once (eager), a synchronous send | sleep `os(S)` before posting | `0:0:0:0:0` |
 //! | `smpi/ois` | every non-blocking send | sleep `ois(S)` before posting | `0:0:0:0:0` |
 //! | `smpi/or` | a receive whose sender returned at once, when it completes (wait, test, recv) | sleep `or(S)`, one receive after the other in a wait of several | `0:0:0:0:0` |
@@ -31,8 +31,11 @@
 //!
 //! mpiscope charges these costs on the point-to-point actions of every workload, not on the
 //! messages of collectives (whose algorithms SimGrid writes with blocking or non-blocking
-//! sends case by case). With `--network smpi` SimGrid's defaults apply; with the other
-//! models the tests' and probes' costs default to zero, so that their results do not move.
+//! sends case by case), nor from a host's own `smpi/os` property. The probes that end the
+//! chunks of a polled computation (HPL's) are paid after it, not between its chunks. Ranks
+//! due at the same date run in rank order, which may differ from SimGrid's when they share
+//! a counter. With `--network smpi` SimGrid's defaults apply; with the other models the
+//! tests' and probes' costs default to zero, so that their results do not move.
 
 use std::collections::BTreeMap;
 
