@@ -35,7 +35,9 @@ pub struct ReplayArgs {
     /// Report callsites per message size (`bytes` in the JSON's callsites).
     #[arg(long)]
     callsites_by_size: bool,
-    /// Reproduce SimGrid's `test` delays when replaying TI traces.
+    /// Charge SimGrid's cost of a test (1e-4 s times a counter that grows with each failed
+    /// test) whatever the network model: `--cfg smpi/test:1e-4` unless `smpi/test` is set
+    /// (`--network smpi` charges it by default).
     #[arg(long)]
     simgrid_test_delays: bool,
     /// Replay a TI trace whose lines are not all valid actions (garbage, unknown actions,
@@ -67,6 +69,14 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
     let platform = crate::simflags::load_platform(&a.platform)?;
     let mut config = a.sim.config(&platform, &a.platform)?;
     config.timeline = a.timeline.is_some();
+    let test_set = platform.config.contains_key("smpi/test")
+        || a.sim
+            .cfg
+            .iter()
+            .any(|c| c.split(':').next().map(str::trim) == Some("smpi/test"));
+    if a.simgrid_test_delays && !test_set {
+        config.costs.test = mpiscope_sim::costs::SMPI_POLL_COST;
+    }
 
     // The workload; hosts are placed first: compute bursts scale with the simulated host's
     // speed.
@@ -85,7 +95,6 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             callsites_by_size: a.callsites_by_size,
         },
         ti: ti::TiOptions {
-            simgrid_test_delays: a.simgrid_test_delays,
             lenient: skipped.clone(),
         },
     };

@@ -6,12 +6,14 @@
 //!   `--weight-s`, `--loggp` (replay, hpl);
 //! * [`MpiArgs`]: the modeled MPI library, `--collectives`, `--algorithm`,
 //!   `--eager-threshold` (replay, hpl, plan);
-//! * [`SimArgs`]: the three together, and the configuration they make for a platform.
+//! * [`SimArgs`]: the three together, SimGrid's `--cfg KEY:VALUE` (replay, hpl), and the
+//!   configuration they make for a platform.
 //!
-//! A configuration starts from the platform file's own options
-//! (`mpiscope_sim::SimConfig::for_platform`: what `mpiscope calibrate` measured, or a SimGrid
-//! `<config>`); the flags given override them.
+//! A configuration starts from the platform file's own options, with those of `--cfg` over
+//! them (`mpiscope_sim::SimConfig::for_options`: what `mpiscope calibrate` measured, a
+//! SimGrid `<config>`, SMPI's per-call costs); the other flags given override them.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -19,7 +21,7 @@ use clap::Args;
 use mpiscope_sim::coll::{Collective, Selector};
 use mpiscope_sim::network::loggp::LogGp;
 use mpiscope_sim::network::{parse_factors, FlowConfig};
-use mpiscope_sim::platform::{self, Mapping, Platform};
+use mpiscope_sim::platform::{self, config, Mapping, Platform};
 use mpiscope_sim::{NetworkKind, SimConfig};
 
 /// Where the ranks run.
@@ -101,14 +103,25 @@ pub struct NetworkArgs {
 }
 
 impl NetworkArgs {
-    /// The configuration `platform` (read from `path`) describes with the model `--network`.
-    fn base(&self, platform: &Platform, path: &Path) -> Result<SimConfig> {
+    /// The configuration `options` (`platform`'s, read from `path`, and `--cfg`'s: `given`)
+    /// describe with the model `--network`.
+    fn base(
+        &self,
+        options: &BTreeMap<String, String>,
+        path: &Path,
+        given: bool,
+    ) -> Result<SimConfig> {
         if mpiscope_sim::network::named(&self.network).is_none() {
             let expected = mpiscope_sim::network::alternatives();
             bail!("--network {}: expected {expected}", self.network);
         }
-        SimConfig::for_platform(platform, &self.network)
-            .map_err(|e| anyhow!("{}: {e}", path.display()))
+        SimConfig::for_options(options, &self.network).map_err(|e| {
+            if given {
+                anyhow!("{} or --cfg: {e}", path.display())
+            } else {
+                anyhow!("{}: {e}", path.display())
+            }
+        })
     }
 
     /// Sets the model's parameters given as flags; a flag of another model is an error.
@@ -225,13 +238,37 @@ pub struct SimArgs {
     /// The MPI library.
     #[command(flatten)]
     pub mpi: MpiArgs,
+    /// A SimGrid option, as `smpirun --cfg` takes it: `smpi/test:1e-3`, `smpi/os:0:1e-6:1e-9`
+    /// (repeatable; over the platform file's `<config>` or `[config]`). Options that change
+    /// simulated time are honoured (docs/PLATFORMS.md lists them); others are warned about.
+    #[arg(long = "cfg", value_name = "KEY:VALUE")]
+    pub cfg: Vec<String>,
+}
+
+/// `--cfg`'s options as (key, value), each split at its first `:`.
+fn cfg_options(given: &[String]) -> Result<Vec<(String, String)>> {
+    given
+        .iter()
+        .map(|c| match c.split_once(':') {
+            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+            _ => bail!("--cfg {c}: expected KEY:VALUE (as smpirun's --cfg=smpi/test:1e-3)"),
+        })
+        .collect()
 }
 
 impl SimArgs {
     /// The configuration for `platform` (read from `path`, named in errors): the platform
-    /// file's options, then the flags.
+    /// file's options and `--cfg`'s over them, then the flags. Warns about the `--cfg`
+    /// options the simulator does not read.
     pub fn config(&self, platform: &Platform, path: &Path) -> Result<SimConfig> {
-        let mut config = self.network.base(platform, path)?;
+        let mut options = platform.config.clone();
+        for (key, value) in cfg_options(&self.cfg)? {
+            if let Some(why) = config::check_key(&key, config::Format::Toml) {
+                eprintln!("mpiscope: warning: --cfg {key}: {why}");
+            }
+            options.insert(key, value);
+        }
+        let mut config = self.network.base(&options, path, !self.cfg.is_empty())?;
         if let Some(t) = self.mpi.eager_threshold {
             config.eager_threshold = t;
         }
@@ -257,6 +294,28 @@ pub fn load_platform(path: &Path) -> Result<Platform> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cfg_splits_at_the_first_colon() {
+        let given = [
+            "smpi/os:0:1e-6:1e-9".to_owned(),
+            " smpi/test :2e-4".to_owned(),
+        ];
+        assert_eq!(
+            cfg_options(&given).unwrap(),
+            [
+                ("smpi/os".to_owned(), "0:1e-6:1e-9".to_owned()),
+                ("smpi/test".to_owned(), "2e-4".to_owned())
+            ]
+        );
+        for bad in ["smpi/test", ":1", ""] {
+            let e = cfg_options(&[bad.to_owned()]).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--cfg {bad}: expected KEY:VALUE")),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn loggp_takes_two_seconds() {

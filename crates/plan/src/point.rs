@@ -265,7 +265,6 @@ impl WorkloadRunner for ReplayRunner {
             },
             ti: ti::TiOptions {
                 lenient: self.lenient.clone(),
-                ..ti::TiOptions::default()
             },
         };
         let input = workload::open(path, &options).map_err(err)?;

@@ -6,10 +6,11 @@
 //! [`SimConfig::for_platform`] turns them into a configuration; front ends (`mpiscope replay`,
 //! `mpiscope hpl`, `mpiscope plan`) apply their own overrides on top.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::calibration::{Calibration, Key};
 use crate::coll::{Collective, Selector};
+use crate::costs::CallCosts;
 use crate::network::{self, NetworkKind};
 use crate::platform::Platform;
 
@@ -24,8 +25,9 @@ pub struct SimConfig {
     pub forced: HashMap<Collective, String>,
     /// Network model.
     pub network: NetworkKind,
-    /// Simulated cost of an `MPI_Test` or `MPI_Iprobe` call, in seconds.
-    pub poll_cost: f64,
+    /// SMPI's per-call costs (tests, probes, send and receive overheads) and the options
+    /// of the same family ([`crate::costs`]).
+    pub costs: CallCosts,
     /// Record per-rank timelines (for Chrome trace export).
     pub timeline: bool,
     /// Per-core speed factor when `k` cores of a host are busy, at index `k - 1` (the last
@@ -51,7 +53,7 @@ impl Default for SimConfig {
             selector: Selector::Ompi,
             forced: HashMap::new(),
             network: NetworkKind::default(),
-            poll_cost: 0.0,
+            costs: CallCosts::default(),
             timeline: false,
             core_efficiency: Vec::new(),
             oversubscribed_wake_up: 0.0,
@@ -66,10 +68,20 @@ impl SimConfig {
     /// factors; `smpi`, SMPI's default factors; `loggp`, LogGP with the platform's
     /// `mpiscope/loggp` values when present), which reads its own options. Options read
     /// besides: `smpi/send-is-detached-thresh` (default 65536 as in SMPI),
-    /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores) and
-    /// `mpiscope/oversubscribed-wake-up` (seconds). Errors name the option.
+    /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores),
+    /// `mpiscope/oversubscribed-wake-up` (seconds) and SMPI's per-call costs
+    /// ([`CallCosts::read`], SimGrid's defaults under `smpi`, none charged under the other
+    /// models). Errors name the option.
     pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
-        let options = &platform.config;
+        SimConfig::for_options(&platform.config, network)
+    }
+
+    /// The configuration options `options` (a platform's, with front ends' own on top)
+    /// describe with the network model `network`: see [`SimConfig::for_platform`].
+    pub fn for_options(
+        options: &BTreeMap<String, String>,
+        network: &str,
+    ) -> Result<SimConfig, String> {
         let eager_threshold = match options.get("smpi/send-is-detached-thresh") {
             Some(v) => v
                 .trim()
@@ -77,6 +89,15 @@ impl SimConfig {
                 .map_err(|_| format!("smpi/send-is-detached-thresh `{v}` is not a byte count"))?,
             None => 65536,
         };
+        let costs = CallCosts::read(
+            options,
+            if network == network::flow::SMPI.name {
+                CallCosts::smpi()
+            } else {
+                CallCosts::default()
+            },
+            eager_threshold,
+        )?;
         let network = match network::named(network) {
             Some(model) => (model.configure)(options)?,
             None => {
@@ -93,6 +114,7 @@ impl SimConfig {
         Ok(SimConfig {
             eager_threshold,
             network,
+            costs,
             core_efficiency,
             oversubscribed_wake_up,
             ..SimConfig::default()

@@ -10,6 +10,9 @@
 //! A computation may be bound to one core of its host (a rank under `mpirun --bind-to
 //! core`): the computations bound to a core share that core only, `k` of them each running
 //! at `s e(b) / k` with `b` the host's busy cores.
+//! A computation may have a rate bound (SMPI's probes use `smpi/iprobe-cpu-usage` of a
+//! core): free computations share their cores by max-min, the capacity a bounded one leaves
+//! going to the others; one bound to a core runs at its share or its bound, the lower.
 //! The model also integrates each host's utilization for energy estimates.
 
 use std::cmp::Reverse;
@@ -33,6 +36,8 @@ struct Exec {
     total: f64,
     remaining: f64,
     rate: f64,
+    /// Its rate bound in flop/s (infinite: none).
+    cap: f64,
     updated: Time,
     generation: u32,
     live: bool,
@@ -138,16 +143,23 @@ impl CpuModel {
                 .unwrap_or(1.0);
             speed * e
         };
+        let share = base * (cores / n).min(1.0);
+        let capped = if bound {
+            None
+        } else {
+            self.shared_rates(host, share)
+        };
         for i in 0..self.hosts[host as usize].running.len() {
             let id = self.hosts[host as usize].running[i];
             let rate = match self.execs[id as usize].core {
-                _ if !bound => base * (cores / n).min(1.0),
+                _ if !bound => capped.as_ref().map_or(share, |r| r[i]),
                 // Free computations share the cores no computation is bound to (or, when
                 // there are none, one core's worth).
                 ANY_CORE => base * ((cores - bound_cores).max(1.0) / free).min(1.0),
                 c => base / self.bound_to(host, c),
             };
             let e = &mut self.execs[id as usize];
+            let rate = rate.min(e.cap);
             e.remaining = (e.remaining - e.rate * now.since(e.updated).secs()).max(0.0);
             e.updated = now;
             e.rate = rate;
@@ -161,6 +173,38 @@ impl CpuModel {
         }
     }
 
+    /// The rates of `host`'s computations, in the order they run, when none is bound to a
+    /// core and some has a bound below `share` (else `None`: `share` each): a computation
+    /// whose bound is lower than its share runs at its bound and leaves the rest to the
+    /// others (max-min), none above one core.
+    fn shared_rates(&self, host: HostId, share: f64) -> Option<Vec<f64>> {
+        let running = &self.hosts[host as usize].running;
+        if running
+            .iter()
+            .all(|&id| self.execs[id as usize].cap >= share)
+        {
+            return None;
+        }
+        let caps: Vec<f64> = running
+            .iter()
+            .map(|&id| self.execs[id as usize].cap)
+            .collect();
+        let one_core = {
+            let h = &self.hosts[host as usize];
+            share * (h.running.len() as f64 / h.cores).max(1.0)
+        };
+        let mut order: Vec<usize> = (0..caps.len()).collect();
+        order.sort_by(|&a, &b| caps[a].total_cmp(&caps[b]));
+        let mut left = share * caps.len() as f64;
+        let mut rates = vec![0.0; caps.len()];
+        for (k, &i) in order.iter().enumerate() {
+            let fair = (left / (caps.len() - k) as f64).min(one_core);
+            rates[i] = caps[i].min(fair);
+            left -= rates[i];
+        }
+        Some(rates)
+    }
+
     /// Starts a computation of `flops` on `host` at `now`, on any of its cores.
     pub fn start(&mut self, now: Time, host: HostId, flops: f64) -> ExecId {
         self.start_on(now, host, None, flops)
@@ -169,6 +213,18 @@ impl CpuModel {
     /// Starts a computation of `flops` on `host` at `now`, bound to `core` (taken modulo
     /// the host's cores) when given.
     pub fn start_on(&mut self, now: Time, host: HostId, core: Option<u32>, flops: f64) -> ExecId {
+        self.start_capped(now, host, core, flops, f64::INFINITY)
+    }
+
+    /// As [`CpuModel::start_on`], never faster than `cap` flop/s.
+    pub fn start_capped(
+        &mut self,
+        now: Time,
+        host: HostId,
+        core: Option<u32>,
+        flops: f64,
+        cap: f64,
+    ) -> ExecId {
         self.account(host, now);
         let cores = self.hosts[host as usize].cores as u32;
         let e = Exec {
@@ -177,6 +233,7 @@ impl CpuModel {
             total: flops.max(0.0),
             remaining: flops.max(0.0),
             rate: 0.0,
+            cap,
             updated: now,
             generation: 0,
             live: true,
@@ -409,5 +466,35 @@ mod tests {
         let d = cpu.start(t, 0, 2e6);
         assert_eq!(end_of(&mut cpu, d), t.plus(Time::from_secs(4e-3)));
         assert_eq!(end_of(&mut cpu, c), t.plus(Time::from_secs(7e-3)));
+    }
+
+    #[test]
+    fn a_bounded_computation_leaves_its_share_to_the_others() {
+        // Alone: at its bound.
+        let p = one_host(1);
+        let mut cpu = CpuModel::new(&p);
+        let a = cpu.start_capped(Time::ZERO, 0, None, 0.5e9, 0.5e9);
+        assert_eq!(end_of(&mut cpu, a), Time::from_secs(1.0));
+        // With an unbounded one on one core: 0.25 and 0.75 of it (max-min), until the
+        // bounded one ends at 1 s; then the other alone.
+        let mut cpu = CpuModel::new(&p);
+        let a = cpu.start_capped(Time::ZERO, 0, None, 0.25e9, 0.25e9);
+        let b = cpu.start(Time::ZERO, 0, 1e9);
+        assert!((cpu.rate(a) - 0.25e9).abs() < 1.0 && (cpu.rate(b) - 0.75e9).abs() < 1.0);
+        assert_eq!(end_of(&mut cpu, a), Time::from_secs(1.0));
+        assert_eq!(end_of(&mut cpu, b), Time::from_secs(1.25));
+        // A bound above the fair share changes nothing: halves.
+        let mut cpu = CpuModel::new(&p);
+        let a = cpu.start_capped(Time::ZERO, 0, None, 1e9, 0.8e9);
+        let b = cpu.start(Time::ZERO, 0, 1e9);
+        assert_eq!((cpu.rate(a), cpu.rate(b)), (0.5e9, 0.5e9));
+        // Two cores, three computations: no one above a core.
+        let p = one_host(2);
+        let mut cpu = CpuModel::new(&p);
+        let a = cpu.start_capped(Time::ZERO, 0, None, 1e9, 0.1e9);
+        let b = cpu.start(Time::ZERO, 0, 1e9);
+        let c = cpu.start(Time::ZERO, 0, 1e9);
+        assert_eq!(cpu.rate(a), 0.1e9);
+        assert_eq!((cpu.rate(b), cpu.rate(c)), (0.95e9, 0.95e9));
     }
 }

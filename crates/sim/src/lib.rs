@@ -8,6 +8,8 @@
 //! * [`coll`]: collective algorithms as programs of point-to-point operations, and the
 //!   Open MPI / MPICH selectors;
 //! * [`config`]: a simulation's parameters, and those a platform file's options describe;
+//! * [`costs`]: SMPI's per-call costs (tests, probes, send and receive overheads) and the
+//!   options of the same family;
 //! * [`engine`]: the discrete-event kernel and the MPI semantics (matching, eager and
 //!   rendezvous sends, requests, probes, collectives);
 //! * [`result`]: what a simulation gives, or why it stopped;
@@ -20,6 +22,7 @@
 pub mod calibration;
 pub mod coll;
 pub mod config;
+pub mod costs;
 pub mod cpu;
 pub mod engine;
 pub mod network;

@@ -448,3 +448,88 @@ fn a_mapping_that_wraps_says_so() {
     let v = replay_json(&[index, "--platform", platform, "--mapping", "sequential:4"]);
     assert_eq!(v["warnings"], serde_json::json!([]), "{v:#}");
 }
+
+/// SMPI's per-call costs: a test costs 1e-4 s (growing with each failed one) under
+/// `--network smpi`, nothing under `flow` unless asked (`--cfg`, a platform's `<config>`,
+/// `--simgrid-test-delays`); bad values are errors naming the option, options that change
+/// nothing in a replay are warned about.
+#[test]
+fn smpi_costs_from_flags_and_platforms() {
+    let tmp = tempdir();
+    let platform = cluster(tmp.path(), 2);
+    let p = platform.to_str().unwrap();
+    // Rank 0 computes 1 ms, then sends 1 MB (20 us + 1.000016 ms) and 10 bytes on another
+    // tag; rank 1 tests its receive four times, waits for both, computes 1 ms.
+    let index = ti_trace(
+        tmp.path(),
+        &[
+            "0 init\n0 compute 1000000\n0 send 1 0 1000000\n0 send 1 5 10\n0 finalize\n",
+            "1 init\n1 irecv 0 5 10\n1 irecv 0 0 1000000\n1 test 0 1 0\n1 test 0 1 0\n\
+             1 test 0 1 0\n1 test 0 1 0\n1 wait 0 1 0\n1 wait 0 1 5\n1 compute 1000000\n\
+             1 finalize\n",
+        ],
+    );
+    let i = index.to_str().unwrap();
+    let t = |args: &[&str]| {
+        let mut a = vec![i, "--platform", p];
+        a.extend_from_slice(args);
+        replay_json(&a)["makespan_s"].as_f64().unwrap()
+    };
+    // The 10 bytes arrive 20 us + 26 ns after the 1 MB.
+    let flow = t(&[]);
+    assert!(
+        close(flow, 1e-3 + 1_020_016e-9 + 20_026e-9 + 1e-3, 1e-9),
+        "{flow}"
+    );
+    // 1e-4 + 2e-4 + 3e-4 + 4e-4 s of tests end before the message does: no change...
+    assert!(close(t(&["--simgrid-test-delays"]), flow, 1e-12));
+    // ... but at 1.5 ms per test, growing, the second one finds it at 4.5 ms (the others
+    // find nothing to test); without growth, the third at 4.5 ms.
+    let slow = t(&["--cfg", "smpi/test:1.5e-3"]);
+    assert!(close(slow, 4.5e-3 + 1e-3, 1e-9), "{slow}");
+    let flat = t(&[
+        "--cfg",
+        "smpi/test:1.5e-3",
+        "--cfg",
+        "smpi/grow-injected-times:no",
+    ]);
+    assert!(close(flat, 3e-3 + 1e-3, 1e-9), "{flat}");
+    // The same from the platform file, and under --network smpi by default.
+    let with_config = tmp.path().join("costly.xml");
+    let xml = std::fs::read_to_string(&platform).unwrap().replace(
+        "<zone id=\"z\"",
+        "<config><prop id=\"smpi/test\" value=\"1.5ms\"/></config><zone id=\"z\"",
+    );
+    std::fs::write(&with_config, xml).unwrap();
+    let j = replay_json(&[i, "--platform", with_config.to_str().unwrap()]);
+    assert!(close(j["makespan_s"].as_f64().unwrap(), slow, 1e-12), "{j}");
+    let smpi = t(&["--network", "smpi"]);
+    let smpi_free = t(&["--network", "smpi", "--cfg", "smpi/test:0"]);
+    assert!(close(smpi, smpi_free, 1e-12), "{smpi} {smpi_free}");
+    let smpi_slow = t(&["--network", "smpi", "--cfg", "smpi/test:1.5ms"]);
+    assert!(smpi_slow > smpi + 1e-3, "{smpi_slow} {smpi}");
+
+    let o = replay(&[i, "--platform", p, "--cfg", "smpi/test:soon"]);
+    assert_clean_error(
+        &o,
+        &["or --cfg", "smpi/test `soon`: expected a non-negative time"],
+    );
+    let o = replay(&[i, "--platform", p, "--cfg", "smpi/test"]);
+    assert_clean_error(&o, &["--cfg smpi/test: expected KEY:VALUE"]);
+    let o = replay(&[i, "--platform", p, "--cfg", "smpi/host-speed:1Gf", "--json"]);
+    assert!(o.ok, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("--cfg smpi/host-speed: option `smpi/host-speed` is SimGrid's")
+            && o.stderr.contains("changes nothing in a replay"),
+        "{}",
+        o.stderr
+    );
+    let o = replay(&[i, "--platform", p, "--cfg", "smpi/tset:1", "--json"]);
+    assert!(
+        o.stderr
+            .contains("unknown option `smpi/tset` (did you mean `smpi/test`?)"),
+        "{}",
+        o.stderr
+    );
+}

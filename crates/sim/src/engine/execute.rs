@@ -12,8 +12,9 @@
 
 use std::cmp::Reverse;
 
-use super::state::{Block, Comm, ReqIdx, WaitList};
+use super::state::{Block, Comm, Probing, ReqIdx, WaitList};
 use super::Simulation;
+use crate::coll::{CollArgs, Collective};
 use crate::result::SimError;
 use crate::time::Time;
 use crate::workload::{Action, CommId, Outcome, ReqHandle, ANY};
@@ -64,10 +65,27 @@ impl Simulation<'_> {
                 self.meet_partner(r, partner);
                 continue;
             }
+            let debt = std::mem::take(&mut self.ranks[r as usize].probe_debt);
+            if debt > 0.0 {
+                self.probe_cost(r, debt, None);
+                continue;
+            }
+            if let Some(p) = self.ranks[r as usize].probing.take() {
+                self.finish_probe(r, p);
+                continue;
+            }
+            if let Some(action) = self.ranks[r as usize].deferred.take() {
+                // Its cost paid.
+                self.perform(r, action)?;
+                continue;
+            }
             let mut last = std::mem::take(&mut self.ranks[r as usize].last);
             if let Some((src, tag, ctx)) = self.ranks[r as usize].final_probe.take() {
                 if let Outcome::Polled { chunks, .. } = last {
                     let found = self.find_send(r, src, tag, ctx).is_some();
+                    if found && self.config.costs.iprobe > 0.0 {
+                        self.iprobe_count = 1;
+                    }
                     last = Outcome::Polled { chunks, found };
                 }
             }
@@ -80,13 +98,29 @@ impl Simulation<'_> {
         }
     }
 
-    /// Executes `action` for rank `r`.
+    /// Executes `action` for rank `r`, after the cost it pays first if any
+    /// ([`Simulation::cost_before`]).
     fn execute(&mut self, r: u32, action: Action) -> Result<(), SimError> {
-        let now = self.now;
         check_amounts(r, &action)?;
+        let secs = self.cost_before(r, &action);
+        if secs > 0.0 {
+            let name = if matches!(action, Action::Test { .. }) {
+                "test"
+            } else {
+                "send"
+            };
+            self.pay_then(r, secs, name, action);
+            return Ok(());
+        }
+        self.perform(r, action)
+    }
+
+    /// Performs `action` of rank `r` (its cost paid).
+    fn perform(&mut self, r: u32, action: Action) -> Result<(), SimError> {
+        let now = self.now;
         match action {
             Action::Compute { flops } => {
-                if flops > 0.0 {
+                if flops > 0.0 && self.config.costs.simulate_computation {
                     let e = self.start_exec(r, flops);
                     self.execs.insert(e, r);
                     self.block(r, Block::Exec(e), "compute");
@@ -149,14 +183,7 @@ impl Simulation<'_> {
             }
             Action::Wait { reqs } => self.wait(r, &reqs),
             Action::Test { req } => self.test(r, req),
-            Action::Probe { src, tag, comm } => {
-                self.count_call(r);
-                let w = self.peer_world(r, comm, src)?;
-                if self.find_send(r, w, tag, comm * 2).is_none() {
-                    let ctx = comm * 2;
-                    self.block(r, Block::Probe { src: w, tag, ctx }, "probe");
-                }
-            }
+            Action::Probe { src, tag, comm } => self.probe(r, src, tag, comm, true)?,
             Action::ComputeWhilePolling {
                 flops,
                 chunks,
@@ -164,13 +191,7 @@ impl Simulation<'_> {
                 tag,
                 comm,
             } => self.compute_while_polling(r, flops, chunks, src, tag, comm)?,
-            Action::Iprobe { src, tag, comm } => {
-                self.count_call(r);
-                let w = self.peer_world(r, comm, src)?;
-                let flag = self.find_send(r, w, tag, comm * 2).is_some();
-                self.ranks[r as usize].last = Outcome::Flag(flag);
-                self.poll_cost(r);
-            }
+            Action::Iprobe { src, tag, comm } => self.probe(r, src, tag, comm, false)?,
             Action::Collective {
                 args,
                 comm,
@@ -181,7 +202,40 @@ impl Simulation<'_> {
                 self.start_collective(r, &args, comm, comp_flops, req)?;
             }
             Action::DefineComm { comm, members } => self.define_comm(comm, members),
-            Action::Finalize => self.finalize(r),
+            Action::Finalize => self.finalize(r)?,
+        }
+        Ok(())
+    }
+
+    /// [`Action::Probe`] (`blocking`) or [`Action::Iprobe`]: with `smpi/iprobe`, SMPI's
+    /// probes (each computes first; a blocking one probes until one finds); else a look
+    /// (the flag), or a wait for a matching send.
+    fn probe(
+        &mut self,
+        r: u32,
+        src: i64,
+        tag: i64,
+        comm: CommId,
+        blocking: bool,
+    ) -> Result<(), SimError> {
+        self.count_call(r);
+        let w = self.peer_world(r, comm, src)?;
+        let ctx = comm * 2;
+        if self.config.costs.iprobe > 0.0 {
+            self.start_probe(
+                r,
+                Probing {
+                    src: w,
+                    tag,
+                    ctx,
+                    blocking,
+                },
+            );
+        } else if !blocking {
+            let flag = self.find_send(r, w, tag, ctx).is_some();
+            self.ranks[r as usize].last = Outcome::Flag(flag);
+        } else if self.find_send(r, w, tag, ctx).is_none() {
+            self.block(r, Block::Probe { src: w, tag, ctx }, "probe");
         }
         Ok(())
     }
@@ -250,17 +304,25 @@ impl Simulation<'_> {
     /// and the request dropped when complete.
     fn test(&mut self, r: u32, req: ReqHandle) {
         self.count_call(r);
+        let mut or_end = None;
         let flag = match self.ranks[r as usize].user_reqs.get(&req).copied() {
             Some(q) if self.reqs[q as usize].complete => {
                 self.ranks[r as usize].user_reqs.remove(&req);
+                or_end = self.recv_overheads_end(&[q], self.now);
                 self.release(q);
+                self.test_count = self.config.costs.next_count(self.test_count, true);
                 true
             }
-            Some(_) => false,
+            Some(_) => {
+                self.test_count = self.config.costs.next_count(self.test_count, false);
+                false
+            }
             None => true,
         };
         self.ranks[r as usize].last = Outcome::Flag(flag);
-        self.poll_cost(r);
+        if let Some(end) = or_end {
+            self.overhead(r, end.since(self.now).secs(), "test");
+        }
     }
 
     /// [`Action::ComputeWhilePolling`]: one computation of all the chunks, cut short by
@@ -295,47 +357,59 @@ impl Simulation<'_> {
     }
 
     /// [`Action::Finalize`]: outstanding requests are waited for (as SMPI does at the end
-    /// of a replay), then the rank ends.
-    fn finalize(&mut self, r: u32) {
+    /// of a replay; the complete ones too when they pay receive overheads), then the
+    /// barrier of `smpi/finalization-barrier` is made, then the rank ends.
+    fn finalize(&mut self, r: u32) -> Result<(), SimError> {
         let mut pending: Vec<ReqIdx> = self.ranks[r as usize]
             .user_reqs
             .drain()
             .map(|(_, q)| q)
             .collect();
         pending.sort_unstable();
-        let unfinished: WaitList = pending
+        let charge_or = !self.config.costs.or.is_zero();
+        let waited: WaitList = pending
             .iter()
             .copied()
-            .filter(|&q| !self.reqs[q as usize].complete)
+            .filter(|&q| charge_or || !self.reqs[q as usize].complete)
             .collect();
         for &q in &pending {
-            if self.reqs[q as usize].complete {
+            if !waited.contains(&q) {
                 self.release(q);
             }
         }
-        if !unfinished.is_empty() {
-            self.block(r, Block::Reqs(unfinished, true), "finalize");
+        if !waited.is_empty() {
+            self.block(r, Block::Reqs(waited, true), "finalize");
             // Run again once done, then end.
             self.ranks[r as usize].last = Outcome::None;
-            return;
+            return Ok(());
+        }
+        if self.config.costs.finalization_barrier && !self.ranks[r as usize].final_barrier {
+            self.ranks[r as usize].final_barrier = true;
+            let size = self.ranks.len() as u32;
+            let barrier = CollArgs {
+                kind: Collective::Barrier,
+                size,
+                rank: r,
+                root: 0,
+                count: 0,
+                recv_count: 0,
+                dtype_size: 1,
+                recv_dtype_size: 1,
+                send_counts: Vec::new(),
+                recv_counts: Vec::new(),
+            };
+            self.ranks[r as usize].last = Outcome::None;
+            return self.start_collective(r, &barrier, 0, 0.0, None);
         }
         let rank = &mut self.ranks[r as usize];
         rank.done = true;
         rank.result.end_s = self.now.secs();
+        Ok(())
     }
 
     /// Counts an MPI action of rank `r` at its callsite (and a call, when its workload does
     /// not mark calls with [`Action::Callsite`]).
     fn count_call(&mut self, r: u32) {
         self.ranks[r as usize].count_actions(1);
-    }
-
-    /// The simulated cost of a test or probe ([`crate::SimConfig::poll_cost`]).
-    fn poll_cost(&mut self, r: u32) {
-        if self.config.poll_cost > 0.0 {
-            let end = self.now.plus(Time::from_secs(self.config.poll_cost));
-            self.sleepers.push(Reverse((end, r)));
-            self.block(r, Block::Sleep(end), "poll");
-        }
     }
 }

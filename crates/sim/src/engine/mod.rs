@@ -37,6 +37,7 @@
 
 mod execute;
 mod nbc;
+mod overhead;
 mod p2p;
 mod sched;
 mod state;
@@ -100,6 +101,10 @@ pub struct Simulation<'p> {
     timeline: Vec<Span>,
     done_transfers: Vec<TransferId>,
     done_execs: Vec<ExecId>,
+    /// SMPI's counters of the injected times (`smpi/grow-injected-times`): one for every
+    /// rank's tests, one for every rank's probes, as SimGrid keeps them.
+    test_count: u64,
+    iprobe_count: u64,
 }
 
 impl<'p> Simulation<'p> {
@@ -164,8 +169,26 @@ impl<'p> Simulation<'p> {
             timeline: Vec::new(),
             done_transfers: Vec::new(),
             done_execs: Vec::new(),
+            test_count: 1,
+            iprobe_count: 1,
             config,
-        })
+        }
+        .started())
+    }
+
+    /// Every rank ready to run, or asleep in `MPI_Init` for `smpi/init` seconds.
+    fn started(mut self) -> Simulation<'p> {
+        let init = self.config.costs.init;
+        if init > 0.0 {
+            self.ready.clear();
+            let until = Time::ZERO.plus(Time::from_secs(init));
+            for r in 0..self.ranks.len() as u32 {
+                self.ranks[r as usize].block = Block::Sleep(until);
+                self.ranks[r as usize].blocked_name = "init";
+                self.sleepers.push(Reverse((until, r)));
+            }
+        }
+        self
     }
 
     /// The current simulated date.
@@ -281,6 +304,8 @@ impl<'p> Simulation<'p> {
                 format!("computes, probing source {src} tag {tag} between chunks")
             }
             Block::Sleep(_) => "sleeps".into(),
+            Block::Overhead(_) => format!("pays the cost of {}", r.blocked_name),
+            Block::Iprobe(_) => "probes".into(),
             Block::Scheduled(_) => "waits for a core".into(),
             Block::Partner((a, b)) => {
                 let other = if *a == id { b } else { a };

@@ -13,6 +13,7 @@ use super::state::{Background, Block, CollRun, Kind, Req, ReqIdx, WaitList, COLL
 use super::Simulation;
 use crate::coll::{self, CollArgs, Collective, POp};
 use crate::result::SimError;
+use crate::time::Time;
 #[cfg(doc)]
 use crate::workload::Action;
 use crate::workload::{CommId, ReqHandle, ANY};
@@ -58,6 +59,9 @@ impl Simulation<'_> {
             finished: false,
             released: false,
             partner: ANY,
+            finished_at: Time::NEVER,
+            or_bytes: None,
+            early: None,
         });
         if let Some(old) = self.ranks[r as usize].user_reqs.insert(h, q) {
             self.release(old);

@@ -9,13 +9,23 @@
 //! is complete at once, from its owner's point of view (SMPI's detached sends), while its
 //! transfer still runs. A request is freed when its owner has released it and its
 //! transfer is over, and its slot reused.
+//!
+//! A send below `smpi/async-small-thresh` (SMPI's messages to a permanent receiver) that
+//! finds no receive starts its transfer at once; the receive that matches it later
+//! completes when that transfer ends, or at once if it has ended.
 
-use super::state::{Block, Kind, Req, ReqIdx, WaitList, CHUNK_TIE};
+use super::state::{Block, Kind, Req, ReqIdx, WaitList, CHUNK_TIE, NO_REQ};
 use super::Simulation;
 use crate::coll;
 use crate::result::SimError;
 use crate::time::Time;
 use crate::workload::{CommId, ANY};
+
+/// Whether a released request may be freed: its transfer is over and no receive is still
+/// to match it (a send whose transfer started early).
+fn freeable(x: &Req) -> bool {
+    x.finished && (x.matched || x.early.is_none())
+}
 
 /// Whether a receive or probe for (`src`, `tag`, `ctx`), wildcards allowed, matches `send`
 /// from world rank `sender`.
@@ -85,7 +95,7 @@ impl Simulation<'_> {
             return;
         }
         x.released = true;
-        if x.finished {
+        if freeable(x) {
             self.free_reqs.push(q);
         }
     }
@@ -125,6 +135,9 @@ impl Simulation<'_> {
             finished: false,
             released: false,
             partner: i64::from(dst),
+            finished_at: Time::NEVER,
+            or_bytes: None,
+            early: None,
         });
         self.messages += 1;
         // The first matching receive posted at the destination, in posting order.
@@ -140,6 +153,12 @@ impl Simulation<'_> {
             }
             None => {
                 self.mailboxes[dst as usize].sends.push_back(q);
+                if detached && bytes < self.config.costs.async_small_thresh {
+                    let (hs, hr) = (self.ranks[me as usize].host, self.ranks[dst as usize].host);
+                    let t = self.net.start(self.platform, self.now, hs, hr, bytes)?;
+                    self.transfers.insert(t, (q, NO_REQ));
+                    self.reqs[q as usize].early = Some(t);
+                }
                 match self.ranks[dst as usize].block {
                     // A rank blocked probing for it can go on.
                     Block::Probe { .. } => self.touched.push(dst),
@@ -213,12 +232,18 @@ impl Simulation<'_> {
             finished: false,
             released: false,
             partner: ANY,
+            finished_at: Time::NEVER,
+            or_bytes: None,
+            early: None,
         });
         match self.find_send(me, src, tag, ctx) {
             Some(pos) => {
                 let sq = self.mailboxes[me as usize].sends.remove(pos).unwrap_or(q);
                 let sender = self.reqs[sq as usize].owner;
-                self.start_transfer(sq, q, sender, me)?;
+                match self.reqs[sq as usize].early {
+                    Some(t) => self.match_early(sq, q, sender, t),
+                    None => self.start_transfer(sq, q, sender, me)?,
+                }
             }
             None => self.mailboxes[me as usize].recvs.push_back(q),
         }
@@ -240,8 +265,11 @@ impl Simulation<'_> {
             x.matched = true;
             x.matched_at = now;
         }
-        self.reqs[rq as usize].partner = i64::from(sender);
         let bytes = self.reqs[sq as usize].bytes;
+        let detached = self.reqs[sq as usize].complete;
+        let r = &mut self.reqs[rq as usize];
+        r.partner = i64::from(sender);
+        r.or_bytes = detached.then_some(bytes);
         let (hs, hr) = (
             self.ranks[sender as usize].host,
             self.ranks[receiver as usize].host,
@@ -251,16 +279,45 @@ impl Simulation<'_> {
         Ok(())
     }
 
-    /// The transfer of send `sq` to receive `rq` ended: both are complete, and freed if
-    /// released; their owners are woken.
-    pub(super) fn transfer_finished(&mut self, sq: ReqIdx, rq: ReqIdx) {
+    /// Receive `rq` of `receiver` matches send `sq` of `sender`, whose transfer `t` started
+    /// when it was posted: the receive completes with the transfer, or now if it is over.
+    fn match_early(&mut self, sq: ReqIdx, rq: ReqIdx, sender: u32, t: crate::network::TransferId) {
+        let now = self.now;
         for q in [sq, rq] {
             let x = &mut self.reqs[q as usize];
+            x.matched = true;
+            x.matched_at = now;
+        }
+        let bytes = self.reqs[sq as usize].bytes;
+        let r = &mut self.reqs[rq as usize];
+        r.partner = i64::from(sender);
+        r.or_bytes = Some(bytes);
+        if self.reqs[sq as usize].finished {
+            if self.reqs[sq as usize].released {
+                self.free_reqs.push(sq);
+            }
+            self.transfer_finished(NO_REQ, rq);
+        } else if let Some(pair) = self.transfers.get_mut(&t) {
+            pair.1 = rq;
+        }
+    }
+
+    /// The transfer of send `sq` to receive `rq` ended: both are complete (a send whose
+    /// transfer started early may have no receive yet: [`NO_REQ`]), and freed if released;
+    /// their owners are woken.
+    pub(super) fn transfer_finished(&mut self, sq: ReqIdx, rq: ReqIdx) {
+        let now = self.now;
+        for q in [sq, rq] {
+            if q == NO_REQ {
+                continue;
+            }
+            let x = &mut self.reqs[q as usize];
             x.finished = true;
+            x.finished_at = now;
             let newly = !x.complete;
             x.complete = true;
             let owner = x.owner;
-            if x.released {
+            if x.released && freeable(x) {
                 self.free_reqs.push(q);
             }
             if newly {
@@ -269,12 +326,16 @@ impl Simulation<'_> {
         }
     }
 
-    /// Rank `r` goes on if requests `qs` are all complete (and drops them), else blocks in
-    /// `call` until they are.
+    /// Rank `r` goes on if requests `qs` are all complete (and drops them, paying their
+    /// receive overheads), else blocks in `call` until they are.
     pub(super) fn wait_for(&mut self, r: u32, qs: WaitList, call: &'static str) {
         if qs.iter().all(|&q| self.reqs[q as usize].complete) {
+            let or_end = self.recv_overheads_end(&qs, self.now);
             for q in qs {
                 self.release(q);
+            }
+            if let Some(end) = or_end {
+                self.overhead(r, end.since(self.now).secs(), call);
             }
         } else {
             self.block(r, Block::Reqs(qs, true), call);

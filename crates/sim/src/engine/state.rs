@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use crate::coll::Program;
 use crate::config::SimConfig;
 use crate::cpu::ExecId;
+use crate::network::TransferId;
 use crate::platform::{HostId, Platform};
 use crate::result::RankResult;
 use crate::time::Time;
@@ -69,7 +70,17 @@ pub(super) struct Req {
     pub(super) released: bool,
     /// Matched peer (for receives: the sender's world rank).
     pub(super) partner: i64,
+    /// When its transfer finished ([`Time::NEVER`] before).
+    pub(super) finished_at: Time,
+    /// A receive matched with a sender that returned at once: the message's size (it pays
+    /// `smpi/or` when it completes).
+    pub(super) or_bytes: Option<u64>,
+    /// A send below `smpi/async-small-thresh`: its transfer, started when it was posted.
+    pub(super) early: Option<TransferId>,
 }
+
+/// No request (the receive of a transfer started before its match).
+pub(super) const NO_REQ: ReqIdx = ReqIdx::MAX;
 
 /// A rank's unmatched requests, in posting order (matching is FIFO: non-overtaking).
 #[derive(Debug, Default)]
@@ -89,6 +100,11 @@ pub(super) enum Block {
     Exec(ExecId),
     /// Until this date.
     Sleep(Time),
+    /// Until this date, in an MPI call's own cost (`smpi/test`, `smpi/os`, `smpi/or`, ...:
+    /// [`crate::costs`]).
+    Overhead(Time),
+    /// The computation a probe costs (`smpi/iprobe`) to end.
+    Iprobe(ExecId),
     /// Ready, but bound to a core that computes for another rank bound to it: an MPI library
     /// polling with `sched_yield` (Open MPI's `mpi_yield_when_idle`, MPICH's default when
     /// oversubscribed) gets the core back at the end of the computing rank's time slice, or
@@ -128,6 +144,19 @@ pub(super) enum Block {
         /// The probes' matching context.
         ctx: u32,
     },
+}
+
+/// A probe paying its cost (`smpi/iprobe`) before it looks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Probing {
+    /// World rank, or ANY.
+    pub(super) src: i64,
+    /// Tag, or ANY.
+    pub(super) tag: i64,
+    /// Matching context.
+    pub(super) ctx: u32,
+    /// `MPI_Probe`: probes again until it finds (else `MPI_Iprobe`: one look, its flag).
+    pub(super) blocking: bool,
 }
 
 /// An [`Action::Pack`](crate::workload::Action::Pack) in progress on an oversubscribed core.
@@ -200,6 +229,17 @@ pub(super) struct Rank {
     /// The other end of the [`Action::Pack`](crate::workload::Action::Pack) it is in, met
     /// when its own copy ends.
     pub(super) pack_with: Option<u32>,
+    /// The action to execute once the cost it pays first ([`Block::Overhead`],
+    /// [`Block::Iprobe`]) is paid.
+    pub(super) deferred: Option<crate::workload::Action>,
+    /// It made the barrier of `smpi/finalization-barrier`.
+    pub(super) final_barrier: bool,
+    /// The probe it makes once the computation it costs ([`Block::Iprobe`]) ends.
+    pub(super) probing: Option<Probing>,
+    /// Seconds of probes it owes after a polled computation, paid when it runs again (a
+    /// computation is never started while ranks are being woken: its id, just freed by
+    /// another rank's, must not be taken before that rank sees its computation ended).
+    pub(super) probe_debt: f64,
     /// Its workload's request handles.
     pub(super) user_reqs: IdMap<ReqHandle, ReqIdx>,
     /// The blocking collective it is in.
@@ -303,6 +343,10 @@ impl Rank {
             final_probe: None,
             packing: None,
             pack_with: None,
+            deferred: None,
+            final_barrier: false,
+            probing: None,
+            probe_debt: 0.0,
             user_reqs: IdMap::default(),
             coll: None,
             background: Vec::new(),

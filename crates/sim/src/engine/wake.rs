@@ -68,7 +68,10 @@ impl Simulation<'_> {
         match &rank.block {
             Block::None => false,
             Block::Exec(e) => !self.execs.contains_key(e),
-            Block::Sleep(until) | Block::Scheduled(until) => self.now >= *until,
+            Block::Sleep(until) | Block::Scheduled(until) | Block::Overhead(until) => {
+                self.now >= *until
+            }
+            Block::Iprobe(e) => !self.execs.contains_key(e),
             Block::Reqs(reqs, _) => reqs.iter().all(|&q| self.reqs[q as usize].complete),
             Block::Probe { src, tag, ctx } => self.find_send(r, *src, *tag, *ctx).is_some(),
             Block::Polling { exec, .. } => !self.execs.contains_key(exec),
@@ -79,20 +82,24 @@ impl Simulation<'_> {
     /// Accounts the `dt` seconds rank `r` spent in `block`, which just ended: computing,
     /// communicating (its messages moved) or waiting (for a peer to post its side, for a
     /// core); releases the requests it waited for. False when the rank must wait again:
-    /// the probes of a polled computation cost time after it
-    /// ([`SimConfig::poll_cost`](crate::SimConfig::poll_cost)).
+    /// the receive overheads of a wait cost time after it ([`crate::costs`]).
     fn account(&mut self, r: u32, block: Block, dt: f64) -> bool {
         let now = self.now;
         let rank = &mut self.ranks[r as usize];
         match block {
             Block::Exec(_) => rank.result.compute_s += dt,
             Block::Sleep(_) | Block::None => {}
+            Block::Overhead(_) | Block::Iprobe(_) => {
+                rank.result.comm_s += dt;
+                rank.callsite_entry().seconds += dt;
+            }
             Block::Scheduled(_) => {
                 rank.result.wait_s += dt;
                 let queue = rank.cpu_queue as usize;
                 self.scheduled[queue].retain(|&w| w != r);
             }
             Block::Reqs(reqs, release) => {
+                let or_end = self.recv_overheads_end(&reqs, self.ranks[r as usize].blocked_since);
                 // Waiting: until the last awaited request was matched; the rest moved data.
                 let matched = reqs
                     .iter()
@@ -110,6 +117,12 @@ impl Simulation<'_> {
                     for q in reqs {
                         self.release(q);
                     }
+                }
+                if let Some(end) = or_end {
+                    // The receive overheads, after the wait.
+                    let name = self.ranks[r as usize].blocked_name;
+                    self.overhead(r, end.since(now).secs(), name);
+                    return false;
                 }
             }
             Block::Probe { .. } | Block::Partner(_) => {
@@ -129,15 +142,9 @@ impl Simulation<'_> {
                     rank.final_probe = Some((src, tag, ctx));
                 }
                 rank.count_actions(chunks);
-                if self.config.poll_cost > 0.0 {
-                    // The probes' cost, after the computation (not between its chunks).
-                    let end = now.plus(Time::from_secs(self.config.poll_cost * chunks as f64));
-                    self.sleepers.push(Reverse((end, r)));
-                    rank.block = Block::Sleep(end);
-                    rank.blocked_since = now;
-                    rank.blocked_name = "poll";
-                    return false;
-                }
+                // The probes' cost, after the computation (not between its chunks), paid when
+                // the rank runs.
+                self.ranks[r as usize].probe_debt = self.polls_cost(chunks, found);
             }
         }
         true

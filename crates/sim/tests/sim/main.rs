@@ -2,11 +2,14 @@
 //! instead of three). Pick a topic with a filter:
 //! `cargo test -p mpiscope-sim --test sim -- overflow::`.
 //!
-//! `overflow` and `threads` need nothing outside the workspace; `simgrid_diff` compares
-//! with SimGrid (`smpirun`) and is meant for release builds:
+//! `overflow` and `threads` need nothing outside the workspace; `simgrid_diff` and
+//! `smpi_options` (SMPI's per-call costs, one test per option) compare with SimGrid
+//! (`smpirun`), the first meant for release builds:
 //! `cargo test --release -p mpiscope-sim --test sim -- simgrid_diff::`. The C programs it
-//! records live in `crates/sim/tests/programs/`.
+//! records live in `crates/sim/tests/programs/`; `common` holds what they share.
 
+mod common;
 mod overflow;
 mod simgrid_diff;
+mod smpi_options;
 mod threads;

@@ -10,25 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mpiscope_sim::platform::{self, HostId};
-use mpiscope_sim::workload::ti;
-use mpiscope_sim::{SimConfig, Simulation};
+use mpiscope_sim::SimConfig;
+
+use super::common::{cm02, need, our_time, platform_files, simgrid_time, Topology};
 
 fn here() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
-}
-
-fn need(tool: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "{tool} is not installed: install SimGrid (Debian: apt-get install libsimgrid-dev)"
-    );
 }
 
 /// Records the TI trace of `program args` at `np` ranks on `platform`; returns the index
@@ -82,100 +69,6 @@ fn record(
     index
 }
 
-/// SimGrid's replay time of `index`, with `--cfg=network/optim:MODE` when `optim` is set;
-/// `Err(output)` when SimGrid aborts.
-fn simgrid_time(
-    dir: &Path,
-    index: &Path,
-    np: u32,
-    platform: &Path,
-    hostfile: &Path,
-    optim: Option<&str>,
-    model: &str,
-) -> Result<f64, String> {
-    let mut cmd = Command::new("smpirun");
-    cmd.arg("-replay")
-        .arg(index)
-        .arg("-np")
-        .arg(np.to_string())
-        .arg("-platform")
-        .arg(platform)
-        .arg("-hostfile")
-        .arg(hostfile)
-        .arg(format!("--cfg=network/model:{model}"))
-        .arg("--cfg=smpi/coll-selector:ompi")
-        .arg("--log=smpi_replay.fmt:[%.12d]%e%m%n");
-    if let Some(mode) = optim {
-        cmd.arg(format!("--cfg=network/optim:{mode}"));
-    }
-    let o = cmd.current_dir(dir).output().unwrap();
-    let text =
-        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
-    if !o.status.success() {
-        return Err(text);
-    }
-    let line = text
-        .lines()
-        .rfind(|l| l.contains("Simulation time"))
-        .unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
-    let t = line.trim_start_matches('[').split(']').next().unwrap();
-    Ok(t.parse().unwrap())
-}
-
-/// Our replay time of `index`.
-fn our_time(index: &Path, platform: &Path, hostfile: &Path, config: SimConfig) -> f64 {
-    let p = platform::load(platform).unwrap();
-    let w = ti::load(
-        index,
-        ti::TiOptions {
-            simgrid_test_delays: true,
-            lenient: None,
-        },
-    )
-    .unwrap();
-    let names: Vec<String> = std::fs::read_to_string(hostfile)
-        .unwrap()
-        .lines()
-        .map(|l| l.trim().to_owned())
-        .filter(|l| !l.is_empty())
-        .collect();
-    let hosts: Vec<HostId> = (0..w.len())
-        .map(|i| p.host_id(&names[i % names.len()]).unwrap())
-        .collect();
-    let sim = Simulation::new(&p, config, hosts, w).unwrap();
-    sim.run().unwrap().makespan_s
-}
-
-/// Test platforms, all with 16 hosts `n0..n15`, 1 GB/s links and 10 us latency.
-#[derive(Debug, Clone, Copy)]
-enum Topology {
-    /// Private links, no backbone.
-    Flat,
-    /// Two-level fat tree `2;4,4;1,2;1,2`: 4 leaf switches of 4 hosts, 2 top switches.
-    FatTree,
-    /// 4x4 torus.
-    Torus,
-}
-
-fn platform_files(dir: &Path, topo: Topology) -> (PathBuf, PathBuf) {
-    let topology = match topo {
-        Topology::Flat => String::new(),
-        Topology::FatTree => " topology=\"FAT_TREE\" topo_parameters=\"2;4,4;1,2;1,2\"".into(),
-        Topology::Torus => " topology=\"TORUS\" topo_parameters=\"4,4\"".into(),
-    };
-    let xml = dir.join("platform.xml");
-    std::fs::write(
-        &xml,
-        format!(
-            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n<zone id=\"AS0\" routing=\"Full\">\n<cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-15\" speed=\"1Gf\" bw=\"1GBps\" lat=\"10us\"{topology}/>\n</zone>\n</platform>\n"
-        ),
-    )
-    .unwrap();
-    let hf = dir.join("hosts");
-    std::fs::write(&hf, (0..16).map(|i| format!("n{i}\n")).collect::<String>()).unwrap();
-    (xml, hf)
-}
-
 /// How a comparison ended.
 #[derive(Debug)]
 enum Verdict {
@@ -195,10 +88,10 @@ fn compare_with(program: &str, args: &[&str], np: u32, topo: Topology, tolerance
     let tmp = tempfile::tempdir().unwrap();
     let (xml, hf) = platform_files(tmp.path(), topo);
     let index = record(tmp.path(), program, args, np, &xml, &hf);
-    let ours = our_time(&index, &xml, &hf, SimConfig::default());
+    let ours = our_time(&index, &xml, &hf, cm02());
     let what = format!("{program} {} np={np} {topo:?}", args.join(" "));
-    let lazy = simgrid_time(tmp.path(), &index, np, &xml, &hf, None, "CM02");
-    let full = simgrid_time(tmp.path(), &index, np, &xml, &hf, Some("Full"), "CM02");
+    let lazy = simgrid_time(tmp.path(), &index, np, &xml, &hf, None, "CM02", &[]);
+    let full = simgrid_time(tmp.path(), &index, np, &xml, &hf, Some("Full"), "CM02", &[]);
     let (lazy, full) = match (lazy, full) {
         (Ok(l), Ok(f)) => (l, f),
         (l, f) => {
@@ -350,11 +243,11 @@ fn smpi_model(topo: Topology) {
     let index = record(tmp.path(), "p2p_mix", &[], 16, &xml, &hf);
     let config = SimConfig {
         network: mpiscope_sim::NetworkKind::new(mpiscope_sim::network::FlowConfig::smpi()),
-        ..SimConfig::default()
+        ..cm02()
     };
     let ours = our_time(&index, &xml, &hf, config);
-    let full = simgrid_time(tmp.path(), &index, 16, &xml, &hf, Some("Full"), "SMPI").unwrap();
-    let cm02 = our_time(&index, &xml, &hf, SimConfig::default());
+    let full = simgrid_time(tmp.path(), &index, 16, &xml, &hf, Some("Full"), "SMPI", &[]).unwrap();
+    let cm02 = our_time(&index, &xml, &hf, cm02());
     eprintln!("p2p_mix np=16 {topo:?} SMPI model: SimGrid (Full) {full:.9} s, ours {ours:.9} s (ours with CM02: {cm02:.9} s)");
     assert!(
         (ours - full).abs() <= 1e-6 * full,

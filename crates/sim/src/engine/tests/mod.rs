@@ -1,6 +1,7 @@
 //! The engine's tests on small hand-made platforms, with expected values derived by hand
 //! or measured with SimGrid 3.32: point-to-point semantics here, the rest by part.
 
+mod costs;
 mod nbc;
 mod polling;
 mod sched;

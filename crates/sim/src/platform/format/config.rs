@@ -47,7 +47,23 @@ pub const READ: &[&str] = &[
     "smpi/lat-factor",
     "smpi/bw-factor",
     "smpi/send-is-detached-thresh",
+    // SMPI's per-call costs and their family (`crate::costs::OPTIONS`).
+    "smpi/test",
+    "smpi/iprobe",
+    "smpi/grow-injected-times",
+    "smpi/iprobe-cpu-usage",
+    "smpi/os",
+    "smpi/or",
+    "smpi/ois",
+    "smpi/async-small-thresh",
+    "smpi/init",
+    "smpi/finalization-barrier",
+    "smpi/simulate-computation",
 ];
+
+/// SimGrid options that change nothing in a replay (see [`crate::costs`]): SimGrid uses
+/// them on the application it runs, not on the actions it replays.
+const NO_EFFECT_ON_REPLAY: &[&str] = &["smpi/wtime", "smpi/host-speed", "smpi/cpu-threshold"];
 
 /// Read from SimGrid XML only (a TOML platform says `loopback = { ... }`).
 const XML_ONLY: &[&str] = &["network/loopback-bw", "network/loopback-lat"];
@@ -103,31 +119,20 @@ const SIMGRID_NOT_MODELLED: &[&str] = &[
     "smpi/allreduce",
     "smpi/alltoall",
     "smpi/alltoallv",
-    "smpi/async-small-thresh",
     "smpi/auto-shared-malloc-thresh",
     "smpi/barrier",
     "smpi/bcast",
     "smpi/coll-selector",
     "smpi/comp-adjustment-file",
-    "smpi/cpu-threshold",
     "smpi/display-allocs",
     "smpi/display-timing",
     "smpi/errors-are-fatal",
-    "smpi/finalization-barrier",
     "smpi/gather",
-    "smpi/grow-injected-times",
-    "smpi/host-speed",
     "smpi/hostfile",
-    "smpi/init",
-    "smpi/iprobe",
-    "smpi/iprobe-cpu-usage",
     "smpi/keep-temps",
     "smpi/list-leaks",
     "smpi/map",
     "smpi/np",
-    "smpi/ois",
-    "smpi/or",
-    "smpi/os",
     "smpi/pedantic",
     "smpi/privatization",
     "smpi/privatize-libs",
@@ -138,12 +143,9 @@ const SIMGRID_NOT_MODELLED: &[&str] = &[
     "smpi/shared-malloc",
     "smpi/shared-malloc-blocksize",
     "smpi/shared-malloc-hugepage",
-    "smpi/simulate-computation",
-    "smpi/test",
     "smpi/tmpdir",
     "smpi/trace-call-location",
     "smpi/trace-call-use-absolute-path",
-    "smpi/wtime",
     "surf/precision",
     "tracing",
 ];
@@ -163,6 +165,12 @@ pub fn check_key(key: &str, format: Format) -> Option<String> {
         return Some(format!(
             "option `{key}` is read from SimGrid XML platforms only (a TOML platform sets \
              `loopback = {{ bandwidth = ..., latency = ... }}`): ignored"
+        ));
+    }
+    if NO_EFFECT_ON_REPLAY.contains(&key) {
+        return Some(format!(
+            "option `{key}` is SimGrid's for the applications it runs and changes nothing in a \
+             replay (mpiscope traces' computations scale with --traced-speed): ignored"
         ));
     }
     if SIMGRID_NOT_MODELLED.contains(&key) || SIMGRID_FAMILIES.iter().any(|f| key.starts_with(f)) {
@@ -216,7 +224,11 @@ mod tests {
         assert_eq!(check_key("network/loopback-bw", Format::Xml), None);
         let e = check_key("network/loopback-bw", Format::Toml).unwrap();
         assert!(e.contains("XML platforms only"), "{e}");
-        let e = check_key("smpi/or", Format::Xml).unwrap();
+        for k in NO_EFFECT_ON_REPLAY {
+            let e = check_key(k, Format::Toml).unwrap();
+            assert!(e.contains("changes nothing in a replay"), "{e}");
+        }
+        let e = check_key("smpi/privatization", Format::Xml).unwrap();
         assert!(
             e.contains("SimGrid's but mpiscope does not model it"),
             "{e}"

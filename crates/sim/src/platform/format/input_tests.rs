@@ -121,7 +121,7 @@ fn warnings(p: &Platform) -> Vec<String> {
 fn unknown_options_are_warned_about_once_with_their_line() {
     let text = xml("<config>\n\
          <prop id=\"smpi/bw-factor\" value=\"0:0.5\"/>\n\
-         <prop id=\"smpi/or\" value=\"0:1e-6:0\"/>\n\
+         <prop id=\"smpi/privatization\" value=\"1\"/>\n\
          <prop id=\"network/wieght-S\" value=\"8775\"/>\n\
          <prop id=\"network/wieght-S\" value=\"8775\"/>\n\
          </config>\n\
@@ -130,7 +130,8 @@ fn unknown_options_are_warned_about_once_with_their_line() {
     assert_eq!(
         warnings(&p),
         [
-            "p.xml:5: option `smpi/or` is SimGrid's but mpiscope does not model it: ignored",
+            "p.xml:5: option `smpi/privatization` is SimGrid's but mpiscope does not model it: \
+             ignored",
             "p.xml:6: unknown option `network/wieght-S` (did you mean `network/weight-S`?): \
              neither mpiscope nor SimGrid reads it; ignored",
         ]

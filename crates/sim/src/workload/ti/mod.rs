@@ -9,7 +9,9 @@
 //! `alltoall`, `alltoallv`, `gather`, `gatherv`, `scatter`, `scatterv`, `allgather`,
 //! `allgatherv`, `reducescatter`, `scan`, `exscan`, `comm_size`, `comm_split`, `comm_dup`.
 //! Non-blocking requests are found again by `(source, destination, tag)`, oldest first, as
-//! SimGrid does. Unlike SimGrid 3.32, a last line without a newline is not dropped.
+//! SimGrid does; a successful `test` leaves a null request in its place, which the next
+//! `wait` or `test` of the key takes without doing anything (SimGrid's "the comm might have
+//! been caught by an MPI_test"). What a `test` costs is the engine's (`smpi/test`). Unlike SimGrid 3.32, a last line without a newline is not dropped.
 //!
 //! Every line must be one of these actions with the fields it needs: flops, seconds,
 //! sizes and counts finite and non-negative (a receive's negative size means "probe for
@@ -39,9 +41,6 @@ use super::{Action, Outcome, RankWorkload, WorkloadError};
 /// Options for reading TI traces.
 #[derive(Debug, Clone, Default)]
 pub struct TiOptions {
-    /// Reproduce SimGrid's `test` delays (1e-4 s, growing by 1e-4 after each failed test,
-    /// one counter for all ranks).
-    pub simgrid_test_delays: bool,
     /// Skip the lines that are not valid actions of their rank, counting them in this log
     /// (shared by the ranks, and by several readings of one trace); `None`: such a line is
     /// an error.
@@ -129,7 +128,6 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
             base.join(p)
         }
     };
-    let counter = Arc::new(Mutex::new(1u64));
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::new();
     if entries.len() == 1 {
         // One shared file: split its lines by rank.
@@ -138,7 +136,7 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        out = split_shared(&shared, &path.display().to_string(), counter, &options)?;
+        out = split_shared(&shared, &path.display().to_string(), &options)?;
     } else {
         let n = entries.len() as u32;
         for (r, (_, p)) in entries.iter().enumerate() {
@@ -160,7 +158,6 @@ pub fn load(index: &Path, options: TiOptions) -> Result<Vec<Box<dyn RankWorkload
                 },
                 VecDeque::new(),
                 name,
-                counter.clone(),
                 options.clone(),
             )));
         }
@@ -175,14 +172,13 @@ pub fn from_str(
     name: &str,
     options: TiOptions,
 ) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
-    split_shared(text, name, Arc::new(Mutex::new(1)), &options)
+    split_shared(text, name, &options)
 }
 
 /// One workload per rank from the lines of a shared file.
 fn split_shared(
     shared: &str,
     name: &str,
-    counter: Arc<Mutex<u64>>,
     options: &TiOptions,
 ) -> Result<Vec<Box<dyn RankWorkload>>, WorkloadError> {
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::new();
@@ -230,7 +226,6 @@ fn split_shared(
             Source::Lines,
             lines,
             name.to_owned(),
-            counter.clone(),
             options.clone(),
         )));
     }
@@ -244,12 +239,11 @@ impl TiRank {
         source: Source,
         lines: VecDeque<(u64, String)>,
         name: String,
-        test_counter: Arc<Mutex<u64>>,
         options: TiOptions,
     ) -> TiRank {
         TiRank {
             lines: LineSource::new(source, lines, size),
-            parser: Parser::new(rank, size, name, test_counter, options.simgrid_test_delays),
+            parser: Parser::new(rank, size, name),
             lenient: options.lenient,
         }
     }

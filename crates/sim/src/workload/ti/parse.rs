@@ -3,12 +3,12 @@
 //! group of actions (point-to-point, requests, collectives).
 //!
 //! Requests are found again by `(source, destination, tag)`, oldest first, as SimGrid does;
-//! `waitall` waits every request still stored, in posting order. With SimGrid's test
-//! delays, a `test` sleeps 1e-4 s times a counter shared by every rank, reset by a
-//! successful test and raised by a failed one.
+//! `waitall` waits every request still stored, in posting order. A `test` takes the oldest
+//! request of its key and puts it back last, or, when it succeeded, a null request
+//! ([`NULL`]) that the next `wait` or `test` of the key takes and does nothing with, as
+//! SimGrid's replay does.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
 
 use super::fields::Fields;
 use crate::coll::{CollArgs, Collective};
@@ -16,6 +16,9 @@ use crate::workload::{Action, Outcome, ReqHandle, WorkloadError};
 
 /// `(source, destination, tag)` of a stored request.
 type Key = (i64, i64, i64);
+
+/// The stored request a successful `test` leaves (handles start at 1).
+const NULL: ReqHandle = 0;
 
 /// The parser of one rank's lines.
 pub(super) struct Parser {
@@ -33,22 +36,13 @@ pub(super) struct Parser {
     pub(super) queue: VecDeque<Action>,
     /// Test in progress: (key, handle).
     testing: Option<(Key, ReqHandle)>,
-    test_counter: Arc<Mutex<u64>>,
-    simgrid_test_delays: bool,
     /// `finalize` was read.
     pub(super) finished: bool,
 }
 
 impl Parser {
-    /// The parser of rank `rank` of `size` reading `name`; `test_counter` is shared by the
-    /// ranks (SimGrid's test delays).
-    pub(super) fn new(
-        rank: u32,
-        size: u32,
-        name: String,
-        test_counter: Arc<Mutex<u64>>,
-        simgrid_test_delays: bool,
-    ) -> Parser {
+    /// The parser of rank `rank` of `size` reading `name`.
+    pub(super) fn new(rank: u32, size: u32, name: String) -> Parser {
         Parser {
             rank,
             size,
@@ -59,8 +53,6 @@ impl Parser {
             next_handle: 1,
             queue: VecDeque::new(),
             testing: None,
-            test_counter,
-            simgrid_test_delays,
             finished: false,
         }
     }
@@ -70,26 +62,14 @@ impl Parser {
         &self.name
     }
 
-    /// Takes in the outcome of the previous action: a test's flag frees its request when
-    /// set, and moves SimGrid's test counter.
+    /// Takes in the outcome of the previous action: the request a test took goes back to
+    /// its key, last, or a null request in its place when the test succeeded.
     pub(super) fn outcome(&mut self, last: Outcome) {
         let (Some((key, h)), Outcome::Flag(flag)) = (self.testing, last) else {
             return;
         };
         self.testing = None;
-        if self.simgrid_test_delays {
-            let mut c = self.test_counter.lock().unwrap_or_else(|p| p.into_inner());
-            *c = if flag { 1 } else { *c + 1 };
-        }
-        if flag {
-            if let Some(q) = self.stored.get_mut(&key) {
-                q.retain(|&x| x != h);
-                if q.is_empty() {
-                    self.stored.remove(&key);
-                }
-            }
-            self.order.retain(|&x| x != h);
-        }
+        self.store(key, if flag { NULL } else { h });
     }
 
     fn handle(&mut self) -> ReqHandle {
@@ -100,7 +80,9 @@ impl Parser {
 
     fn store(&mut self, key: Key, h: ReqHandle) {
         self.stored.entry(key).or_default().push_back(h);
-        self.order.push(h);
+        if h != NULL {
+            self.order.push(h);
+        }
     }
 
     fn take(&mut self, key: Key) -> Option<ReqHandle> {
@@ -255,10 +237,15 @@ impl Parser {
                     f.int(1, "destination")?,
                     f.int(2, "tag")?,
                 );
-                let h = self.take(key).ok_or_else(|| {
-                    f.err("wait: not preceded by a matching isend or irecv".into())
-                })?;
-                self.queue.push_back(Action::Wait { reqs: vec![h] });
+                // SimGrid refuses a wait only when nothing at all is stored; one of a key
+                // with nothing stored (its request caught by a test) does nothing.
+                if self.stored.is_empty() {
+                    return Err(f.err("wait: not preceded by a matching isend or irecv".into()));
+                }
+                match self.take(key) {
+                    Some(NULL) | None => {}
+                    Some(h) => self.queue.push_back(Action::Wait { reqs: vec![h] }),
+                }
             }
             "test" => {
                 let key = (
@@ -266,16 +253,14 @@ impl Parser {
                     f.int(1, "destination")?,
                     f.int(2, "tag")?,
                 );
-                let front = self.stored.get(&key).and_then(|q| q.front().copied());
-                if let Some(h) = front {
-                    if self.simgrid_test_delays {
-                        let c = *self.test_counter.lock().unwrap_or_else(|p| p.into_inner());
-                        self.queue.push_back(Action::Sleep {
-                            secs: c as f64 * 1e-4,
-                        });
+                // SimGrid takes the oldest request (a null one: nothing to do) and puts
+                // it back after the test.
+                match self.take(key) {
+                    Some(NULL) | None => {}
+                    Some(h) => {
+                        self.testing = Some((key, h));
+                        self.queue.push_back(Action::Test { req: h });
                     }
-                    self.testing = Some((key, h));
-                    self.queue.push_back(Action::Test { req: h });
                 }
             }
             _ => {

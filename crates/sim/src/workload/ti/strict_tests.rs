@@ -157,7 +157,6 @@ fn a_lenient_reading_skips_and_counts_bad_lines() {
     let log = SkippedLines::default();
     let options = TiOptions {
         lenient: Some(log.clone()),
-        ..TiOptions::default()
     };
     let a = drain(load(&index, options.clone()).unwrap()).unwrap();
     assert_eq!(
@@ -211,7 +210,6 @@ fn a_shared_file_skips_lines_without_a_rank_when_lenient() {
         "t.txt",
         TiOptions {
             lenient: Some(log.clone()),
-            ..TiOptions::default()
         },
     )
     .unwrap();
@@ -225,7 +223,6 @@ fn a_shared_file_skips_lines_without_a_rank_when_lenient() {
         "m.txt",
         TiOptions {
             lenient: Some(log.clone()),
-            ..TiOptions::default()
         },
     )
     .unwrap();

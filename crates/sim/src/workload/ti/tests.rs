@@ -15,7 +15,6 @@ fn actions(text: &str, rank: u32, n: u32) -> Vec<Action> {
         Source::Lines,
         lines,
         "t".into(),
-        Arc::new(Mutex::new(1)),
         TiOptions::default(),
     );
     let mut out = Vec::new();
@@ -74,7 +73,6 @@ fn chunked_reading_keeps_every_line_and_its_number() {
             },
             VecDeque::new(),
             "r0.txt".into(),
-            Arc::new(Mutex::new(1)),
             TiOptions::default(),
         );
         w.lines.chunk = chunk;
@@ -176,26 +174,60 @@ fn errors_name_file_and_line() {
         Source::Lines,
         lines,
         "trace.txt".into(),
-        Arc::new(Mutex::new(1)),
         TiOptions::default(),
     );
     let e = w.next(Outcome::None).unwrap().unwrap_err().to_string();
     assert!(e.contains("trace.txt:2"), "{e}");
     assert!(e.contains("destination"), "{e}");
     let lines: VecDeque<(u64, String)> = vec![(7, "0 frobnicate".to_string())].into();
-    let mut w = TiRank::new(
-        0,
-        2,
-        Source::Lines,
-        lines,
-        "t".into(),
-        Arc::new(Mutex::new(1)),
-        TiOptions::default(),
-    );
+    let mut w = TiRank::new(0, 2, Source::Lines, lines, "t".into(), TiOptions::default());
     assert!(w
         .next(Outcome::None)
         .unwrap()
         .unwrap_err()
         .to_string()
         .contains("t:7: unknown action"));
+}
+
+#[test]
+fn a_successful_test_leaves_a_null_request_as_in_simgrid() {
+    let text = "0 init\n0 irecv 1 0 8\n0 isend 1 5 8\n0 test 1 0 0\n0 test 1 0 0\n\
+                0 test 1 0 0\n0 wait 1 0 0\n0 test 1 0 0\n0 wait 0 1 5\n0 finalize\n";
+    let lines: VecDeque<(u64, String)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l.to_owned()))
+        .collect();
+    let mut w = TiRank::new(0, 2, Source::Lines, lines, "t".into(), TiOptions::default());
+    let mut next = |last| w.next(last).map(|a| a.unwrap());
+    assert!(matches!(
+        next(Outcome::None),
+        Some(Action::Recv { req: Some(1), .. })
+    ));
+    assert!(matches!(
+        next(Outcome::None),
+        Some(Action::Send { req: Some(2), .. })
+    ));
+    // A failed test puts its request back; a successful one leaves a null request.
+    assert_eq!(next(Outcome::None), Some(Action::Test { req: 1 }));
+    assert_eq!(next(Outcome::Flag(false)), Some(Action::Test { req: 1 }));
+    // The third test takes the null request and does nothing; so does the wait, whose key
+    // has nothing left (another key is stored), and the test after it.
+    assert_eq!(
+        next(Outcome::Flag(true)),
+        Some(Action::Wait { reqs: vec![2] })
+    );
+    assert_eq!(next(Outcome::None), Some(Action::Finalize));
+    // With nothing stored at all, a wait is refused, as SimGrid does.
+    let e = from_str("0 init\n0 wait 1 0 0\n", "t", TiOptions::default())
+        .unwrap()
+        .remove(0)
+        .next(Outcome::None)
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("wait: not preceded by a matching isend or irecv"),
+        "{e}"
+    );
 }

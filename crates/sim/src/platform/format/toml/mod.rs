@@ -50,7 +50,11 @@
 //! "smpi/bw-factor" = "65472:0.94;0:0.81"   # piecewise factors by message size
 //! "smpi/lat-factor" = "65472:11.6;0:2.0"
 //! "smpi/send-is-detached-thresh" = 65536   # eager threshold, bytes
+//! "smpi/test" = "1e-4"                     # SMPI's per-call costs (crate::costs)
+//! "smpi/or" = "0:1e-6:1e-10;65536:2e-6:0"  # receive overhead by message size
 //! ```
+//!
+//! `docs/PLATFORMS.md` lists every option read and its default under each network model.
 //!
 //! # An explicit platform
 //!
