@@ -419,44 +419,6 @@ fn otf2_requests_read_back_with_otf2s_reader() {
     assert_eq!(read["unpaired_ends"], 0);
 }
 
-/// SimGrid's simulated time of the TI trace `index` at `np` ranks on `platform` (CM02, Open
-/// MPI's collective selector, `Full` sharing updates, which solve the max-min systems as
-/// `mpiscope replay` does); panics with SimGrid's output unless it finishes cleanly.
-fn smpirun_replay(dir: &Path, index: &Path, np: u32, platform: &Path, hosts: &Path) -> f64 {
-    let o = Command::new("smpirun")
-        .current_dir(dir)
-        .arg("-np")
-        .arg(np.to_string())
-        .arg("-platform")
-        .arg(platform)
-        .arg("-hostfile")
-        .arg(hosts)
-        .arg("-replay")
-        .arg(index)
-        .args([
-            "--cfg=network/model:CM02",
-            "--cfg=smpi/coll-selector:ompi",
-            "--cfg=network/optim:Full",
-            "--log=smpi_replay.fmt:[%.12d]%e%m%n",
-        ])
-        .output()
-        .expect("smpirun (install SimGrid 3.32: apt-get install simgrid libsimgrid-dev)");
-    let text =
-        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "smpirun -replay failed ({}):\n{text}",
-        o.status
-    );
-    assert!(!text.contains("Deadlock"), "SimGrid deadlocks:\n{text}");
-    let line = text
-        .lines()
-        .rfind(|l| l.contains("Simulation time"))
-        .unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
-    let t = line.trim_start_matches('[').split(']').next().unwrap_or("");
-    t.parse().unwrap_or_else(|_| panic!("no time in {line:?}"))
-}
-
 /// GROMACS mdrun broadcasts zero elements, and SimGrid 3.32 dies of SIGFPE on `bcast 0 0 6`
 /// at 2 ranks (and aborts or deadlocks on other zero-count collectives). The export leaves
 /// the collectives that move nothing out, with a note; SimGrid then replays the export of
@@ -521,23 +483,9 @@ fn simgrid_replays_an_export_with_zero_count_collectives_as_mpiscope_does() {
             assert_eq!(count(&format!("{rank} allreduce 1 0 0")), 4, "{text}");
             assert_eq!(count(&format!("{rank} alltoallv 0 ")), 4, "{text}");
         }
-        let platform = tmp.path().join("cluster.xml");
-        std::fs::write(
-            &platform,
-            "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
-             <platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\
-             <cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-15\" speed=\"1Gf\" \
-             bw=\"1GBps\" lat=\"10us\"/></zone></platform>\n",
-        )
-        .unwrap();
-        let hosts = tmp.path().join("hosts");
-        std::fs::write(
-            &hosts,
-            (0..np).map(|i| format!("n{i}\n")).collect::<String>(),
-        )
-        .unwrap();
+        let (platform, hosts) = common::cluster(tmp.path(), np);
         let index = ti.join("index.txt");
-        let simgrid = smpirun_replay(tmp.path(), &index, np, &platform, &hosts);
+        let simgrid = common::smpirun_replay(tmp.path(), &index, np, &platform, &hosts);
         let o = Command::new(mpiscope())
             .arg("replay")
             .arg(&index)

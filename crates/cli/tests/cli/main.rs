@@ -5,6 +5,7 @@
 mod common;
 
 mod anywhere;
+mod apps;
 mod calibrate;
 mod conventions;
 mod corpus;

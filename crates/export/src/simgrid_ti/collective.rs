@@ -12,7 +12,7 @@ use mpiscope_trace::{CommDef, CommKind, Event, ListKind, Slot};
 
 use super::converter::{CallKind, Converter, Outcome, Start};
 use super::reason::Reason;
-use super::values::{counts_buf, dt_size, join, recv_buf, send_buf, Buf, DT_BYTE};
+use super::values::{counts_buf, join, recv_buf, send_buf, Buf, DT_BYTE};
 use crate::ExportError;
 
 impl Converter {
@@ -82,6 +82,8 @@ impl<'e> Coll<'e> {
     fn new(ev: &'e Event, comm: &'e CommDef, world: u32, rank: u32) -> Result<Coll<'e>, Reason> {
         let n = world as usize;
         let perm: Option<&[u32]> = match comm.kind {
+            // Nothing to move between processes; SimGrid 3.32 aborts on some of these.
+            CommKind::World if n <= 1 => return Err(Reason::OneProcess),
             CommKind::World => None,
             CommKind::Inter => return Err(Reason::SubComm),
             _ if comm.size <= 1 => return Err(Reason::SelfComm),
@@ -245,14 +247,12 @@ impl<'e> Coll<'e> {
                 dt: rdt,
             },
         };
-        Ok(if self.n < 2 {
-            // With one rank, 3.32 reads two datatypes as displacements: write bytes of the
-            // default datatype (MPI_BYTE) instead.
-            let rbytes: Vec<i64> = rc.iter().map(|&c| c.saturating_mul(dt_size(rdt))).collect();
-            format!("allgatherv {} {}", s.bytes(), join(&rbytes))
-        } else {
-            format!("allgatherv {} {} {} {rdt}", s.count, join(&rc), s.dt)
-        })
+        Ok(format!(
+            "allgatherv {} {} {} {rdt}",
+            s.count,
+            join(&rc),
+            s.dt
+        ))
     }
 
     /// `scatterv`: the send counts are the root's only.

@@ -118,6 +118,10 @@
 //!   counts (one rank cannot tell that the others' are zero too; SimGrid replays them).
 //!   Zero-byte point-to-point messages and zero computes are written as they are: SimGrid
 //!   replays them.
+//! * Collectives of a run of one process are left out the same way: they move nothing
+//!   between processes (Open MPI and MPICH copy locally, if anything), and SimGrid 3.32
+//!   aborts on some at one rank ("Actor pid=-1 is gone" in `bcast 100 0 6`, as mdrun's
+//!   one-rank run broadcasts, and in `reduce` and `allgatherv` of some sizes).
 //! * Only thread 0 (the thread that initialized MPI) is replayed: events of other threads
 //!   are ignored. Calls after `MPI_Finalize` are ignored.
 //!

@@ -53,6 +53,8 @@ pub(super) enum Reason {
     Unfinished,
     /// A collective that moves no data (zero counts).
     ZeroCount,
+    /// A collective of a run of one process.
+    OneProcess,
 }
 
 impl Reason {
@@ -84,6 +86,9 @@ impl Reason {
             Reason::Unfinished => "still in progress when the rank's record ended (it never returned); left out, the rank ends before it",
             Reason::ZeroCount => {
                 "zero-count collective (Open MPI and MPICH return at once; SimGrid 3.32 aborts or deadlocks on many); left out, duration added to compute"
+            }
+            Reason::OneProcess => {
+                "collective of a one-process run (it moves nothing between processes; SimGrid 3.32 aborts on some, as `bcast 100 0 6`); left out, duration added to compute"
             }
         }
     }

@@ -628,12 +628,12 @@ fn errors_name_the_file() {
 fn cut_trace_is_exported_with_a_note() {
     let tmp = tempfile::tempdir().unwrap();
     let run_dir = tmp.path().join("run");
-    write_run(&run_dir, 1, |_, b| {
+    write_run(&run_dir, 2, |_, b| {
         b.call("MPI_Init", 0, 10, &[], &[]);
         b.call("MPI_Barrier", 100, 10, &[(Slot::Comm, WORLD)], &[]);
         b.call("MPI_Finalize", 0, 10, &[], &[]);
     });
-    // Cut the file inside its last block (the trailer).
+    // Cut rank 0's file inside its last block (the trailer).
     let f = run_dir.join(mpiscope_trace::rank_file_name(0));
     let bytes = std::fs::read(&f).unwrap();
     std::fs::write(&f, &bytes[..bytes.len() - 3]).unwrap();

@@ -219,3 +219,59 @@ fn four_ranks_replay() {
         r.output
     );
 }
+
+/// A run of one process: its collectives move nothing between processes and are left out,
+/// with a note, their time added to compute; SimGrid 3.32 aborts on some of them ("Actor
+/// pid=-1 is gone" in the 200-byte broadcast of mdrun's one-rank run, and in `reduce` and
+/// `allgatherv` of some sizes). The export replays, to the traced time.
+#[test]
+fn one_process_run_replays_without_its_collectives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("run");
+    let world = |extra: &[(Slot, i64)]| -> Vec<(Slot, i64)> {
+        let mut v = vec![(Slot::Comm, WORLD)];
+        v.extend_from_slice(extra);
+        v
+    };
+    write_run(&run_dir, 1, |_, b| {
+        b.call("MPI_Init", 0, 10, &[], &[]);
+        let bytes = [(Slot::Count, 200), (Slot::DtypeSize, 1), (Slot::Root, 0)];
+        b.call("MPI_Bcast", MS, 10, &world(&bytes), &[]);
+        let doubles = [(Slot::Count, 2), (Slot::DtypeSize, 8), (Slot::Root, 0)];
+        b.call("MPI_Reduce", MS, 10, &world(&doubles), &[]);
+        b.call("MPI_Allreduce", MS, 10, &world(&doubles), &[]);
+        let counts = [(ListKind::RecvCounts, vec![100])];
+        b.call("MPI_Allgatherv", MS, 10, &world(&bytes), &counts);
+        b.call("MPI_Barrier", MS, 10, &world(&[]), &[]);
+        b.call("MPI_Finalize", MS, 10, &[], &[]);
+    });
+    let out = tmp.path().join("ti");
+    let summary = export_simgrid_ti(
+        &RunDir::open(&run_dir).unwrap(),
+        &out,
+        &TiOptions::default(),
+    )
+    .unwrap();
+    // 6 ms of compute and 5 collectives of 10 ns each, all one burst.
+    assert_eq!(
+        common::lines(&out, 0),
+        ["0 init", "0 compute 6000050", "0 finalize"]
+    );
+    for f in [
+        "MPI_Allgatherv",
+        "MPI_Allreduce",
+        "MPI_Barrier",
+        "MPI_Bcast",
+        "MPI_Reduce",
+    ] {
+        let note = format!("{f}: 1 call: collective of a one-process run");
+        assert!(
+            summary.skipped.iter().any(|s| s.starts_with(&note)),
+            "no note {note:?} in {:#?}",
+            summary.skipped
+        );
+    }
+    let r = replay(tmp.path(), &out.join("index.txt"), 1);
+    // smpirun prints its time to the microsecond.
+    assert!((r.simulated_s - 0.006000050).abs() < 2e-6, "{}", r.output);
+}

@@ -383,3 +383,62 @@ pub fn bless_section(name: &str, body: &str, test: &str) {
         );
     }
 }
+
+/// SimGrid's simulated time of the TI trace `index` at `np` ranks on `platform` (CM02, Open
+/// MPI's collective selector, `Full` sharing updates, which solve the max-min systems as
+/// `mpiscope replay` does); panics with SimGrid's output unless it finishes cleanly.
+pub fn smpirun_replay(dir: &Path, index: &Path, np: u32, platform: &Path, hosts: &Path) -> f64 {
+    let o = Command::new("smpirun")
+        .current_dir(dir)
+        .arg("-np")
+        .arg(np.to_string())
+        .arg("-platform")
+        .arg(platform)
+        .arg("-hostfile")
+        .arg(hosts)
+        .arg("-replay")
+        .arg(index)
+        .args([
+            "--cfg=network/model:CM02",
+            "--cfg=smpi/coll-selector:ompi",
+            "--cfg=network/optim:Full",
+            "--log=smpi_replay.fmt:[%.12d]%e%m%n",
+        ])
+        .output()
+        .expect("smpirun (install SimGrid 3.32: apt-get install simgrid libsimgrid-dev)");
+    let text =
+        String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "smpirun -replay failed ({}):\n{text}",
+        o.status
+    );
+    assert!(!text.contains("Deadlock"), "SimGrid deadlocks:\n{text}");
+    let line = text
+        .lines()
+        .rfind(|l| l.contains("Simulation time"))
+        .unwrap_or_else(|| panic!("no simulation time in:\n{text}"));
+    let t = line.trim_start_matches('[').split(']').next().unwrap_or("");
+    t.parse().unwrap_or_else(|_| panic!("no time in {line:?}"))
+}
+
+/// A SimGrid cluster of 16 hosts `n0`..`n15` (1 Gflop/s, 1 GB/s links, 10 us) in
+/// `dir/cluster.xml`, and the hostfile `dir/hosts` of its first `np` hosts, one rank each.
+pub fn cluster(dir: &Path, np: u32) -> (PathBuf, PathBuf) {
+    let platform = dir.join("cluster.xml");
+    std::fs::write(
+        &platform,
+        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n\
+         <platform version=\"4.1\"><zone id=\"z\" routing=\"Full\">\
+         <cluster id=\"c\" prefix=\"n\" suffix=\"\" radical=\"0-15\" speed=\"1Gf\" \
+         bw=\"1GBps\" lat=\"10us\"/></zone></platform>\n",
+    )
+    .unwrap();
+    let hosts = dir.join("hosts");
+    std::fs::write(
+        &hosts,
+        (0..np).map(|i| format!("n{i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    (platform, hosts)
+}
