@@ -150,7 +150,7 @@ pub static INIT_NS: [AtomicU64; 4] = [
     AtomicU64::new(0),
 ];
 
-static STOP: AtomicBool = AtomicBool::new(false);
+pub static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
 /// The user buffers of the outstanding operation (there is at most one: every collective
 /// completes the previous one first): send start and end, receive start and end. Read
@@ -176,6 +176,8 @@ pub fn overlaps_outstanding(start: usize, len: usize) -> bool {
 }
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+/// The fault servicer (`crate::service`).
+static SERVICER: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
 thread_local! {
     /// Set while this thread runs library code (the progress thread always), so libc and MPI
@@ -191,7 +193,8 @@ pub fn inside<T>(f: impl FnOnce() -> T) -> T {
     r
 }
 
-fn progress_all() -> bool {
+/// One pass of progress over every outstanding operation; true while one is unfinished.
+pub fn progress_all() -> bool {
     let mut ops = OPS.lock().unwrap_or_else(|e| e.into_inner());
     // Busy only while an operation is unfinished: a finished one waits for the next MPI call
     // to be retired, and the thread sleeps meanwhile instead of polling through the
@@ -431,6 +434,7 @@ pub fn start() {
                 }));
             }
         });
+    *SERVICER.lock().unwrap_or_else(|e| e.into_inner()) = crate::service::start();
     if let Ok(h) = h {
         *THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         ACTIVE.store(true, Ordering::Release);
@@ -451,6 +455,10 @@ pub fn stop() {
     ACTIVE.store(false, Ordering::Release);
     STOP.store(true, Ordering::Release);
     if let Some(h) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = h.join();
+    }
+    guard::poke();
+    if let Some(h) = SERVICER.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
 }

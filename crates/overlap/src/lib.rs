@@ -48,3 +48,4 @@ mod ffi;
 mod intercept;
 mod op;
 mod policy;
+mod service;

@@ -12,7 +12,7 @@
 //! crashes still die of SIGSEGV.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use crate::pending::{Cover, Table};
 use crate::Error;
@@ -54,6 +54,75 @@ fn os_err(what: &'static str) -> Error {
     )
 }
 
+/// An eventfd the fault handler writes when a thread starts waiting for a page, or -1.
+static NOTIFY: AtomicI32 = AtomicI32::new(-1);
+/// The addresses threads wait on (a small ring; 0 is empty), for the servicer.
+static WAITING: [AtomicUsize; 16] = [const { AtomicUsize::new(0) }; 16];
+static WAITING_NEXT: AtomicUsize = AtomicUsize::new(0);
+
+/// The descriptor the fault handler makes readable when a thread starts waiting for a page
+/// (created on first call; `None` when the kernel refuses an eventfd).
+pub fn notify_fd() -> Option<i32> {
+    let fd = NOTIFY.load(Ordering::Acquire);
+    if fd >= 0 {
+        return Some(fd);
+    }
+    // SAFETY: eventfd has no preconditions.
+    let new = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if new < 0 {
+        return None;
+    }
+    match NOTIFY.compare_exchange(-1, new, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(new),
+        Err(other) => {
+            // SAFETY: closing the descriptor we just made and published to no one.
+            unsafe { libc::close(new) };
+            Some(other)
+        }
+    }
+}
+
+/// Records that a thread waits on `addr` and wakes the servicer (async-signal-safe: atomics
+/// and a raw `write`, not the C library's, which the preload library interposes).
+fn notify_waiting(addr: usize) {
+    let fd = NOTIFY.load(Ordering::Acquire);
+    if fd < 0 {
+        return;
+    }
+    let i = WAITING_NEXT.fetch_add(1, Ordering::AcqRel) % WAITING.len();
+    WAITING[i].store(addr, Ordering::Release);
+    let one: u64 = 1;
+    // SAFETY: writing 8 bytes we own to our eventfd.
+    unsafe { libc::syscall(libc::SYS_write, fd, &one as *const u64, 8usize) };
+}
+
+/// Wakes whoever polls [`notify_fd`] without a waiting address (to stop it, say).
+pub fn poke() {
+    let fd = NOTIFY.load(Ordering::Acquire);
+    if fd >= 0 {
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes we own to our eventfd.
+        unsafe { libc::syscall(libc::SYS_write, fd, &one as *const u64, 8usize) };
+    }
+}
+
+/// Takes the addresses threads started waiting on since the last call (and resets the
+/// eventfd), appending them to `out`.
+pub fn take_waiting(out: &mut Vec<usize>) {
+    let fd = NOTIFY.load(Ordering::Acquire);
+    if fd >= 0 {
+        let mut v: u64 = 0;
+        // SAFETY: reading 8 bytes into our own variable; the descriptor is non-blocking.
+        unsafe { libc::syscall(libc::SYS_read, fd, &mut v as *mut u64, 8usize) };
+    }
+    for w in &WAITING {
+        let a = w.swap(0, Ordering::AcqRel);
+        if a != 0 {
+            out.push(a);
+        }
+    }
+}
+
 /// Installs the SIGSEGV handler once (later calls do nothing).
 pub fn install() -> Result<(), Error> {
     page_size();
@@ -82,6 +151,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     match TABLE.cover(addr, page) {
         Cover::Pending => {
             FAULTS.fetch_add(1, Ordering::Relaxed);
+            notify_waiting(addr);
             TABLE.wait_while_pending(addr, page, YIELDS_BEFORE_SLEEP);
         }
         Cover::Released => {

@@ -244,7 +244,6 @@ pub fn wake(start: usize, len: usize) {
     if len == 0 {
         return;
     }
-    drain();
     let r = UffdioRange {
         start: start as u64,
         len: len as u64,
@@ -266,6 +265,43 @@ pub fn unregister(start: usize, len: usize) {
     };
     // SAFETY: an ioctl on our descriptor with a valid argument.
     unsafe { libc::ioctl(fd, UFFDIO_UNREGISTER, &r) };
+}
+
+/// The descriptor to poll for fault messages (readable when a thread waits on a page).
+pub fn poll_fd() -> Option<i32> {
+    fd()
+}
+
+/// Reads the fault messages queued so far, counts them in [`FAULTS`] and appends the
+/// faulting addresses to `out`; returns how many.
+pub fn read_faults(out: &mut Vec<usize>) -> usize {
+    let Some(fd) = fd() else { return 0 };
+    let mut buf = [0u8; MSG_BYTES * 16];
+    let mut n = 0;
+    loop {
+        // SAFETY: reading into a buffer we own; the descriptor is non-blocking. The system
+        // call, not libc's `read`, which the preload library interposes.
+        let got = unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) };
+        if got <= 0 {
+            break;
+        }
+        let got = got as usize;
+        for m in buf[..got].chunks_exact(MSG_BYTES) {
+            if m[0] == EVENT_PAGEFAULT {
+                // struct uffd_msg: event (1 byte), 7 reserved, then the fault's flags (u64)
+                // and address (u64).
+                let mut a = [0u8; 8];
+                a.copy_from_slice(&m[16..24]);
+                out.push(u64::from_ne_bytes(a) as usize);
+                n += 1;
+            }
+        }
+        if got < buf.len() {
+            break;
+        }
+    }
+    FAULTS.fetch_add(n, Ordering::Relaxed);
+    n
 }
 
 /// Reads the fault messages queued so far and counts them in [`FAULTS`]; returns how many.
