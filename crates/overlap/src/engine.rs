@@ -176,8 +176,6 @@ pub fn overlaps_outstanding(start: usize, len: usize) -> bool {
 }
 static OPS: Mutex<Vec<Op>> = Mutex::new(Vec::new());
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
-/// The fault servicer (`crate::service`).
-static SERVICER: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
 thread_local! {
     /// Set while this thread runs library code (the progress thread always), so libc and MPI
@@ -434,7 +432,6 @@ pub fn start() {
                 }));
             }
         });
-    *SERVICER.lock().unwrap_or_else(|e| e.into_inner()) = crate::service::start();
     if let Ok(h) = h {
         *THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         ACTIVE.store(true, Ordering::Release);
@@ -455,10 +452,6 @@ pub fn stop() {
     ACTIVE.store(false, Ordering::Release);
     STOP.store(true, Ordering::Release);
     if let Some(h) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        let _ = h.join();
-    }
-    guard::poke();
-    if let Some(h) = SERVICER.lock().unwrap_or_else(|e| e.into_inner()).take() {
         let _ = h.join();
     }
 }

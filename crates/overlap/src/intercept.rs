@@ -22,6 +22,7 @@ unsafe fn init_common(provided: c_int) {
         engine::start_access_tracing();
     } else if provided == consts().thread_multiple {
         engine::start();
+        crate::service::start();
     }
 }
 
@@ -59,6 +60,7 @@ pub unsafe extern "C" fn MPI_Init_thread(
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     engine::stop();
+    crate::service::stop();
     uffd::drain();
     if engine::ACCESS_MODE.load(Ordering::Relaxed) {
         engine::write_access_log();

@@ -18,9 +18,29 @@ use mpiscope_overlap_core::uffd;
 
 use crate::engine::{progress_all, INSIDE, STOP};
 
-/// Starts the servicer; `None` when there is nothing to wait on (no userfaultfd and no
+/// The servicer's thread, while it runs.
+static SERVICER: std::sync::Mutex<Option<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(None);
+
+/// Starts the servicer (after [`crate::engine::start`], when T-NBC is active).
+pub fn start() {
+    if !crate::engine::ACTIVE.load(Ordering::Acquire) {
+        return;
+    }
+    *SERVICER.lock().unwrap_or_else(|e| e.into_inner()) = spawn();
+}
+
+/// Stops the servicer (after [`crate::engine::stop`], which sets the flag it polls).
+pub fn stop() {
+    guard::poke();
+    if let Some(h) = SERVICER.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = h.join();
+    }
+}
+
+/// Spawns the servicer; `None` when there is nothing to wait on (no userfaultfd and no
 /// eventfd).
-pub fn start() -> Option<std::thread::JoinHandle<()>> {
+fn spawn() -> Option<std::thread::JoinHandle<()>> {
     let fds: Vec<i32> = [uffd::poll_fd(), guard::notify_fd()]
         .into_iter()
         .flatten()

@@ -382,9 +382,12 @@ fn compare_runs_at_two_scales() {
     }
     assert_eq!(html.matches("<svg").count(), 7, "seven curve figures");
     assert!(
-        html.contains("<title>MPI_Allreduce at 2 ranks: 3.0</title>")
-            && html.contains("<title>MPI_Allreduce at 4 ranks: 3.0</title>"),
-        "calls per rank drawn at both scales"
+        html.contains("<title>MPI_Allreduce at 2 ranks: 3</title>")
+            && html.contains("<title>MPI_Allreduce at 4 ranks: 3</title>"),
+        "calls per rank drawn at both scales: {:?}",
+        html.match_indices("<title>MPI_Allreduce at")
+            .map(|(i, _)| &html[i..(i + 60).min(html.len())])
+            .collect::<Vec<_>>()
     );
     assert!(html.contains("<title>harmonic mean at 4 ranks: "));
     let shot = common::render_html(&page, 1000, 1600);
