@@ -10,6 +10,7 @@ packages=(
   libclang-dev                    # bindgen reads mpi.h through libclang
   libopenblas0                    # dgemm/dtrsm timed by `mpiscope calibrate` (opened at run time)
   hpcc                            # a real MPI application (HPL, PTRANS, FFT, ...)
+  iproute2                        # ip netns and tc: scripts/netlab.sh and crates/cli/tests/cli/netlab.rs
   gromacs                         # gmx_mpi: a short mdrun in crates/cli/tests/cli/apps.rs (LAMMPS, for scripts/bench-apps.sh only, is installed by that script)
   libsimgrid-dev                  # smpirun: the differential oracle for exports and replay
   libopen-trace-format2-10        # OTF2 export (libotf2, opened at run time)

@@ -240,21 +240,18 @@ pub fn register_missing(start: usize, len: usize) -> bool {
 
 /// Wakes every thread waiting for a page of `[start, start + len)` (they retry the access).
 pub fn wake(start: usize, len: usize) {
-    let Some(fd) = fd() else { return };
-    if len == 0 {
-        return;
-    }
-    let r = UffdioRange {
-        start: start as u64,
-        len: len as u64,
-    };
-    // SAFETY: an ioctl on our descriptor with a valid argument.
-    unsafe { libc::ioctl(fd, UFFDIO_WAKE, &r) };
+    range_ioctl(UFFDIO_WAKE, start, len);
 }
 
 /// Unregisters `[start, start + len)` (pages of it no longer registered are skipped) and
 /// wakes its waiters.
 pub fn unregister(start: usize, len: usize) {
+    range_ioctl(UFFDIO_UNREGISTER, start, len);
+}
+
+/// An ioctl of ours that takes a `struct uffdio_range` (nothing without userfaultfd or for an
+/// empty range).
+fn range_ioctl(request: libc::c_ulong, start: usize, len: usize) {
     let Some(fd) = fd() else { return };
     if len == 0 {
         return;
@@ -264,7 +261,7 @@ pub fn unregister(start: usize, len: usize) {
         len: len as u64,
     };
     // SAFETY: an ioctl on our descriptor with a valid argument.
-    unsafe { libc::ioctl(fd, UFFDIO_UNREGISTER, &r) };
+    unsafe { libc::ioctl(fd, request, &r) };
 }
 
 /// The descriptor to poll for fault messages (readable when a thread waits on a page).
