@@ -461,10 +461,14 @@ pub fn stop() {
 /// place; `None`, having changed nothing, when the ranks run the blocking collective instead.
 unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
     let want = policy::wants();
+    if skipping(comm) {
+        policy::took_forced();
+        return None;
+    }
     let t0 = std::time::Instant::now();
     let prepared = call.filter(|_| want).and_then(|c| Op::prepare(c));
     let t1 = std::time::Instant::now();
-    let op = agree(comm, prepared);
+    let op = agree(comm, prepared, policy::settled_blocking());
     policy::took(op.is_some());
     let mut op = op?;
     let t2 = std::time::Instant::now();
@@ -501,27 +505,65 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
 /// through the MPI's non-blocking collective: the overlapped and the blocking paths (and the
 /// two transfers) must not be mixed, their messages would never match. One MPI_Allreduce on
 /// the private communicator; a rank that could not prepare drops its op here.
-unsafe fn agree(comm: MPI_Comm, op: Option<Op>) -> Option<Op> {
+unsafe fn agree(comm: MPI_Comm, op: Option<Op>, settled: bool) -> Option<Op> {
     let c = consts();
-    // 0: cannot; 1: can, with T-NBC's own schedule only; 3: can, interiors through the MPI's
-    // non-blocking collective too. The minimum is what every rank can do.
-    let mine: u64 = match &op {
-        None => 0,
-        Some(o) if o.native_vote() => 3,
-        Some(_) => 1,
-    };
-    let mut all: u64 = 0;
+    // Three votes, joined by their minimum: this rank can run the call overlapped; it can
+    // carry interiors through the MPI's non-blocking collective; its call site has settled
+    // on blocking (all of them: the next calls on this communicator skip the agreement).
+    let mine: [u64; 3] = [
+        op.is_some().into(),
+        op.as_ref().is_some_and(|o| o.native_vote()).into(),
+        settled.into(),
+    ];
+    let mut all = [0u64; 3];
     let rc = PMPI_Allreduce(
-        &mine as *const u64 as *const _,
-        &mut all as *mut u64 as *mut _,
-        1,
+        mine.as_ptr() as *const _,
+        all.as_mut_ptr() as *mut _,
+        3,
         c.uint64,
         c.op_min,
         comm,
     );
-    let mut op = op.filter(|_| rc == c.success && all >= 1)?;
-    op.set_native(all == 3);
+    let ok = rc == c.success;
+    settle(comm, ok && all[2] == 1);
+    let mut op = op.filter(|_| ok && all[0] == 1)?;
+    op.set_native(all[1] == 1);
     Some(op)
+}
+
+/// Calls of a window skipped after every rank voted blocking, doubling from the first to the
+/// last: the agreement allreduce costs a few microseconds per call, a few percent of a
+/// collective of a megabyte on shared memory.
+const SKIP_FIRST: u32 = 16;
+const SKIP_LAST: u32 = 1024;
+
+/// Per private communicator: calls left to skip, and the next window's length. Every rank
+/// counts the eligible calls of a communicator alike (collectives on it are called in the
+/// same order everywhere, and eligibility is decided on what every rank computes alike), so
+/// the windows are the same on all ranks without a word exchanged.
+static SKIPS: Mutex<BTreeMap<usize, (u32, u32)>> = Mutex::new(BTreeMap::new());
+
+/// Whether this call falls in a skip window of `comm` (and counts it).
+fn skipping(comm: MPI_Comm) -> bool {
+    let mut g = SKIPS.lock().unwrap_or_else(|e| e.into_inner());
+    match g.get_mut(&key(comm)) {
+        Some((left, _)) if *left > 0 => {
+            *left -= 1;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// After an agreement: open a window when every rank voted to skip, else start over.
+fn settle(comm: MPI_Comm, all_settled: bool) {
+    let mut g = SKIPS.lock().unwrap_or_else(|e| e.into_inner());
+    let e = g.entry(key(comm)).or_insert((0, SKIP_FIRST));
+    if all_settled {
+        *e = (e.1, (e.1 * 2).min(SKIP_LAST));
+    } else {
+        *e = (0, SKIP_FIRST);
+    }
 }
 
 unsafe fn rank_size(comm: MPI_Comm) -> (usize, usize) {

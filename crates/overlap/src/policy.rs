@@ -113,6 +113,29 @@ pub fn took(overlapped: bool) {
     g.get_or_insert_with(Sites::default).site(pc).took(mode, t);
 }
 
+/// The current call ran blocking inside a window the ranks agreed to skip (see
+/// `engine::agree`).
+pub fn took_forced() {
+    if !ADAPTIVE.load(Ordering::Relaxed) {
+        return;
+    }
+    let t = ENTRY.with(|e| e.get());
+    let pc = SITE.with(|s| s.get());
+    let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(Sites::default).site(pc).took_forced(t);
+}
+
+/// This rank's vote for skipping the agreement: its current site has settled on blocking
+/// (never under the `always` policy).
+pub fn settled_blocking() -> bool {
+    if !ADAPTIVE.load(Ordering::Relaxed) {
+        return false;
+    }
+    let pc = SITE.with(|s| s.get());
+    let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(Sites::default).site(pc).is_blocking()
+}
+
 /// One line per site for `MPISCOPE_OVERLAP_STATS`: calls, overlapped calls, the decision and
 /// the median iterations it rests on.
 pub fn stats_lines(rank: i32) -> String {

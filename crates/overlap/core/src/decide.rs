@@ -205,6 +205,17 @@ impl Site {
         self.last = Some((now, mode));
     }
 
+    /// The call just entered ran blocking because the ranks agreed to skip their agreement
+    /// for a while (not a refusal: nothing counts against the site's wish).
+    pub fn took_forced(&mut self, now: f64) {
+        self.last = Some((now, Mode::Blocking));
+    }
+
+    /// Whether the site has settled on blocking (its vote for skipping the agreement).
+    pub fn is_blocking(&self) -> bool {
+        matches!(self.state, State::Blocking { .. })
+    }
+
     /// Concludes a probe or reviews an overlapping site.
     fn review(&mut self) {
         let (Some(b), Some(o)) = (median(&self.blocking), median(&self.overlapping)) else {
