@@ -93,7 +93,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     }
     if let Some(out) = &html {
         use mpiscope_analyze::structure::{structure, Algorithm, Detail};
-        let s = structure(&run, None, Detail::Low, Algorithm::Fold)?;
+        let s = structure(&run, None, Detail::Low, Algorithm::Fold, None)?;
         let timeline = mpiscope_analyze::html::timeline(
             &run,
             &p.profile,

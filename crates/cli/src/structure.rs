@@ -8,7 +8,21 @@ use anyhow::Result;
 use clap::Args;
 use mpiscope_analyze::structure::{self as loops, Algorithm, Detail};
 
+use mpiscope_analyze::structure::ApproxOptions;
+
 use crate::outputs;
+
+/// `--tolerance`: a fraction in [0, 0.5].
+fn tolerance(s: &str) -> Result<f64, String> {
+    let t: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (a fraction such as 0.25)"))?;
+    if (0.0..=0.5).contains(&t) {
+        Ok(t)
+    } else {
+        Err(format!("{s} is outside 0..0.5 (a fraction of an iteration's length)"))
+    }
+}
 
 /// Options of `mpiscope structure`.
 #[derive(Args, Debug)]
@@ -28,6 +42,17 @@ pub struct StructureArgs {
     /// Print JSON (the tree with per-position statistics) instead of text.
     #[arg(long)]
     json: bool,
+    /// Fold loops whose iterations differ by at most this fraction of their usual iteration
+    /// (a step that also computes energies, a data-dependent exchange count): the usual
+    /// iteration is shown and the others' differences listed with the iterations they occur
+    /// in (JSON: `approximate`). `0` prints the exact folding alone, one numbered line per
+    /// top-level item. At most 0.5.
+    #[arg(long, default_value_t = 0.25, value_parser = tolerance)]
+    tolerance: f64,
+    /// Show everything: long stretches before and after loops, every difference, every
+    /// callsite (text output).
+    #[arg(long)]
+    full: bool,
     /// Instead, save the structural form that `mpiscope replay FILE` replays: per rank
     /// the loop tree, every distinct call with all its recorded arguments, mean times.
     /// JSON, gzip-compressed when FILE ends in `.gz`.
@@ -75,11 +100,15 @@ pub fn structure(a: StructureArgs) -> Result<i32> {
     } else {
         Algorithm::Fold
     };
-    let s = loops::structure(&run, only.as_deref(), detail, algorithm)?;
+    let approx = (a.tolerance > 0.0).then(|| ApproxOptions {
+        tolerance: a.tolerance,
+        ..ApproxOptions::default()
+    });
+    let s = loops::structure(&run, only.as_deref(), detail, algorithm, approx.as_ref())?;
     let text = if a.json {
         outputs::json(&crate::inputs::with_input(&s, &input)?)?
     } else {
-        s.to_text()
+        s.to_approx_text(a.full).unwrap_or_else(|| s.to_text())
     };
     outputs::write_stdout(&text)?;
     Ok(0)

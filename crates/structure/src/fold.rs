@@ -169,14 +169,17 @@ impl Folder {
 
     /// Appends `sym` with value `value` and folds the tail.
     pub fn push(&mut self, sym: u32, value: f64) {
+        self.push_stats(sym, Stats::one(value));
+    }
+
+    /// Appends `sym` standing for several values already summed up in `stats` (one position
+    /// of iterations folded elsewhere) and folds the tail.
+    pub fn push_stats(&mut self, sym: u32, stats: Stats) {
         self.pushed += 1;
         let kind = self.intern(Kind::Symbol(sym));
         self.append(
             Key { kind, count: 1 },
-            Node::Leaf {
-                sym,
-                stats: Stats::one(value),
-            },
+            Node::Leaf { sym, stats },
         );
         while self.extend() || self.fold() {}
     }

@@ -13,9 +13,16 @@
 //!   becomes `A+B`) until nothing changes. Quadratic in the worst case; kept as the
 //!   reference the paper describes.
 //!
+//! * [`approx`]: approximate loops for real codes, whose iterations differ slightly (a step
+//!   that also computes energies, a data-dependent exchange count): the sequence is cut at an
+//!   anchor symbol, the most common iteration is the body and the others are stated as
+//!   edits against it ([`diff`]).
+//!
 //! Symbols are plain `u32`s: what they stand for (an MPI call at a callsite, a compute burst)
 //! is the caller's business (`mpiscope-analyze`).
 
+pub mod approx;
+pub mod diff;
 pub mod fold;
 mod node;
 pub mod seed;

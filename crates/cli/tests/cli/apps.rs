@@ -226,6 +226,39 @@ fn mdrun_traced_gives_the_same_energies_and_its_export_replays_under_smpirun() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let structure = String::from_utf8_lossy(&o.stdout);
     assert!(structure.contains("MPI_Alltoall"), "{structure}");
+    // The time-step loop is found in spite of its energy, neighbour-search and
+    // load-balancing steps, in one class of ranks, on one screen.
+    assert!(structure.lines().count() <= 70, "{structure}");
+    assert!(structure.contains("loop ["), "{structure}");
+    let o = Command::new(mpiscope())
+        .args(["structure", "--json"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let classes = s["approximate"]["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 1, "{}", s["approximate"]);
+    assert_eq!(classes[0]["ranks"], serde_json::json!([0, 1]));
+    let main = classes[0]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "loop")
+        .max_by_key(|p| p["count"].as_u64().unwrap() * p["body_len"].as_u64().unwrap())
+        .expect("a loop");
+    // Its iterations hold every PME step: iterations times the body's Alltoalls is the
+    // rank's count, within the steps before and after the loop.
+    let alltoall_in_body = body_symbols(&main["body"])
+        .iter()
+        .filter(|&&sym| s["symbols"][sym as usize]["function"] == "MPI_Alltoall")
+        .count() as u64;
+    let in_loop = main["count"].as_u64().unwrap() * alltoall_in_body;
+    assert!(
+        in_loop * 10 >= alltoalls[0] * 9 && in_loop <= alltoalls[0],
+        "{in_loop} of {} Alltoalls in the loop: {main}",
+        alltoalls[0]
+    );
 
     let (simgrid, ours) = replay_export(&trace, dir);
     eprintln!(
@@ -237,6 +270,24 @@ fn mdrun_traced_gives_the_same_energies_and_its_export_replays_under_smpirun() {
         (ours - simgrid).abs() <= 1e-6 * simgrid,
         "SimGrid {simgrid} s, mpiscope {ours} s"
     );
+}
+
+/// The symbols of a structure's nodes (JSON), expanded.
+fn body_symbols(nodes: &serde_json::Value) -> Vec<u64> {
+    let mut out = Vec::new();
+    for n in nodes.as_array().unwrap() {
+        match n["kind"].as_str().unwrap() {
+            "leaf" => out.push(n["sym"].as_u64().unwrap()),
+            "seq" => out.extend(body_symbols(&n["items"])),
+            _ => {
+                let inner = body_symbols(&n["body"]);
+                for _ in 0..n["count"].as_u64().unwrap() {
+                    out.extend_from_slice(&inner);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Exports `trace` as SimGrid TI into `dir/ti` and replays it with `smpirun -replay` and

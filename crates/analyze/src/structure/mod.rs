@@ -14,6 +14,8 @@
 use std::collections::HashMap;
 
 use mpiscope_mpispec::Group;
+use mpiscope_structure::approx::{self, Part};
+pub use mpiscope_structure::approx::Options as ApproxOptions;
 use mpiscope_structure::Node;
 use mpiscope_trace::{RunDir, Slot};
 use serde::Serialize;
@@ -88,6 +90,32 @@ pub struct Structure {
     pub callsites: Vec<CallsiteInfo>,
     /// Classes of ranks, by first rank.
     pub classes: Vec<RankClass>,
+    /// The approximate structure (loops whose iterations differ slightly), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approximate: Option<Approximate>,
+}
+
+/// The approximate structure of a run ([`mpiscope_structure::approx`]).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Approximate {
+    /// Most edits an iteration may differ from its loop's body by, as a fraction of the
+    /// body's length.
+    pub tolerance: f64,
+    /// Classes of ranks with the same approximate structure, by first rank.
+    pub classes: Vec<ApproxClass>,
+}
+
+/// Ranks whose approximate structures have the same shape, and that structure (values and
+/// differences merged over them).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ApproxClass {
+    /// World ranks.
+    pub ranks: Vec<u32>,
+    /// Stretches of the run in order: folded exactly, or approximate loops.
+    pub parts: Vec<Part>,
+    /// The ranks whose stretches outside the main loops are merged into `parts` (the others
+    /// differ there, and only their main loops are).
+    pub outside_loops: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -121,20 +149,32 @@ fn size_label(class: u32) -> String {
     }
 }
 
-/// Recovers the structure of `run`, ranks in `ranks` (all when `None`).
+/// Recovers the structure of `run`, ranks in `ranks` (all when `None`); with `approximate`,
+/// also the approximate loops of each rank.
 pub fn structure(
     run: &RunDir,
     ranks: Option<&[u32]>,
     detail: Detail,
     algorithm: Algorithm,
+    approximate: Option<&approx::Options>,
 ) -> Result<Structure, AnalyzeError> {
     let all: Vec<u32> = (0..run.ranks()).collect();
     let ranks = ranks.unwrap_or(&all);
     let mut alphabet = Alphabet::default();
     let mut per_rank: Vec<(u32, Vec<Node>)> = Vec::new();
+    let mut per_rank_parts: Vec<(u32, Vec<Part>)> = Vec::new();
     for &rank in ranks {
-        let nodes = alphabet.rank(run, rank, detail, algorithm)?;
+        let (nodes, seq) = alphabet.rank(run, rank, detail, algorithm, approximate.is_some())?;
         per_rank.push((rank, nodes));
+        if let Some(o) = approximate {
+            let calls = |s: u32| {
+                alphabet
+                    .symbols
+                    .get(s as usize)
+                    .is_some_and(|x| x.function.is_some())
+            };
+            per_rank_parts.push((rank, approx::approximate(&seq, &calls, o)));
+        }
     }
     alphabet.name_callsites();
     let items = per_rank.iter().map(|(_, n)| n.len() as u64).sum();
@@ -145,6 +185,10 @@ pub fn structure(
         symbols: alphabet.symbols,
         callsites: alphabet.callsites,
         classes: classes_of(per_rank),
+        approximate: approximate.map(|o| Approximate {
+            tolerance: o.tolerance,
+            classes: approx_classes(per_rank_parts),
+        }),
     })
 }
 
@@ -169,13 +213,18 @@ impl Alphabet {
         rank: u32,
         detail: Detail,
         algorithm: Algorithm,
-    ) -> Result<Vec<Node>, AnalyzeError> {
+        keep: bool,
+    ) -> Result<(Vec<Node>, Vec<(u32, f64)>), AnalyzeError> {
         let mut reader = run.open_rank(rank)?;
         let mut seq: Vec<(u32, f64)> = Vec::new();
         let mut folder = mpiscope_structure::fold::Folder::new();
-        let mut push = |s: u32, v: f64, seq: &mut Vec<(u32, f64)>| match algorithm {
-            Algorithm::Fold => folder.push(s, v),
-            Algorithm::Seed => seq.push((s, v)),
+        let mut push = |s: u32, v: f64, seq: &mut Vec<(u32, f64)>| {
+            if algorithm == Algorithm::Fold {
+                folder.push(s, v);
+            }
+            if keep || algorithm == Algorithm::Seed {
+                seq.push((s, v));
+            }
         };
         let mut prev_exit: Option<u64> = None;
         let mut local_callsites: HashMap<u32, u32> = HashMap::new();
@@ -232,8 +281,8 @@ impl Alphabet {
             self.symbols_read += 1;
         }
         Ok(match algorithm {
-            Algorithm::Fold => folder.finish(),
-            Algorithm::Seed => mpiscope_structure::seed::compress(seq),
+            Algorithm::Fold => (folder.finish(), seq),
+            Algorithm::Seed => (mpiscope_structure::seed::compress(seq.clone()), seq),
         })
     }
 
@@ -318,6 +367,58 @@ fn classes_of(per_rank: Vec<(u32, Vec<Node>)>) -> Vec<RankClass> {
     classes.into_iter().map(|(_, c)| c).collect()
 }
 
+/// The shape of a rank's approximate structure, and of its main loops alone (the loops that
+/// hold a tenth of its symbols or more).
+fn approx_shapes(parts: &[Part]) -> (String, String) {
+    let all: u64 = parts.iter().map(Part::expanded_len).sum();
+    let main: Vec<String> = parts
+        .iter()
+        .filter(|p| matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= all)
+        .map(Part::shape)
+        .collect();
+    let shape: Vec<String> = parts.iter().map(Part::shape).collect();
+    (shape.join(" | "), main.join(" | "))
+}
+
+/// Ranks grouped by the shape of their main loops (SPMD classes with a tolerance: their setup
+/// and teardown may differ), in order of first appearance. Ranks whose whole structure has the
+/// class's shape are merged part by part; the others only in the main loops.
+fn approx_classes(per_rank: Vec<(u32, Vec<Part>)>) -> Vec<ApproxClass> {
+    let mut classes: Vec<(String, String, ApproxClass)> = Vec::new();
+    for (rank, parts) in per_rank {
+        let (shape, main) = approx_shapes(&parts);
+        match classes.iter_mut().find(|(_, m, _)| *m == main) {
+            Some((s, _, c)) => {
+                c.ranks.push(rank);
+                if *s == shape {
+                    c.outside_loops.push(rank);
+                    c.parts.iter_mut().zip(&parts).for_each(|(a, b)| a.merge(b));
+                } else {
+                    let all: u64 = parts.iter().map(Part::expanded_len).sum();
+                    let theirs = parts
+                        .iter()
+                        .filter(|p| matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= all);
+                    let total: u64 = c.parts.iter().map(Part::expanded_len).sum::<u64>();
+                    let ours = c.parts.iter_mut().filter(|p| {
+                        matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= total
+                    });
+                    ours.zip(theirs).for_each(|(a, b)| a.merge(b));
+                }
+            }
+            None => classes.push((
+                shape,
+                main,
+                ApproxClass {
+                    ranks: vec![rank],
+                    outside_loops: vec![rank],
+                    parts,
+                },
+            )),
+        }
+    }
+    classes.into_iter().map(|(_, _, c)| c).collect()
+}
+
 /// `0-3,5,7-8`.
 fn rank_list(r: &[u32]) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -398,6 +499,8 @@ impl Structure {
         s
     }
 }
+
+mod layout;
 
 #[cfg(test)]
 mod tests {
