@@ -20,7 +20,9 @@ fn tolerance(s: &str) -> Result<f64, String> {
     if (0.0..=0.5).contains(&t) {
         Ok(t)
     } else {
-        Err(format!("{s} is outside 0..0.5 (a fraction of an iteration's length)"))
+        Err(format!(
+            "{s} is outside 0..0.5 (a fraction of an iteration's length)"
+        ))
     }
 }
 

@@ -162,7 +162,11 @@ impl Part {
                     .iter()
                     .map(|d| d.occurrences * d.added.len() as u64)
                     .sum();
-                let missing: u64 = l.differences.iter().map(|d| d.occurrences * d.missing).sum();
+                let missing: u64 = l
+                    .differences
+                    .iter()
+                    .map(|d| d.occurrences * d.missing)
+                    .sum();
                 (l.count * l.merged.max(1) * l.body_len + added).saturating_sub(missing)
                     / l.merged.max(1)
             }
@@ -178,7 +182,10 @@ impl Approx {
     }
 
     fn merge(&mut self, o: &Approx) {
-        self.body.iter_mut().zip(&o.body).for_each(|(x, y)| x.merge(y));
+        self.body
+            .iter_mut()
+            .zip(&o.body)
+            .for_each(|(x, y)| x.merge(y));
         self.exact += o.exact;
         self.merged += o.merged;
         for d in &o.differences {
@@ -188,7 +195,10 @@ impl Approx {
                 .find(|x| x.at == d.at && x.missing == d.missing && x.added == d.added)
             {
                 Some(x) => {
-                    x.stats.iter_mut().zip(&d.stats).for_each(|(s, t)| s.merge(t));
+                    x.stats
+                        .iter_mut()
+                        .zip(&d.stats)
+                        .for_each(|(s, t)| s.merge(t));
                     x.occurrences += d.occurrences;
                     x.iterations.extend_from_slice(&d.iterations);
                     x.iterations.sort_unstable();
@@ -197,7 +207,8 @@ impl Approx {
                 None => self.differences.push(d.clone()),
             }
         }
-        self.differences.sort_by_key(|d| (d.at, std::cmp::Reverse(d.occurrences)));
+        self.differences
+            .sort_by_key(|d| (d.at, std::cmp::Reverse(d.occurrences)));
     }
 }
 
@@ -364,11 +375,20 @@ fn last_iteration(
         .into_iter()
         .take(16)
         .filter_map(|e| Some((e, diff::hunks(body, &syms[last..e], max_d)?)))
-        .min_by_key(|(e, h)| (h.iter().map(|h| h.del + h.ins.len()).sum::<usize>(), e.abs_diff(last + len)));
+        .min_by_key(|(e, h)| {
+            (
+                h.iter().map(|h| h.del + h.ins.len()).sum::<usize>(),
+                e.abs_diff(last + len),
+            )
+        });
     if best.is_some() {
         return best;
     }
-    let lcp = syms[last..].iter().zip(body).take_while(|(x, y)| x == y).count();
+    let lcp = syms[last..]
+        .iter()
+        .zip(body)
+        .take_while(|(x, y)| x == y)
+        .count();
     (len - lcp <= max_d).then(|| {
         let h = (lcp < len).then_some(Hunk {
             at: lcp,
@@ -397,14 +417,16 @@ impl Candidate {
             }
             for h in hunks {
                 let added = &syms[s + h.ins.start..s + h.ins.end];
-                let d = diffs.entry((h.at, h.del, added)).or_insert_with(|| Difference {
-                    at: h.at as u64,
-                    missing: h.del as u64,
-                    added: added.to_vec(),
-                    stats: Vec::new(),
-                    iterations: Vec::new(),
-                    occurrences: 0,
-                });
+                let d = diffs
+                    .entry((h.at, h.del, added))
+                    .or_insert_with(|| Difference {
+                        at: h.at as u64,
+                        missing: h.del as u64,
+                        added: added.to_vec(),
+                        stats: Vec::new(),
+                        iterations: Vec::new(),
+                        occurrences: 0,
+                    });
                 let values = seq[s + h.ins.start..s + h.ins.end].iter();
                 if d.stats.is_empty() {
                     d.stats = values.map(|x| Stats::one(x.1)).collect();
@@ -430,8 +452,11 @@ impl Candidate {
         }
         let mut differences: Vec<Difference> = diffs.into_values().collect();
         differences.sort_by(|a, b| {
-            (a.at, std::cmp::Reverse(a.occurrences), &a.added)
-                .cmp(&(b.at, std::cmp::Reverse(b.occurrences), &b.added))
+            (a.at, std::cmp::Reverse(a.occurrences), &a.added).cmp(&(
+                b.at,
+                std::cmp::Reverse(b.occurrences),
+                &b.added,
+            ))
         });
         Approx {
             anchor: self.anchor,

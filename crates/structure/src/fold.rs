@@ -177,10 +177,7 @@ impl Folder {
     pub fn push_stats(&mut self, sym: u32, stats: Stats) {
         self.pushed += 1;
         let kind = self.intern(Kind::Symbol(sym));
-        self.append(
-            Key { kind, count: 1 },
-            Node::Leaf { sym, stats },
-        );
+        self.append(Key { kind, count: 1 }, Node::Leaf { sym, stats });
         while self.extend() || self.fold() {}
     }
 

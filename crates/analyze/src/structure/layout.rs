@@ -99,6 +99,9 @@ impl Writer<'_> {
     }
 
     fn exact(&mut self, nodes: &[Node], indent: usize) {
+        for n in nodes.iter().filter(|n| matches!(n, Node::Loop { .. })) {
+            self.note_sites(n);
+        }
         let start = self.out.len();
         self.nodes(nodes, indent, false);
         let lines = self.out.len() - start;
@@ -123,20 +126,25 @@ impl Writer<'_> {
     fn approx(&mut self, l: &Approx, share: f64, indent: usize) {
         let per_rank = l.merged.max(1) as f64;
         let total = l.total() / self.ranks;
-        let differ = l.count as f64 - l.exact as f64 / per_rank;
+        let differ: BTreeSet<u64> = l
+            .differences
+            .iter()
+            .flat_map(|d| d.iterations.iter().copied())
+            .collect();
+        let on = if l.merged > 1 { " on some rank" } else { "" };
         self.line(
             indent,
             &format!(
-                "loop [{}] from {} ({} us per iteration, {} us in all, {:.1}% of the time){}",
+                "loop [{}] from {}: {} us ({:.1}% of the time), {} us per iteration; {}",
                 l.count,
                 (self.name)(l.anchor),
-                value((total / l.count.max(1) as f64 * 100.0).round() / 100.0),
                 value(total.round()),
                 share * 100.0,
+                value((total / l.count.max(1) as f64 * 100.0).round() / 100.0),
                 if l.differences.is_empty() {
-                    ": every iteration alike".to_string()
+                    "all alike".to_string()
                 } else {
-                    format!(": {} of {} iterations differ", value(differ), l.count)
+                    format!("{} of {} differ{on}", differ.len(), l.count)
                 }
             ),
         );
@@ -203,10 +211,9 @@ impl Writer<'_> {
         let mut text = what.join(", ");
         let n = d.occurrences as f64 / per_rank;
         let when = match d.period() {
-            Some((first, step)) => format!(
-                "every {step}th iteration from {first} ({} times)",
-                value(n)
-            ),
+            Some((first, step)) => {
+                format!("every {step}th iteration from {first} ({} times)", value(n))
+            }
             None if d.iterations.len() <= 6 => {
                 let it: Vec<String> = d.iterations.iter().map(u64::to_string).collect();
                 format!("iteration{} {}", plural(d.iterations.len()), it.join(", "))
@@ -217,7 +224,10 @@ impl Writer<'_> {
             }
         };
         if text.chars().count() + when.len() + 3 > WIDTH {
-            text = text.chars().take(WIDTH.saturating_sub(when.len() + 6)).collect();
+            text = text
+                .chars()
+                .take(WIDTH.saturating_sub(when.len() + 6))
+                .collect();
             text.push('…');
         }
         format!("{text}: {when}")
@@ -243,9 +253,17 @@ fn collect(n: &Node, out: &mut Vec<u32>) {
 
 impl Structure {
     /// The approximate structure as text (see the module's documentation); `None` when it was
-    /// not computed.
+    /// not computed or found no approximate loop (the exact listing, [`Structure::to_text`],
+    /// then says it all).
     pub fn to_approx_text(&self, full: bool) -> Option<String> {
         let a: &Approximate = self.approximate.as_ref()?;
+        // Nothing folded approximately: the exact listing says it all.
+        if a.classes
+            .iter()
+            .all(|c| c.parts.iter().all(|p| matches!(p, Part::Exact { .. })))
+        {
+            return None;
+        }
         let names: HashMap<u32, &str> = self
             .symbols
             .iter()
@@ -262,7 +280,7 @@ impl Structure {
         let _ = writeln!(
             s,
             "# {} ranks, {} symbols; loops whose iterations differ by up to {:.0}% folded \
-             approximately; times in microseconds (mean per element), totals per rank after `:`",
+             approximately\n# times in microseconds (mean per element), totals per rank after `:`",
             self.ranks,
             self.symbols_read,
             a.tolerance * 100.0
@@ -307,7 +325,12 @@ impl Structure {
                 Part::Loop(l) => p.total() / l.merged.max(1) as f64,
                 Part::Exact { .. } => p.total() / shown,
             };
-            let all: f64 = c.parts.iter().map(per_rank).sum::<f64>().max(f64::MIN_POSITIVE);
+            let all: f64 = c
+                .parts
+                .iter()
+                .map(per_rank)
+                .sum::<f64>()
+                .max(f64::MIN_POSITIVE);
             for p in &c.parts {
                 match p {
                     Part::Exact { nodes } => {
@@ -325,7 +348,11 @@ impl Structure {
             let _ = writeln!(s, "{line}");
         }
         let _ = writeln!(s, "\ncallsites in loops:");
-        for c in self.callsites.iter().filter(|c| full || w.sites.contains(&c.callsite)) {
+        for c in self
+            .callsites
+            .iter()
+            .filter(|c| full || w.sites.contains(&c.callsite))
+        {
             let mut line = format!(
                 "{:>4}  {} at {}",
                 c.callsite,
@@ -339,7 +366,10 @@ impl Structure {
         }
         let others = self.callsites.len() - w.sites.len().min(self.callsites.len());
         if !full && others > 0 {
-            let _ = writeln!(s, "      ({others} more callsites outside loops: `--full` lists them)");
+            let _ = writeln!(
+                s,
+                "      ({others} more callsites outside loops: `--full` lists them)"
+            );
         }
         Some(s)
     }

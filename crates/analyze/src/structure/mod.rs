@@ -14,8 +14,8 @@
 use std::collections::HashMap;
 
 use mpiscope_mpispec::Group;
-use mpiscope_structure::approx::{self, Part};
 pub use mpiscope_structure::approx::Options as ApproxOptions;
+use mpiscope_structure::approx::{self, Part};
 use mpiscope_structure::Node;
 use mpiscope_trace::{RunDir, Slot};
 use serde::Serialize;
@@ -192,6 +192,9 @@ pub fn structure(
     })
 }
 
+/// A rank's symbols with their values (microseconds), in order.
+type Sequence = Vec<(u32, f64)>;
+
 /// The symbols and callsites met so far, numbered across ranks.
 #[derive(Default)]
 struct Alphabet {
@@ -214,7 +217,7 @@ impl Alphabet {
         detail: Detail,
         algorithm: Algorithm,
         keep: bool,
-    ) -> Result<(Vec<Node>, Vec<(u32, f64)>), AnalyzeError> {
+    ) -> Result<(Vec<Node>, Sequence), AnalyzeError> {
         let mut reader = run.open_rank(rank)?;
         let mut seq: Vec<(u32, f64)> = Vec::new();
         let mut folder = mpiscope_structure::fold::Folder::new();
@@ -399,9 +402,10 @@ fn approx_classes(per_rank: Vec<(u32, Vec<Part>)>) -> Vec<ApproxClass> {
                         .iter()
                         .filter(|p| matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= all);
                     let total: u64 = c.parts.iter().map(Part::expanded_len).sum::<u64>();
-                    let ours = c.parts.iter_mut().filter(|p| {
-                        matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= total
-                    });
+                    let ours = c
+                        .parts
+                        .iter_mut()
+                        .filter(|p| matches!(p, Part::Loop(_)) && p.expanded_len() * 10 >= total);
                     ours.zip(theirs).for_each(|(a, b)| a.merge(b));
                 }
             }
@@ -521,6 +525,75 @@ mod tests {
         assert!(structural("MPI_Allreduce") && structural("MPI_Wait") && structural("MPI_Isend"));
         assert!(
             !structural("MPI_Comm_rank") && !structural("MPI_Wtime") && !structural("MPI_Init")
+        );
+    }
+
+    /// A rank's sequence: a setup call, then 400 steps (burst, Sendrecv, burst, Alltoall) with
+    /// an Allreduce every tenth step and, on rank 1, an extra Send in step 207.
+    fn md_like(rank: u32) -> Vec<(u32, f64)> {
+        let mut seq = vec![(4, 100.0), (5, 1.0)];
+        for t in 0..400 {
+            seq.extend([(0, 10.0), (1, 2.0), (2, 5.0), (3, 1.0)]);
+            if t % 10 == 9 {
+                seq.extend([(6, 1.0), (7, 3.0)]);
+            }
+            if rank == 1 && t == 207 {
+                seq.extend([(8, 1.0), (9, 3.0)]);
+            }
+        }
+        seq
+    }
+
+    #[test]
+    fn approximate_text_states_loops_and_differences_on_short_lines() {
+        let names = ["Sendrecv", "Alltoall", "Bcast", "Allreduce", "Send"];
+        let symbols: Vec<SymbolInfo> = (0..10u32)
+            .map(|id| SymbolInfo {
+                id,
+                name: if id % 2 == 0 {
+                    format!("CPU{}", id / 2)
+                } else {
+                    format!("{}{}", names[id as usize / 2], id / 2)
+                },
+                function: (id % 2 == 1).then(|| format!("MPI_{}", names[id as usize / 2])),
+                callsite: id / 2,
+            })
+            .collect();
+        let o = ApproxOptions::default();
+        let calls = |s: u32| s % 2 == 1;
+        let per_rank: Vec<(u32, Vec<Part>)> = (0..2)
+            .map(|r| (r, approx::approximate(&md_like(r), &calls, &o)))
+            .collect();
+        let s = Structure {
+            ranks: 2,
+            symbols_read: 0,
+            items: 0,
+            symbols,
+            callsites: (0..5)
+                .map(|c| CallsiteInfo {
+                    callsite: c,
+                    function: format!("MPI_{}", names[c as usize]),
+                    location: Some(format!("step() md.c:{}", 10 + c)),
+                })
+                .collect(),
+            classes: Vec::new(),
+            approximate: Some(Approximate {
+                tolerance: o.tolerance,
+                classes: approx_classes(per_rank),
+            }),
+        };
+        let text = s.to_approx_text(false).unwrap();
+        let a = s.approximate.as_ref().unwrap();
+        assert_eq!(a.classes.len(), 1, "{text}");
+        assert_eq!(a.classes[0].ranks, [0, 1]);
+        assert!(text.contains("ranks 0-1 (2 ranks"), "{text}");
+        assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+        assert!(text.contains("loop ["), "{text}");
+        assert!(text.contains("Send4: 3 before"), "{text}");
+        assert!(text.contains("callsites in loops:"), "{text}");
+        assert!(
+            !text.contains("md.c:12"),
+            "Bcast's callsite is outside loops: {text}"
         );
     }
 }
