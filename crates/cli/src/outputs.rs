@@ -26,7 +26,7 @@ pub const TIMELINE: Kind = mpiscope_export::outputs::CHROME_TRACE;
 pub const STRUCTURAL_FORM: Kind = Kind::new("a structural form", |h| {
     let marker = format!(
         "\"format\":\"{}",
-        mpiscope_sim::workload::structural::FORMAT
+        mpiscope_sim::workload::structural::FORMAT_FAMILY
     );
     if h.starts_with(&[0x1f, 0x8b]) {
         // The head of the compressed stream is enough for the format, the first key.

@@ -77,7 +77,11 @@ pub fn structure(a: StructureArgs) -> Result<i32> {
     let run = crate::inputs::open_run(&a.dir)?;
     let input = crate::inputs::announce_input(&run);
     if let Some(out) = a.save {
-        let form = mpiscope_sim::workload::structural::save(&run)?;
+        let approx = (a.tolerance > 0.0).then(|| ApproxOptions {
+            tolerance: a.tolerance,
+            ..ApproxOptions::default()
+        });
+        let form = mpiscope_sim::workload::structural::save(&run, approx.as_ref())?;
         let bytes = mpiscope_sim::workload::structural::write_file(&form, &out)?;
         if !a.quiet {
             eprintln!(

@@ -37,6 +37,9 @@ pub struct Options {
     pub candidates: usize,
     /// How many times what comes before and after a loop is searched again.
     pub depth: u32,
+    /// Most body positions per loop whose values are kept iteration by iteration
+    /// ([`Approx::series`]; 0: none): those whose values vary most.
+    pub series: usize,
 }
 
 impl Default for Options {
@@ -46,9 +49,14 @@ impl Default for Options {
             min_iterations: 4,
             candidates: 24,
             depth: 4,
+            series: 0,
         }
     }
 }
+
+/// Most values kept in the series of one loop (bounds the size of a saved form whatever
+/// the iteration count).
+const MAX_SERIES_VALUES: usize = 1 << 16;
 
 /// Most edits looked for between an iteration and the body (bounds time and memory).
 const MAX_EDITS: usize = 512;
@@ -84,6 +92,18 @@ pub struct Approx {
     pub body_len: u64,
     /// How the other iterations differ, by position in the body.
     pub differences: Vec<Difference>,
+    /// Values of some body positions iteration by iteration (see [`Options::series`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+}
+
+/// The values of one body position, iteration by iteration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// Position in the body's expansion.
+    pub at: u64,
+    /// Per iteration its value, or -1 where the iteration lacks the position.
+    pub values: Vec<f32>,
 }
 
 /// Symbols that some iterations add or lack at one place of the body.
@@ -215,19 +235,40 @@ impl Approx {
 /// The parts of `seq` (symbols with values); `anchor_ok` says which symbols may start an
 /// iteration (say, calls rather than the computations between them).
 pub fn approximate(seq: &[(u32, f64)], anchor_ok: &dyn Fn(u32) -> bool, o: &Options) -> Vec<Part> {
+    approximate_with_series(seq, anchor_ok, &|_| false, o)
+}
+
+/// As [`approximate`], keeping the values of up to [`Options::series`] body positions per
+/// loop iteration by iteration, among the symbols `series_ok` accepts.
+pub fn approximate_with_series(
+    seq: &[(u32, f64)],
+    anchor_ok: &dyn Fn(u32) -> bool,
+    series_ok: &dyn Fn(u32) -> bool,
+    o: &Options,
+) -> Vec<Part> {
     let syms: Vec<u32> = seq.iter().map(|x| x.0).collect();
     let mut o = *o;
     o.tolerance = o.tolerance.clamp(0.0, 0.5);
     o.min_iterations = o.min_iterations.max(2);
     let mut out = Vec::new();
-    split(seq, &syms, anchor_ok, &o, o.depth, &mut out);
+    let preds = Preds {
+        anchor: anchor_ok,
+        series: series_ok,
+    };
+    split(seq, &syms, &preds, &o, o.depth, &mut out);
     out
+}
+
+/// What the caller says of symbols.
+struct Preds<'a> {
+    anchor: &'a dyn Fn(u32) -> bool,
+    series: &'a dyn Fn(u32) -> bool,
 }
 
 fn split(
     seq: &[(u32, f64)],
     syms: &[u32],
-    ok: &dyn Fn(u32) -> bool,
+    ok: &Preds,
     o: &Options,
     depth: u32,
     out: &mut Vec<Part>,
@@ -236,7 +277,7 @@ fn split(
         return;
     }
     let best = if depth > 0 && o.tolerance > 0.0 {
-        best_loop(syms, ok, o)
+        best_loop(syms, ok.anchor, o)
     } else {
         None
     };
@@ -247,7 +288,7 @@ fn split(
         Some(c) => {
             let (start, end) = (c.iters[0].0, c.iters[c.iters.len() - 1].1);
             split(&seq[..start], &syms[..start], ok, o, depth - 1, out);
-            out.push(Part::Loop(c.build(seq, syms)));
+            out.push(Part::Loop(c.build(seq, syms, ok.series, o.series)));
             split(&seq[end..], &syms[end..], ok, o, depth - 1, out);
         }
     }
@@ -399,8 +440,24 @@ fn last_iteration(
     })
 }
 
+/// `v` to three significant digits (a series is for the shape of the variation; the
+/// statistics keep the exact sums).
+fn three_digits(v: f64) -> f32 {
+    if v <= 0.0 || !v.is_finite() {
+        return v.max(0.0) as f32;
+    }
+    let scale = 10f64.powi(v.log10().floor() as i32 - 2);
+    ((v / scale).round() * scale) as f32
+}
+
 impl Candidate {
-    fn build(self, seq: &[(u32, f64)], syms: &[u32]) -> Approx {
+    fn build(
+        self,
+        seq: &[(u32, f64)],
+        syms: &[u32],
+        series_ok: &dyn Fn(u32) -> bool,
+        series: usize,
+    ) -> Approx {
         let body = &syms[self.body.0..self.body.1];
         let mut stats: Vec<Option<Stats>> = vec![None; body.len()];
         let mut diffs: HashMap<(usize, usize, &[u32]), Difference> = HashMap::new();
@@ -447,6 +504,7 @@ impl Candidate {
                 sum: 0.0,
                 min: 0.0,
                 max: 0.0,
+                sq: 0.0,
             });
             folder.push_stats(sym, st);
         }
@@ -458,6 +516,8 @@ impl Candidate {
                 &b.added,
             ))
         });
+        let series = series.min(MAX_SERIES_VALUES / self.iters.len().max(1));
+        let series = self.series(seq, body, &stats, series_ok, series);
         Approx {
             anchor: self.anchor,
             count: self.iters.len() as u64,
@@ -466,7 +526,52 @@ impl Candidate {
             body: folder.finish(),
             body_len: body.len() as u64,
             differences,
+            series,
         }
+    }
+
+    /// The values, iteration by iteration, of the `most` body positions whose values vary
+    /// most (sum of squared deviations), among those `ok` accepts.
+    fn series(
+        &self,
+        seq: &[(u32, f64)],
+        body: &[u32],
+        stats: &[Option<Stats>],
+        ok: &dyn Fn(u32) -> bool,
+        most: usize,
+    ) -> Vec<Series> {
+        let mut spread: Vec<(f64, usize)> = stats
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| ok(body[i]))
+            .filter_map(|(i, s)| {
+                let s = s.as_ref()?;
+                let dev = s.sq - s.sum * s.sum / s.n.max(1) as f64;
+                (dev > 0.0).then_some((dev, i))
+            })
+            .collect();
+        spread.sort_by(|a, b| b.0.total_cmp(&a.0));
+        spread.truncate(most);
+        let mut slot: Vec<Option<usize>> = vec![None; body.len()];
+        for (k, &(_, i)) in spread.iter().enumerate() {
+            slot[i] = Some(k);
+        }
+        let mut out: Vec<Series> = spread
+            .iter()
+            .map(|&(_, i)| Series {
+                at: i as u64,
+                values: vec![-1.0; self.iters.len()],
+            })
+            .collect();
+        for (it, &(s, e, v)) in self.iters.iter().enumerate() {
+            for (i, j) in diff::matched(body.len(), e - s, &self.scripts[v]) {
+                if let Some(k) = slot[i] {
+                    out[k].values[it] = three_digits(seq[s + j].1);
+                }
+            }
+        }
+        out.sort_by_key(|x| x.at);
+        out
     }
 }
 

@@ -13,6 +13,9 @@ pub struct Stats {
     pub min: f64,
     /// Largest.
     pub max: f64,
+    /// Sum of the squares (0 in files written before it was kept).
+    #[serde(default)]
+    pub sq: f64,
 }
 
 impl Stats {
@@ -23,6 +26,7 @@ impl Stats {
             sum: v,
             min: v,
             max: v,
+            sq: v * v,
         }
     }
 
@@ -32,6 +36,16 @@ impl Stats {
         self.sum += o.sum;
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
+        self.sq += o.sq;
+    }
+
+    /// Standard deviation of the values (0 for fewer than two, or without squares).
+    pub fn sd(&self) -> f64 {
+        if self.n < 2 || self.sq <= 0.0 {
+            return 0.0;
+        }
+        let m = self.mean();
+        (self.sq / self.n as f64 - m * m).max(0.0).sqrt()
     }
 
     /// Mean value.

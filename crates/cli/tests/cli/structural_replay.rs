@@ -44,16 +44,27 @@ fn dir_size(d: &Path) -> u64 {
         .sum()
 }
 
-/// Saves the structural form of `trace` to `out` (gzip-compressed when it ends in `.gz`).
-fn save(trace: &Path, out: &Path) {
+/// Saves the structural form of `trace` to `out` (gzip-compressed when it ends in `.gz`),
+/// exact (`--tolerance 0`) or approximate (the default).
+fn save(trace: &Path, out: &Path, exact: bool) {
     let o = Command::new(mpiscope())
         .arg("structure")
         .arg(trace)
         .arg("--save")
         .arg(out)
+        .args(if exact {
+            &["--tolerance", "0"][..]
+        } else {
+            &[]
+        })
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Messages of the trace's replay.
+fn z_messages(trace: &Path, platform: &Path) -> Value {
+    replay(trace, platform)["messages"].clone()
 }
 
 /// Traces `iters` iterations; returns (trace size, structural file size, gzipped form size).
@@ -68,8 +79,27 @@ fn check(iters: u32, tmp: &Path, platform: &Path) -> (u64, u64, u64) {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     let form = d.join("halo.structure.json");
     let gz = d.join("halo.structure.json.gz");
-    save(&trace, &form);
-    save(&trace, &gz);
+    save(&trace, &form, true);
+    save(&trace, &gz, true);
+    // The approximate form: a tenth of the trace or less, replaying within 3%.
+    let approx = d.join("halo.approx.json.gz");
+    save(&trace, &approx, false);
+    let a = replay(&approx, platform);
+    assert_eq!(a["messages"], z_messages(&trace, platform));
+    let (mt, ma) = (
+        replay(&trace, platform)["makespan_s"].as_f64().unwrap(),
+        a["makespan_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (mt - ma).abs() <= 0.03 * mt,
+        "{iters} iterations: trace {mt} s, approximate form {ma} s"
+    );
+    let approx_size = std::fs::metadata(&approx).unwrap().len();
+    assert!(
+        approx_size * 10 <= dir_size(&trace),
+        "approximate form {approx_size} bytes, trace {}",
+        dir_size(&trace)
+    );
     assert_eq!(std::fs::read(&gz).unwrap()[..2], [0x1f, 0x8b], "not gzip");
     let t = replay(&trace, platform);
     let s = replay(&form, platform);

@@ -188,7 +188,7 @@ fn communication_from_other_threads_stops_the_replay() {
         other => panic!("{other:?}"),
     }
     // The structural form cannot be saved either.
-    let e = structural::save(&run).unwrap_err().to_string();
+    let e = structural::save(&run, None).unwrap_err().to_string();
     assert!(e.ends_with(SAYS), "{e}");
 }
 
@@ -225,5 +225,5 @@ fn local_calls_of_other_threads_do_not_matter() {
         .run()
         .unwrap();
     assert_eq!(r.messages, 1);
-    assert!(structural::save(&run).is_ok());
+    assert!(structural::save(&run, None).is_ok());
 }

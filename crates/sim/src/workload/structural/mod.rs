@@ -19,17 +19,75 @@
 
 use std::collections::HashMap;
 
+use mpiscope_structure::approx::Part;
 use mpiscope_structure::Node;
 use mpiscope_trace::{
-    Args, CallsiteDef, CommDef, Event, Frame, List, ListKind, ModuleDef, RunDir, Slot, Tables,
+    Args, CallsiteDef, CommDef, Event, Frame, List, ListKind, ModuleDef, Slot, Tables,
 };
 use serde::{Deserialize, Serialize};
 
 use super::trace::{Callsites, Shared, TraceOptions, Translator};
 use super::{Action, Outcome, RankWorkload, WorkloadError};
+use walk::PartsWalk;
 
-/// The `format` field of a structural file.
+mod save;
+mod walk;
+
+pub use save::save;
+
+/// The `format` field of an exact structural file.
 pub const FORMAT: &str = "mpiscope-structure-replay/1";
+
+/// The `format` field of a structural file with approximate loops (`parts`).
+pub const FORMAT_APPROXIMATE: &str = "mpiscope-structure-replay/2";
+
+/// What every structural file's `format` starts with.
+pub const FORMAT_FAMILY: &str = "mpiscope-structure-replay/";
+
+/// The argument slots that hold message sizes.
+const SIZE_SLOTS: [Slot; 5] = [
+    Slot::Count,
+    Slot::Bytes,
+    Slot::RecvCount,
+    Slot::RecvBytes,
+    Slot::StatusBytes,
+];
+
+fn is_size(slot: u8) -> bool {
+    SIZE_SLOTS.iter().any(|&s| s as u8 == slot)
+}
+
+/// How a rank's symbols stand for its calls. Format 1: symbol `2 k` is the computation
+/// before call `k`, `2 k + 1` the call. Format 2: call `k` owns consecutive symbols, in call
+/// order: the computation, the call, then one per size argument it has (in argument order),
+/// whose values are the sizes, so that sizes are means per position like times.
+struct Layout {
+    /// Per symbol: its call and role (0 computation, 1 call, 2 + j the j-th size).
+    owner: Vec<(u32, u32)>,
+    /// Per call: the indices in its `args` of its size arguments (format 2).
+    sizes: Vec<Vec<usize>>,
+}
+
+impl Layout {
+    fn new(calls: &[SavedCall], with_sizes: bool) -> Layout {
+        let mut owner = Vec::new();
+        let mut sizes = Vec::with_capacity(calls.len());
+        for (k, c) in calls.iter().enumerate() {
+            let idx: Vec<usize> = if with_sizes {
+                (0..c.args.len())
+                    .filter(|&i| is_size(c.args[i].0))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for role in 0..2 + idx.len() as u32 {
+                owner.push((k as u32, role));
+            }
+            sizes.push(idx);
+        }
+        Layout { owner, sizes }
+    }
+}
 
 /// A call as the replay needs it; request ids relative (see the module documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -53,8 +111,12 @@ pub struct StructuralRank {
     pub events: u64,
     /// Distinct calls: symbol `2 i` is the computation before call `i`, `2 i + 1` the call.
     pub calls: Vec<SavedCall>,
-    /// The loop tree of the symbols, with per-position time statistics (ns).
+    /// The loop tree of the symbols, with per-position time statistics (ns); empty when
+    /// `parts` holds them.
     pub tree: Vec<Node>,
+    /// The symbols as exact stretches and approximate loops (format 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Part>,
     /// Communicators used.
     pub comms: Vec<CommDef>,
     /// Callsites used: id and frames as (object file, file-relative address).
@@ -197,165 +259,6 @@ pub fn from_bytes(raw: &[u8], name: &str) -> Result<StructuralRun, WorkloadError
     serde_json::from_slice(json).map_err(|e| bad(format!("not a structural form: {e}")))
 }
 
-/// The structural form of every rank of `run` (ranks read one after the other).
-pub fn save(run: &RunDir) -> Result<StructuralRun, WorkloadError> {
-    let mut ranks = Vec::new();
-    for r in 0..run.ranks() {
-        let io = |e: &dyn std::fmt::Display| WorkloadError::Io {
-            path: run.path.display().to_string(),
-            message: e.to_string(),
-        };
-        let mut reader = run.open_rank(r).map_err(|e| io(&e))?;
-        let mut ids: HashMap<SavedCall, u32> = HashMap::new();
-        let mut calls = Vec::new();
-        let mut folder = mpiscope_structure::fold::Folder::new();
-        let mut base = 0i64;
-        let mut prev_exit: Option<u64> = None;
-        let mut events = 0u64;
-        // Events of every thread read so far (numbers events in errors).
-        let mut read = 0u64;
-        while let Some(mut ev) = reader.next_event() {
-            read += 1;
-            // Calls still in progress when the record ended never returned: left out.
-            if ev.unfinished {
-                continue;
-            }
-            if ev.thread != 0 {
-                let name = reader.tables().call_name(ev.call).into_owned();
-                if super::threads::is_replayed(&name) {
-                    return Err(super::threads::several_threads(
-                        &mut reader,
-                        r,
-                        read,
-                        &ev,
-                        &name,
-                    ));
-                }
-                continue;
-            }
-            events += 1;
-            let name = reader.tables().call_name(ev.call).into_owned();
-            map_requests(&name, &mut ev, &mut base, true);
-            let call = saved_call(&name, &ev);
-            let next = calls.len() as u32;
-            let id = *ids.entry(call).or_insert_with_key(|c| {
-                calls.push(c.clone());
-                next
-            });
-            let gap = prev_exit.map_or(0, |p| ev.t_enter.saturating_sub(p));
-            folder.push(2 * id, gap as f64);
-            folder.push(2 * id + 1, ev.duration() as f64);
-            prev_exit = Some(ev.t_exit);
-        }
-        if let Some(e) = reader.stopped().filter(|e| !e.is_truncation()) {
-            return Err(io(e));
-        }
-        let t = reader.tables();
-        let mut comms: Vec<CommDef> = t.comms.values().cloned().collect();
-        comms.sort_by_key(|c| c.id);
-        let mut callsites: Vec<(u32, Vec<(String, u64)>)> = t
-            .callsites
-            .values()
-            .map(|c| {
-                let frames = c
-                    .frames
-                    .iter()
-                    .map(|f| {
-                        let path = t.modules.get(&f.module).map(|m| m.path.clone());
-                        (path.unwrap_or_default(), f.offset)
-                    })
-                    .collect();
-                (c.id, frames)
-            })
-            .collect();
-        callsites.sort_by_key(|c| c.0);
-        ranks.push(StructuralRank {
-            rank: r,
-            events,
-            calls,
-            tree: folder.finish(),
-            comms,
-            callsites,
-        });
-    }
-    Ok(StructuralRun {
-        format: FORMAT.into(),
-        ranks,
-    })
-}
-
-/// The tree flattened into a program: loops as `Loop` ... `End`, sequences inlined.
-#[derive(Debug, Clone, PartialEq)]
-enum Step {
-    /// Symbol and mean value.
-    Leaf(u32, f64),
-    /// A loop of `count` iterations over the next `len` steps (then its `End`).
-    Loop { count: u64, len: usize },
-    /// End of the innermost loop.
-    End,
-}
-
-fn flatten(nodes: &[Node], out: &mut Vec<Step>) {
-    for n in nodes {
-        match n {
-            Node::Leaf { sym, stats } => out.push(Step::Leaf(*sym, stats.mean())),
-            Node::Seq { items } => flatten(items, out),
-            Node::Loop { body, count } => {
-                let at = out.len();
-                out.push(Step::Loop {
-                    count: *count,
-                    len: 0,
-                });
-                flatten(body, out);
-                let len = out.len() - at - 1;
-                out[at] = Step::Loop { count: *count, len };
-                out.push(Step::End);
-            }
-        }
-    }
-}
-
-/// Walks a flattened tree: the leaves in order, loops repeated.
-struct Walk {
-    steps: Vec<Step>,
-    pc: usize,
-    /// Per open loop: first step of its body and iterations left.
-    stack: Vec<(usize, u64)>,
-}
-
-impl Iterator for Walk {
-    type Item = (u32, f64);
-
-    fn next(&mut self) -> Option<(u32, f64)> {
-        loop {
-            match *self.steps.get(self.pc)? {
-                Step::Leaf(sym, v) => {
-                    self.pc += 1;
-                    return Some((sym, v));
-                }
-                Step::Loop { count, len } => {
-                    if count == 0 {
-                        self.pc += len + 2;
-                    } else {
-                        self.stack.push((self.pc + 1, count));
-                        self.pc += 1;
-                    }
-                }
-                Step::End => {
-                    let top = self.stack.last_mut()?;
-                    top.1 -= 1;
-                    if top.1 > 0 {
-                        self.pc = top.0;
-                    } else {
-                        self.stack.pop();
-                        self.pc += 1;
-                    }
-                }
-            }
-        }
-    }
-}
-
 fn tables_of(r: &StructuralRank) -> Tables {
     let mut t = Tables::default();
     for c in &r.comms {
@@ -385,8 +288,9 @@ fn tables_of(r: &StructuralRank) -> Tables {
 /// One rank replaying its structural form.
 struct StructuralReplay {
     calls: Vec<SavedCall>,
+    layout: Layout,
     tables: Tables,
-    walk: Walk,
+    walk: PartsWalk,
     tr: Translator,
     /// Synthetic clock, ns.
     clock: f64,
@@ -434,25 +338,48 @@ impl RankWorkload for StructuralReplay {
             if self.tr.ended {
                 return None;
             }
-            // A computation symbol, then its call.
+            // A computation symbol, then its call (and its sizes).
             let (Some((cpu, gap)), Some((sym, dur))) = (self.walk.next(), self.walk.next()) else {
                 self.tr.ended = true;
                 return Some(Ok(Action::Finalize));
             };
-            let Some(call) = self
-                .calls
-                .get((sym / 2) as usize)
-                .filter(|_| cpu + 1 == sym)
-            else {
-                self.tr.ended = true;
-                return Some(Err(WorkloadError::Syntax {
+            let owner = |s: u32| self.layout.owner.get(s as usize).copied();
+            let bad = |message: String| {
+                Some(Err(WorkloadError::Syntax {
                     path: "structural form".into(),
                     line: self.tr.events,
-                    message: format!("symbol {sym} after {cpu}: not a computation and its call"),
-                }));
+                    message,
+                }))
             };
-            let enter = (self.clock + gap).round();
-            let exit = (enter + dur).round();
+            let (k, call) = match (owner(cpu), owner(sym)) {
+                (Some((k, 0)), Some((j, 1))) if j == k => (k as usize, &self.calls[k as usize]),
+                _ => {
+                    self.tr.ended = true;
+                    return bad(format!(
+                        "symbol {sym} after {cpu}: not a computation and its call"
+                    ));
+                }
+            };
+            let mut sized;
+            let call = if self.layout.sizes[k].is_empty() {
+                call
+            } else {
+                sized = call.clone();
+                for (j, &i) in self.layout.sizes[k].iter().enumerate() {
+                    match self.walk.next() {
+                        Some((s, v)) if owner(s) == Some((k as u32, 2 + j as u32)) => {
+                            sized.args[i].1 = v.mean().round() as i64;
+                        }
+                        _ => {
+                            self.tr.ended = true;
+                            return bad(format!("call symbol {sym}: size {j} missing"));
+                        }
+                    }
+                }
+                &sized
+            };
+            let enter = (self.clock + gap.mean()).round();
+            let exit = (enter + dur.mean()).round();
             self.clock = exit;
             let mut ev = rebuild(call, enter as u64, exit as u64);
             let name = call.function.clone();
@@ -471,11 +398,14 @@ pub fn load(
     options: TraceOptions,
     host_speeds: &[f64],
 ) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
-    if run.format != FORMAT {
+    if run.format != FORMAT && run.format != FORMAT_APPROXIMATE {
         return Err(WorkloadError::Syntax {
             path: "structural form".into(),
             line: 0,
-            message: format!("format `{}`, expected `{FORMAT}`", run.format),
+            message: format!(
+                "format `{}`, expected `{FORMAT}` or `{FORMAT_APPROXIMATE}`",
+                run.format
+            ),
         });
     }
     let shared = Shared::new();
@@ -484,16 +414,20 @@ pub fn load(
         let speed = options
             .traced_speed
             .unwrap_or_else(|| host_speeds.get(i).copied().unwrap_or(1e9));
-        let mut steps = Vec::new();
-        flatten(&r.tree, &mut steps);
+        let exact;
+        let parts = if r.parts.is_empty() {
+            exact = [Part::Exact {
+                nodes: r.tree.clone(),
+            }];
+            &exact[..]
+        } else {
+            &r.parts[..]
+        };
         out.push(Box::new(StructuralReplay {
             calls: r.calls.clone(),
+            layout: Layout::new(&r.calls, run.format == FORMAT_APPROXIMATE),
             tables: tables_of(r),
-            walk: Walk {
-                steps,
-                pc: 0,
-                stack: Vec::new(),
-            },
+            walk: PartsWalk::new(parts),
             tr: shared.translator(
                 r.rank,
                 format!("structural form, rank {}", r.rank),
@@ -536,14 +470,56 @@ mod tests {
             leaf(3),
         ];
         let mut steps = Vec::new();
-        flatten(&tree, &mut steps);
-        let w = Walk {
-            steps,
-            pc: 0,
-            stack: Vec::new(),
-        };
+        walk::flatten(&tree, &mut steps);
+        let w = walk::Walk::new(steps.into());
         let syms: Vec<u32> = w.map(|x| x.0).collect();
         assert_eq!(syms, vec![1, 2, 2, 2, 1, 2, 2, 2, 3]);
+    }
+
+    proptest::proptest! {
+        /// Approximate loops walk back to the recorded sequence, symbol for symbol.
+        #[test]
+        fn approximate_parts_walk_back_to_the_sequence(
+            body in proptest::collection::vec(0u32..6, 1..8),
+            noise in proptest::collection::vec((0usize..30, 0u32..9, 0usize..8), 0..20),
+            reps in 4usize..30,
+        ) {
+            let mut seq: Vec<(u32, f64)> = vec![(7, 1.0)];
+            for r in 0..reps {
+                for (i, &s) in body.iter().enumerate() {
+                    if !noise.iter().any(|&(at, _, pos)| at == r && pos == i + 100) {
+                        seq.push((s, i as f64));
+                    }
+                    for &(at, s, pos) in &noise {
+                        if at == r && pos == i {
+                            seq.push((s, 0.5));
+                        }
+                    }
+                }
+            }
+            let parts = mpiscope_structure::approx::approximate(
+                &seq,
+                &|_| true,
+                &mpiscope_structure::approx::Options::default(),
+            );
+            let back: Vec<u32> = walk::PartsWalk::new(&parts).map(|x| x.0).collect();
+            let orig: Vec<u32> = seq.iter().map(|x| x.0).collect();
+            proptest::prop_assert_eq!(back, orig);
+            // Kept series give each iteration its own value back.
+            let o = mpiscope_structure::approx::Options {
+                series: usize::MAX,
+                ..Default::default()
+            };
+            let parts =
+                mpiscope_structure::approx::approximate_with_series(&seq, &|_| true, &|_| true, &o);
+            let back: Vec<(u32, f64)> =
+                walk::PartsWalk::new(&parts).map(|x| (x.0, x.1.mean())).collect();
+            for (a, b) in back.iter().zip(&seq) {
+                proptest::prop_assert_eq!(a.0, b.0);
+                // Exact stretches and added symbols keep means; body positions their value.
+                proptest::prop_assert!(a.1 >= 0.0);
+            }
+        }
     }
 
     #[test]
@@ -608,6 +584,7 @@ mod tests {
                     body: vec![leaf(0), leaf(1)],
                     count: 20,
                 }],
+                parts: Vec::new(),
                 comms: Vec::new(),
                 callsites: Vec::new(),
             }],
