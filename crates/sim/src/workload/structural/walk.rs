@@ -94,13 +94,17 @@ impl Walk {
     }
 }
 
+/// A difference ready to apply: body position, body symbols skipped, added symbols with
+/// their values, the iterations it occurs in (sorted).
+type Diff = (u64, u64, Vec<(u32, Stats)>, Vec<u64>);
+
 /// An approximate loop ready to walk.
 struct LoopProgram {
     body: Arc<[Step]>,
     count: u64,
     /// Per difference: body position, body symbols skipped, added symbols with their mean
     /// values, the iterations it occurs in (sorted).
-    diffs: Vec<(u64, u64, Vec<(u32, Stats)>, Vec<u64>)>,
+    diffs: Vec<Diff>,
     /// Body positions with their values iteration by iteration, by position.
     series: Vec<(u64, Vec<f32>)>,
 }
