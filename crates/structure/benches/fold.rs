@@ -1,12 +1,13 @@
 //! Throughput of loop folding (and of [Grosclaude 2012]'s algorithm) on synthetic symbol sequences
 //! of a halo-exchange program: per iteration a burst and 5 calls (10 symbols), an
 //! allreduce every 10 iterations, and one irregular symbol every 1,000 iterations. Prints
-//! symbols per second and the folded size at each length; run with
+//! symbols per second and the folded size at each length (items; for approximate loops,
+//! parts); run with
 //! `cargo bench -p mpiscope-structure --bench fold` (see scripts/bench-structure.sh).
 
 use std::time::Instant;
 
-use mpiscope_structure::{fold::Folder, seed, Node};
+use mpiscope_structure::{approx, fold::Folder, seed, Node};
 
 fn halo(symbols: usize) -> impl Iterator<Item = (u32, f64)> {
     let iteration: [u32; 10] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
@@ -63,6 +64,21 @@ fn main() {
                 "{n:>12} {:>10} {:>14.0} {items:>8} {secs:>10.3}",
                 format!("fold#{rep}"),
                 n as f64 / secs
+            );
+        }
+        {
+            // Approximate loops over the same sequence (held in memory, as the callers do).
+            let seq: Vec<(u32, f64)> = halo(n).collect();
+            let t = Instant::now();
+            let parts = approx::approximate(&seq, &|s| s % 2 == 1, &approx::Options::default());
+            let secs = t.elapsed().as_secs_f64();
+            let total: u64 = parts.iter().map(approx::Part::expanded_len).sum();
+            assert_eq!(total, n as u64);
+            println!(
+                "{n:>12} {:>10} {:>14.0} {:>8} {secs:>10.3}",
+                "approx",
+                n as f64 / secs,
+                parts.len()
             );
         }
         if n <= 1_000_000 {

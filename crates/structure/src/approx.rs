@@ -349,6 +349,10 @@ fn evaluate(syms: &[u32], a: u32, o: &Options) -> Option<Candidate> {
         seen[v] += 1;
         segs.push((w[0], w[1], v));
     }
+    // Iterations nearly all different are no loop (and would cost a diff each).
+    if first.len() > 256.max(segs.len() / 2) {
+        return None;
+    }
     let dom = (0..seen.len()).max_by_key(|&v| (seen[v], std::cmp::Reverse(v)))?;
     let body = &syms[first[dom].0..first[dom].1];
     let len = body.len();

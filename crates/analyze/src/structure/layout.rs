@@ -99,9 +99,6 @@ impl Writer<'_> {
     }
 
     fn exact(&mut self, nodes: &[Node], indent: usize) {
-        for n in nodes.iter().filter(|n| matches!(n, Node::Loop { .. })) {
-            self.note_sites(n);
-        }
         let start = self.out.len();
         self.nodes(nodes, indent, false);
         let lines = self.out.len() - start;
@@ -177,9 +174,13 @@ impl Writer<'_> {
             self.line(
                 indent + 4,
                 &format!(
-                    "… {} more differences ({} occurrences; `--full` lists them)",
+                    "… {} more differences ({rest} occurrences{}; `--full` lists them)",
                     order.len() - shown,
-                    value(rest as f64 / per_rank)
+                    if per_rank > 1.0 {
+                        format!(" over {} ranks", value(per_rank))
+                    } else {
+                        String::new()
+                    }
                 ),
             );
         }
@@ -209,18 +210,25 @@ impl Writer<'_> {
             what.push(format!("+ {} {place}", added.join(" + ")));
         }
         let mut text = what.join(", ");
-        let n = d.occurrences as f64 / per_rank;
+        // Per rank when every rank of the class has it alike, else over the ranks.
+        let times = if d.occurrences as f64 == per_rank * d.iterations.len() as f64 {
+            format!("{}", d.iterations.len())
+        } else {
+            format!("{} times over {} ranks", d.occurrences, value(per_rank))
+        };
         let when = match d.period() {
-            Some((first, step)) => {
-                format!("every {step}th iteration from {first} ({} times)", value(n))
-            }
+            Some((first, step)) => format!("every {step}th iteration from {first} ({times})"),
             None if d.iterations.len() <= 6 => {
                 let it: Vec<String> = d.iterations.iter().map(u64::to_string).collect();
                 format!("iteration{} {}", plural(d.iterations.len()), it.join(", "))
             }
             None => {
                 let it: Vec<String> = d.iterations[..4].iter().map(u64::to_string).collect();
-                format!("{} iterations ({}, …)", value(n), it.join(", "))
+                format!(
+                    "{} iterations ({times}: {}, …)",
+                    d.iterations.len(),
+                    it.join(", ")
+                )
             }
         };
         if text.chars().count() + when.len() + 3 > WIDTH {
