@@ -13,8 +13,9 @@ pub struct Stats {
     pub min: f64,
     /// Largest.
     pub max: f64,
-    /// Sum of the squares (0 in files written before it was kept).
-    #[serde(default)]
+    /// Sum of the squares, for the spread while a structure is built (not written out:
+    /// 0 when read back).
+    #[serde(skip)]
     pub sq: f64,
 }
 
@@ -37,15 +38,6 @@ impl Stats {
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
         self.sq += o.sq;
-    }
-
-    /// Standard deviation of the values (0 for fewer than two, or without squares).
-    pub fn sd(&self) -> f64 {
-        if self.n < 2 || self.sq <= 0.0 {
-            return 0.0;
-        }
-        let m = self.mean();
-        (self.sq / self.n as f64 - m * m).max(0.0).sqrt()
     }
 
     /// Mean value.
