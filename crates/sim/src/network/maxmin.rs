@@ -350,9 +350,11 @@ impl System {
                         self.comp_vars.push(v);
                     }
                 }
-            }
-            if self.comp_vars.len() > MAX_VARS {
-                return false;
+                // Too large: give up before collecting the rest (a shared backbone carries
+                // every flow).
+                if self.comp_vars.len() > MAX_VARS {
+                    return false;
+                }
             }
             for i in 0..self.comp_vars.len() {
                 let v = self.comp_vars[i];
