@@ -142,6 +142,9 @@ impl FlowModel {
         let mut changed = std::mem::take(&mut self.changed);
         self.system.solve(&mut changed);
         let now = self.now;
+        // Many new dates at once (every flow crossing a saturated backbone): one pass over
+        // the heap afterwards rather than a sift each.
+        let bulk = changed.len() * 4 >= self.heap.len();
         for &v in &changed {
             let id = match self.var_flow.get(v as usize) {
                 Some(&id) if id != u32::MAX => id,
@@ -166,7 +169,11 @@ impl FlowModel {
             } else {
                 Time::NEVER
             };
-            self.schedule(id, at);
+            if bulk {
+                self.heap.set_unordered(id, at);
+            } else {
+                self.schedule(id, at);
+            }
         }
         self.changed = changed;
     }

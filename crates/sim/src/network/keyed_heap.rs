@@ -6,7 +6,8 @@
 //! skip the stale ones when popped) grows with every change, and popping through the stale
 //! entries came to half a replay's time on a platform whose flows all share one backbone.
 //! Here each id has one slot, found through its position, so the heap holds only the live
-//! keys. Items come out by `(key, id)`, smallest first: the order a lazy heap of
+//! keys. Many keys changed at once ([`KeyedHeap::set_unordered`]) are put back in order by
+//! one linear pass at the next use. Items come out by `(key, id)`, smallest first: the order a lazy heap of
 //! `(key, id, version)` entries gives for its current entries, so replacing one with the
 //! other changes no result.
 
@@ -20,6 +21,9 @@ pub(crate) struct KeyedHeap<K> {
     heap: Vec<(K, u32)>,
     /// Per id: its index in `heap`, or [`ABSENT`].
     pos: Vec<u32>,
+    /// Keys were set by [`KeyedHeap::set_unordered`]: the order is restored before the
+    /// next use.
+    unordered: bool,
 }
 
 impl<K> Default for KeyedHeap<K> {
@@ -27,6 +31,7 @@ impl<K> Default for KeyedHeap<K> {
         KeyedHeap {
             heap: Vec::new(),
             pos: Vec::new(),
+            unordered: false,
         }
     }
 }
@@ -38,25 +43,56 @@ impl<K: Ord + Copy> KeyedHeap<K> {
     }
 
     /// Number of entries.
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.heap.len()
     }
 
     /// The smallest entry.
-    pub(crate) fn peek(&self) -> Option<(K, u32)> {
+    pub(crate) fn peek(&mut self) -> Option<(K, u32)> {
+        self.order();
         self.heap.first().copied()
     }
 
     /// Takes the smallest entry out.
     pub(crate) fn pop(&mut self) -> Option<(K, u32)> {
+        self.order();
         let top = *self.heap.first()?;
         self.remove_at(0);
         Some(top)
     }
 
+    /// Gives `id` the key `key`, inserting it when absent, and leaves the order to be
+    /// restored at the next use: for many changes at once, one pass over the heap
+    /// (linear) instead of a sift per change.
+    pub(crate) fn set_unordered(&mut self, id: u32, key: K) {
+        let i = id as usize;
+        if i >= self.pos.len() {
+            self.pos.resize(i + 1, ABSENT);
+        }
+        match self.pos[i] {
+            ABSENT => {
+                self.pos[i] = self.heap.len() as u32;
+                self.heap.push((key, id));
+            }
+            at => self.heap[at as usize].0 = key,
+        }
+        self.unordered = true;
+    }
+
+    /// Restores the heap order after [`KeyedHeap::set_unordered`] (bottom-up, linear).
+    fn order(&mut self) {
+        if !self.unordered {
+            return;
+        }
+        self.unordered = false;
+        for at in (0..self.heap.len() / 2).rev() {
+            self.sift_down(at);
+        }
+    }
+
     /// Gives `id` the key `key`, inserting it when absent.
     pub(crate) fn set(&mut self, id: u32, key: K) {
+        self.order();
         let i = id as usize;
         if i >= self.pos.len() {
             self.pos.resize(i + 1, ABSENT);
@@ -81,6 +117,7 @@ impl<K: Ord + Copy> KeyedHeap<K> {
 
     /// Removes `id`'s entry, if any.
     pub(crate) fn remove(&mut self, id: u32) {
+        self.order();
         match self.pos.get(id as usize) {
             Some(&at) if at != ABSENT => self.remove_at(at as usize),
             _ => {}
@@ -89,6 +126,7 @@ impl<K: Ord + Copy> KeyedHeap<K> {
 
     /// Removes every entry.
     pub(crate) fn clear(&mut self) {
+        self.unordered = false;
         for &(_, id) in &self.heap {
             self.pos[id as usize] = ABSENT;
         }
@@ -197,7 +235,8 @@ mod tests {
             let mut model: BTreeMap<u32, u32> = BTreeMap::new();
             for (op, id, key) in ops {
                 match op {
-                    0 | 1 => { h.set(id, key); model.insert(id, key); }
+                    0 => { h.set(id, key); model.insert(id, key); }
+                    1 => { h.set_unordered(id, key); model.insert(id, key); }
                     2 => { h.remove(id); model.remove(&id); }
                     _ => {
                         let want = model.iter().map(|(&i, &k)| (k, i)).min();

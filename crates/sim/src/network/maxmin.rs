@@ -458,12 +458,21 @@ impl System {
         self.start_fill();
         let mut candidates = std::mem::take(&mut self.candidates);
         let mut saturated = std::mem::take(&mut self.saturated);
+        let mut unfixed = self.comp_vars.len();
         while let Some((TotalF64(level), top)) = self.heap.pop() {
             self.stats.pops += 1;
             self.stats.rounds += 1;
             self.saturating_at(level, top, &mut saturated);
             self.unfixed_of(&saturated, mark, &mut candidates);
             let bounded = self.fix_round(level, &saturated, &mut candidates);
+            unfixed -= candidates.len();
+            if unfixed == 0 {
+                // Every variable has its value: the constraints left would only leave the
+                // heap one by one, fixing nothing (their `live` flags are reset by the next
+                // fill that covers them).
+                self.heap.clear();
+                break;
+            }
             self.requeue(&candidates, &saturated, bounded);
         }
         // Variables never fixed (their constraints all dropped out) take what they have.
