@@ -322,6 +322,14 @@ impl System {
         /// Give up past this many re-filled variables or rounds of growth.
         const MAX_VARS: usize = 2048;
         const MAX_ROUNDS: usize = 8;
+        // A touched constraint carrying too many variables (a shared backbone) makes the
+        // region too large from the start: no need to collect them to find out.
+        if dirty
+            .iter()
+            .any(|&c| self.cons[c as usize].vars.len() > MAX_VARS)
+        {
+            return false;
+        }
         self.region.clear();
         self.local_epoch += 2;
         let in_region = self.local_epoch;
