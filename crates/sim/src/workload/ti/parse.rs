@@ -135,7 +135,7 @@ impl Parser {
                     format!("a line of rank {r} in the trace of rank {}", self.rank),
                 ))
             }
-            Some(Ok(_)) if tok.len() >= 2 => Fields::new(&path, line_no, &tok),
+            Some(Ok(_)) if tok.len() >= 2 => Fields::new(&path, line_no, tok),
             _ => {
                 return Err(super::fields::syntax(
                     &path,
