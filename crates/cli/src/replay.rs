@@ -52,7 +52,8 @@ pub struct ReplayArgs {
     /// symbolic link or a special file).
     #[arg(long)]
     force: bool,
-    /// Print the report as JSON.
+    /// Print the report as JSON (with `events`, the actions replayed, and
+    /// `events_per_second`, per wall-clock second of the simulation).
     #[arg(long)]
     json: bool,
     /// No progress bar.

@@ -84,6 +84,12 @@ pub struct Report {
     pub messages: u64,
     /// Wall-clock time of the simulation, seconds.
     pub wall_s: f64,
+    /// Events replayed: the actions of every rank (the same count as `actions`, under the
+    /// name replay benchmarks use).
+    pub events: u64,
+    /// Events replayed per wall-clock second of the simulation (`events / wall_s`; 0 for
+    /// no wall time).
+    pub events_per_second: f64,
 }
 
 impl Report {
@@ -170,6 +176,12 @@ impl Report {
             actions: result.actions,
             messages: result.messages,
             wall_s,
+            events: result.actions,
+            events_per_second: if wall_s > 0.0 {
+                result.actions as f64 / wall_s
+            } else {
+                0.0
+            },
         }
     }
 

@@ -12,16 +12,16 @@
 //!    flows connected to it only.
 //!
 //! Remaining bytes are updated lazily: a flow's remaining work is brought up to date only
-//! when its rate changes, and its completion date is kept in a heap (stale entries are
-//! skipped by a generation counter).
+//! when its rate changes, and its next date (latency end or completion) is kept in a heap
+//! with one entry per flow, changed in place when the rate changes.
 //!
 //! Parameters: [`FlowConfig`] (SimGrid 3.32's CM02 defaults; SMPI's piecewise factors by
 //! message size; a platform's options by SimGrid's names). Registered as [`FLOW`] (`flow`)
 //! and [`SMPI`] (`smpi`).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
+use super::keyed_heap::KeyedHeap;
 use super::maxmin::{ConsId, System, VarId};
 use super::{NetworkKind, NetworkModel, NetworkParams, Registration, TransferId};
 use crate::platform::{HostId, LinkId, Platform, PlatformError, Sharing};
@@ -48,7 +48,6 @@ struct Flow {
     rate_factor: f64,
     uses: Vec<(ConsId, f64)>,
     var: Option<VarId>,
-    generation: u32,
     /// A completion entry for the current rate is in the heap.
     scheduled: bool,
 }
@@ -60,8 +59,8 @@ pub struct FlowModel {
     system: System,
     flows: Vec<Flow>,
     free: Vec<u32>,
-    /// (date, flow, generation): latency ends and completions.
-    heap: BinaryHeap<Reverse<(Time, u32, u32)>>,
+    /// Per flow, its next date: the end of its latency or its completion.
+    heap: KeyedHeap<Time>,
     var_flow: Vec<u32>,
     changed: Vec<VarId>,
     route: Vec<LinkId>,
@@ -83,7 +82,7 @@ impl FlowModel {
             system,
             flows: Vec::new(),
             free: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: KeyedHeap::new(),
             var_flow: Vec::new(),
             changed: Vec::new(),
             route: Vec::new(),
@@ -100,9 +99,7 @@ impl FlowModel {
     }
 
     fn schedule(&mut self, id: u32, at: Time) {
-        let f = &mut self.flows[id as usize];
-        f.generation = f.generation.wrapping_add(1);
-        self.heap.push(Reverse((at, id, f.generation)));
+        self.heap.set(id, at);
     }
 
     /// Brings a flow's remaining bytes up to `now`.
@@ -145,6 +142,9 @@ impl FlowModel {
         let mut changed = std::mem::take(&mut self.changed);
         self.system.solve(&mut changed);
         let now = self.now;
+        // Many new dates at once (every flow crossing a saturated backbone): one pass over
+        // the heap afterwards rather than a sift each.
+        let bulk = changed.len() * 4 >= self.heap.len();
         for &v in &changed {
             let id = match self.var_flow.get(v as usize) {
                 Some(&id) if id != u32::MAX => id,
@@ -169,12 +169,17 @@ impl FlowModel {
             } else {
                 Time::NEVER
             };
-            self.schedule(id, at);
+            if bulk {
+                self.heap.set_unordered(id, at);
+            } else {
+                self.schedule(id, at);
+            }
         }
         self.changed = changed;
     }
 
     fn finish(&mut self, id: u32) {
+        self.heap.remove(id);
         let f = &mut self.flows[id as usize];
         f.phase = Phase::Done;
         if let Some(v) = f.var.take() {
@@ -241,15 +246,12 @@ impl NetworkModel for FlowModel {
             rate_factor: bw_f,
             uses,
             var: None,
-            generation: 0,
             scheduled: false,
         };
         let id = match self.free.pop() {
             Some(id) => {
-                // Keep counting generations: entries of the previous flow with this id may
-                // still be in the heap and must not match the new one.
-                let generation = self.flows[id as usize].generation;
-                self.flows[id as usize] = Flow { generation, ..flow };
+                // The previous flow of this id left the heap when it finished.
+                self.flows[id as usize] = flow;
                 id
             }
             None => {
@@ -271,30 +273,18 @@ impl NetworkModel for FlowModel {
 
     fn next_transfer(&mut self) -> Option<(Time, TransferId)> {
         self.resolve();
-        while let Some(&Reverse((at, id, generation))) = self.heap.peek() {
-            let f = &self.flows[id as usize];
-            if f.generation != generation || f.phase == Phase::Done {
-                self.heap.pop();
-                continue;
-            }
-            return Some((at, id as TransferId));
-        }
-        None
+        self.heap.peek().map(|(at, id)| (at, id as TransferId))
     }
 
     fn advance(&mut self, now: Time, done: &mut Vec<TransferId>) {
         self.resolve();
         self.now = now;
-        while let Some(&Reverse((at, id, generation))) = self.heap.peek() {
+        while let Some((at, id)) = self.heap.peek() {
             if at > now {
                 break;
             }
             self.heap.pop();
-            let f = &self.flows[id as usize];
-            if f.generation != generation || f.phase == Phase::Done {
-                continue;
-            }
-            match f.phase {
+            match self.flows[id as usize].phase {
                 Phase::Latency => {
                     self.flows[id as usize].updated = now;
                     self.enter_bandwidth_phase(id);

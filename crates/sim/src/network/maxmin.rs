@@ -12,6 +12,8 @@
 //! variables whose bound is reached below `λ`); repeat. Only the connected component of the
 //! constraints touched since the last solve is re-solved: flows elsewhere keep their rates.
 
+use super::keyed_heap::{KeyedHeap, TotalF64};
+
 /// Index of a variable.
 pub type VarId = u32;
 /// Index of a constraint.
@@ -35,7 +37,7 @@ struct Cons {
     usage: f64,
     mark: u64,
     dirty: bool,
-    version: u32,
+    /// Still filling: its level is in the heap (or it waits to be put back in).
     live: bool,
     /// Saturated in the last solution that covered it (shared constraints only).
     saturated: bool,
@@ -73,7 +75,8 @@ pub struct System {
     comp_cons: Vec<ConsId>,
     comp_vars: Vec<VarId>,
     stack: Vec<ConsId>,
-    heap: std::collections::BinaryHeap<Level>,
+    /// The live constraints by the level at which they saturate (then by id).
+    heap: KeyedHeap<TotalF64>,
     candidates: Vec<VarId>,
     saturated: Vec<ConsId>,
     stats: SolverStats,
@@ -103,32 +106,6 @@ pub struct SolverStats {
     pub pops: u64,
 }
 
-/// A constraint's saturation level in the solver's heap (smallest first).
-#[derive(Debug, Clone, Copy)]
-struct Level {
-    level: f64,
-    cons: ConsId,
-    version: u32,
-}
-
-impl PartialEq for Level {
-    fn eq(&self, o: &Level) -> bool {
-        self.cmp(o) == std::cmp::Ordering::Equal
-    }
-}
-impl Eq for Level {}
-impl PartialOrd for Level {
-    fn partial_cmp(&self, o: &Level) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Level {
-    fn cmp(&self, o: &Level) -> std::cmp::Ordering {
-        // Reversed: the heap pops the lowest level (then the lowest constraint id).
-        o.level.total_cmp(&self.level).then(o.cons.cmp(&self.cons))
-    }
-}
-
 impl System {
     /// An empty system.
     pub fn new() -> System {
@@ -145,7 +122,6 @@ impl System {
             usage: 0.0,
             mark: 0,
             dirty: false,
-            version: 0,
             live: false,
             saturated: false,
             local: 0,
@@ -346,6 +322,14 @@ impl System {
         /// Give up past this many re-filled variables or rounds of growth.
         const MAX_VARS: usize = 2048;
         const MAX_ROUNDS: usize = 8;
+        // A touched constraint carrying too many variables (a shared backbone) makes the
+        // region too large from the start: no need to collect them to find out.
+        if dirty
+            .iter()
+            .any(|&c| self.cons[c as usize].vars.len() > MAX_VARS)
+        {
+            return false;
+        }
         self.region.clear();
         self.local_epoch += 2;
         let in_region = self.local_epoch;
@@ -374,9 +358,11 @@ impl System {
                         self.comp_vars.push(v);
                     }
                 }
-            }
-            if self.comp_vars.len() > MAX_VARS {
-                return false;
+                // Too large: give up before collecting the rest (a shared backbone carries
+                // every flow).
+                if self.comp_vars.len() > MAX_VARS {
+                    return false;
+                }
             }
             for i in 0..self.comp_vars.len() {
                 let v = self.comp_vars[i];
@@ -480,16 +466,21 @@ impl System {
         self.start_fill();
         let mut candidates = std::mem::take(&mut self.candidates);
         let mut saturated = std::mem::take(&mut self.saturated);
-        while let Some(top) = self.heap.pop() {
+        let mut unfixed = self.comp_vars.len();
+        while let Some((TotalF64(level), top)) = self.heap.pop() {
             self.stats.pops += 1;
-            if !self.is_current(&top) {
-                continue;
-            }
-            let level = top.level;
             self.stats.rounds += 1;
-            self.saturating_at(level, top.cons, &mut saturated);
+            self.saturating_at(level, top, &mut saturated);
             self.unfixed_of(&saturated, mark, &mut candidates);
             let bounded = self.fix_round(level, &saturated, &mut candidates);
+            unfixed -= candidates.len();
+            if unfixed == 0 {
+                // Every variable has its value: the constraints left would only leave the
+                // heap one by one, fixing nothing (their `live` flags are reset by the next
+                // fill that covers them).
+                self.heap.clear();
+                break;
+            }
             self.requeue(&candidates, &saturated, bounded);
         }
         // Variables never fixed (their constraints all dropped out) take what they have.
@@ -501,8 +492,7 @@ impl System {
     }
 
     /// Unfixes the component's variables and queues its constraints by the level at which
-    /// they saturate (a lazy heap: an entry is stale when the constraint's version moved
-    /// on).
+    /// they saturate.
     fn start_fill(&mut self) {
         for &v in &self.comp_vars {
             let var = &mut self.vars[v as usize];
@@ -521,14 +511,9 @@ impl System {
                 (k.capacity - held).max(0.0)
             };
             k.usage = usage;
-            k.version = k.version.wrapping_add(1);
             k.live = usage > 0.0;
             if k.live {
-                self.heap.push(Level {
-                    level: k.rem / k.usage,
-                    cons: c,
-                    version: k.version,
-                });
+                self.heap.set(c, TotalF64(k.rem / k.usage));
             }
         }
     }
@@ -538,14 +523,13 @@ impl System {
     fn saturating_at(&mut self, level: f64, first: ConsId, saturated: &mut Vec<ConsId>) {
         saturated.clear();
         saturated.push(first);
-        while let Some(next) = self.heap.peek() {
-            if next.level > level * (1.0 + EPS) {
+        while let Some((TotalF64(next), c)) = self.heap.peek() {
+            if next > level * (1.0 + EPS) {
                 break;
             }
-            let next = self.heap.pop().expect("peeked");
-            if self.is_current(&next) {
-                saturated.push(next.cons);
-            }
+            self.heap.pop();
+            self.stats.pops += 1;
+            saturated.push(c);
         }
     }
 
@@ -614,15 +598,11 @@ impl System {
                 if !k.live {
                     continue;
                 }
-                k.version = k.version.wrapping_add(1);
                 if k.usage > 1e-12 && k.rem > EPS * k.capacity {
-                    self.heap.push(Level {
-                        level: k.rem / k.usage,
-                        cons: c,
-                        version: k.version,
-                    });
+                    self.heap.set(c, TotalF64(k.rem / k.usage));
                 } else {
                     k.live = false;
+                    self.heap.remove(c);
                 }
             }
         }
@@ -630,12 +610,7 @@ impl System {
             for &c in saturated {
                 let k = &mut self.cons[c as usize];
                 if k.live && k.usage > 1e-12 && k.rem > EPS * k.capacity {
-                    k.version = k.version.wrapping_add(1);
-                    self.heap.push(Level {
-                        level: k.rem / k.usage,
-                        cons: c,
-                        version: k.version,
-                    });
+                    self.heap.set(c, TotalF64(k.rem / k.usage));
                 }
             }
         }
@@ -645,11 +620,6 @@ impl System {
                 self.cons[c as usize].live = false;
             }
         }
-    }
-
-    fn is_current(&self, l: &Level) -> bool {
-        let k = &self.cons[l.cons as usize];
-        k.live && k.version == l.version
     }
 
     fn usage_of(&self, c: ConsId) -> f64 {

@@ -18,6 +18,7 @@
 //! [`NetworkParams`]) and its [`Registration`], declared below and listed in [`MODELS`].
 
 pub mod flow;
+mod keyed_heap;
 pub mod loggp;
 pub mod maxmin;
 

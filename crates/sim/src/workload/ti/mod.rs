@@ -266,7 +266,7 @@ impl RankWorkload for TiRank {
                     return Some(Ok(Action::Finalize));
                 }
                 Ok(Some((no, line))) => {
-                    if let Err(e) = self.parser.parse(no, &line) {
+                    if let Err(e) = self.parser.parse(no, line) {
                         if let Some(e) = self.unless_lenient(e) {
                             return Some(Err(e));
                         }

@@ -9,6 +9,7 @@
 //! SimGrid's replay does.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use super::fields::Fields;
 use crate::coll::{CollArgs, Collective};
@@ -24,12 +25,14 @@ const NULL: ReqHandle = 0;
 pub(super) struct Parser {
     rank: u32,
     size: u32,
-    /// Names the input in errors.
-    name: String,
+    /// Names the input in errors (shared with the fields of each line: no copy per line).
+    name: Arc<str>,
     /// Bytes of a count without a datatype: 1 (`MPI_BYTE`) unless `init` has an argument.
     dtype: u64,
     /// Stored non-blocking requests by (src, dst, tag), oldest first.
     stored: HashMap<Key, VecDeque<ReqHandle>>,
+    /// Emptied queues of `stored`, kept for the next key (no allocation per request).
+    spare: Vec<VecDeque<ReqHandle>>,
     order: Vec<ReqHandle>,
     next_handle: ReqHandle,
     /// Actions parsed and not yet handed out.
@@ -46,9 +49,10 @@ impl Parser {
         Parser {
             rank,
             size,
-            name,
+            name: Arc::from(name),
             dtype: 1,
             stored: HashMap::new(),
+            spare: Vec::new(),
             order: Vec::new(),
             next_handle: 1,
             queue: VecDeque::new(),
@@ -79,7 +83,11 @@ impl Parser {
     }
 
     fn store(&mut self, key: Key, h: ReqHandle) {
-        self.stored.entry(key).or_default().push_back(h);
+        let spare = &mut self.spare;
+        self.stored
+            .entry(key)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+            .push_back(h);
         if h != NULL {
             self.order.push(h);
         }
@@ -89,7 +97,10 @@ impl Parser {
         let q = self.stored.get_mut(&key)?;
         let h = q.pop_front()?;
         if q.is_empty() {
-            self.stored.remove(&key);
+            if let Some(q) = self.stored.remove(&key) {
+                // Bounded by the keys in flight at once.
+                self.spare.push(q);
+            }
         }
         self.order.retain(|&x| x != h);
         Some(h)
@@ -97,8 +108,23 @@ impl Parser {
 
     /// Parses one line (number `line_no`) into actions.
     pub(super) fn parse(&mut self, line_no: u64, line: &str) -> Result<(), WorkloadError> {
-        let tok: Vec<&str> = line.split_whitespace().collect();
-        let path = self.name.clone();
+        // Most lines have a few fields: those stay on the stack.
+        let mut few: [&str; 16] = [""; 16];
+        let mut many: Vec<&str> = Vec::new();
+        let mut n = 0;
+        for t in line.split_whitespace() {
+            if n < few.len() {
+                few[n] = t;
+            } else {
+                if n == few.len() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(t);
+            }
+            n += 1;
+        }
+        let tok: &[&str] = if n <= few.len() { &few[..n] } else { &many };
+        let path = Arc::clone(&self.name);
         let f = match tok.first().map(|t| t.parse::<u32>()) {
             // SimGrid skips the lines of other ranks in a per-rank file; they are errors
             // here (a file listed for the wrong rank, or lines lost from another).
@@ -109,7 +135,7 @@ impl Parser {
                     format!("a line of rank {r} in the trace of rank {}", self.rank),
                 ))
             }
-            Some(Ok(_)) if tok.len() >= 2 => Fields::new(&path, line_no, &tok),
+            Some(Ok(_)) if tok.len() >= 2 => Fields::new(&path, line_no, tok),
             _ => {
                 return Err(super::fields::syntax(
                     &path,

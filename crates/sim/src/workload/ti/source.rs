@@ -36,6 +36,8 @@ pub(super) struct LineSource {
     source: Source,
     /// Lines split out of a shared file (and, for tests, given directly).
     lines: VecDeque<(u64, String)>,
+    /// The last line taken out of `lines` (what [`LineSource::next_line`] lends).
+    current: String,
     /// The last chunk read from a per-rank file, and how far it has been consumed.
     chunk_text: String,
     chunk_pos: usize,
@@ -57,6 +59,7 @@ impl LineSource {
         LineSource {
             source,
             lines,
+            current: String::new(),
             chunk_text: String::new(),
             chunk_pos: 0,
             line_no: 0,
@@ -120,10 +123,12 @@ impl LineSource {
         Ok(())
     }
 
-    /// The next non-empty, non-comment line and its number.
-    pub(super) fn next_line(&mut self) -> Result<Option<(u64, String)>, WorkloadError> {
-        if let Some(l) = self.lines.pop_front() {
-            return Ok(Some(l));
+    /// The next non-empty, non-comment line and its number; the line is lent from the
+    /// chunk read (no copy per line).
+    pub(super) fn next_line(&mut self) -> Result<Option<(u64, &str)>, WorkloadError> {
+        if let Some((no, line)) = self.lines.pop_front() {
+            self.current = line;
+            return Ok(Some((no, &self.current)));
         }
         loop {
             if self.chunk_pos >= self.chunk_text.len() {
@@ -136,13 +141,15 @@ impl LineSource {
                     return Ok(None);
                 }
             }
-            let rest = &self.chunk_text[self.chunk_pos..];
+            let start = self.chunk_pos;
+            let rest = &self.chunk_text[start..];
             let end = rest.find('\n').unwrap_or(rest.len());
             self.chunk_pos += (end + 1).min(rest.len());
             self.line_no += 1;
             let t = rest[..end].trim();
             if !t.is_empty() && !t.starts_with('#') {
-                return Ok(Some((self.line_no, t.to_owned())));
+                let from = start + (t.as_ptr() as usize - rest.as_ptr() as usize);
+                return Ok(Some((self.line_no, &self.chunk_text[from..from + t.len()])));
             }
         }
     }

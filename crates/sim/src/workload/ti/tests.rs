@@ -77,8 +77,8 @@ fn chunked_reading_keeps_every_line_and_its_number() {
         );
         w.lines.chunk = chunk;
         let mut got = Vec::new();
-        while let Some(l) = w.lines.next_line().unwrap() {
-            got.push(l);
+        while let Some((no, line)) = w.lines.next_line().unwrap() {
+            got.push((no, line.to_owned()));
         }
         assert_eq!(got, expected, "chunk {chunk}");
     }
