@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The HPL skeleton (`mpiscope hpl`) against SimGrid/SMPI running the unmodified HPL 2.3.
 #
-# 1. Builds HPL 2.3 with `smpicc` and Debian's OpenBLAS (CBLAS interface) into
-#    target/bench-hpl-smpi/hpl/ from HPL_SRC: a directory holding HPL's sources, or a
+# 1. Builds HPL 2.3 with `smpicc` and Debian's OpenBLAS (CBLAS interface) twice into
+#    target/bench-hpl-smpi/: as it comes (hpl/) and with HPL_NO_MPI_DATATYPE (hpl-nodt/,
+#    for complete TI traces), from HPL_SRC: a directory holding HPL's sources, or a
 #    hpl-2.3.tar.gz. Without HPL_SRC the sources come from the read-only mirror of the
 #    public icl-utk-edu/hpl repository (HPL_MIRROR, a git directory), else from netlib's
 #    tarball when online. HPL's code is never copied into this repository.
@@ -10,13 +11,17 @@
 #    1 Gf hosts (smpi/host-speed is the same 1 Gf, so a computation timed for real on this
 #    host takes the same simulated time), and an HPL.dat per case (HPL's default
 #    algorithm choices, scripts/lib/hpl-dat.sh).
-# 3. Runs smpirun for each case with CM02 and no SMPI factors (`network/model:CM02`,
-#    `smpi/bw-factor:1`, `smpi/lat-factor:1`), one OpenBLAS thread, and records a
-#    time-independent trace (`-trace-ti`) beside HPL's output.
-# 4. Calibrates this host's kernels (`mpiscope calibrate --kernels`) in the same run, writes
-#    the same platform in mpiscope's terms with them, runs `mpiscope hpl` on each case and
-#    replays SMPI's TI trace (`mpiscope replay --network smpi`, same options), and prints
-#    case, SMPI time (HPL's own WR line), replay of SMPI's trace, mpiscope hpl, error.
+# 3. Runs smpirun twice per case with CM02 and no SMPI factors (`network/model:CM02`,
+#    `smpi/bw-factor:1`, `smpi/lat-factor:1`), one OpenBLAS thread: `costs` (HPL as it
+#    comes, SMPI's default probe and test costs) and `free` (HPL_NO_MPI_DATATYPE, free
+#    probes and tests, a time-independent trace; tracing makes it 10-35x slower).
+# 4. Calibrates this host's kernels (`mpiscope calibrate`, one thread), writes the same
+#    platform in mpiscope's terms with them, runs `mpiscope hpl --network smpi` with the
+#    same options on each case and replays the `free` run's TI trace, and prints case,
+#    SMPI time (HPL's own WR line), SMPI's end date, the replay's, its error, mpiscope
+#    hpl's time and its error against the WR time; and, for the `free` runs, one rank's
+#    actions lined up by the hpl_actions example (crates/hpl/examples/hpl_actions.rs) into
+#    smpi-CASE-free/actions.txt.
 # Usage: scripts/bench-hpl-smpi.sh [CASE ...]   (cases: 16 64; default: both, 16 first)
 # Environment: HPL_SRC, HPL_MIRROR; SKIP_SMPI=1 reuses the SMPI runs already in
 # target/bench-hpl-smpi/, SMPI_ONLY=1 stops after them, SKIP_CALIBRATE=1 reuses the
@@ -165,6 +170,7 @@ fi
 
 # --- 4. mpiscope: calibrated kernels, the skeleton, the replay of SMPI's trace ---------
 cargo build --release -q -p mpiscope -p mpiscope-bench
+cargo build --release -q -p mpiscope-hpl --example hpl_actions
 bin=$root/target/release/mpiscope
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 if [ "${SKIP_CALIBRATE:-0}" != 1 ] || [ ! -s "$out/calibrated.toml" ]; then
@@ -199,6 +205,10 @@ for c in "${cases[@]}"; do
       --network smpi "${cfg[@]}" -q --timeline "$dir/skeleton.json" --force > "$dir/mpiscope-hpl.txt"
     [ "$mode" = free ] && "$bin" replay "$dir/ti.txt" --platform "$out/cluster.xml" --hostfile "$out/hosts.txt" \
       --network smpi "${cfg[@]}" --json > "$dir/replay.json" 2> "$dir/replay.err"
+    # One rank's actions, the skeleton's beside HPL's (ACTIONS_RANK, default 0).
+    [ "$mode" = free ] && "$root/target/release/examples/hpl_actions" "$dir/HPL.dat" \
+      "$out/cluster.toml" "$dir/ti.txt" "${ACTIONS_RANK:-0}" "${base_cfg[@]}" \
+      $(mode_cfg "$mode") "${extra_cfg[@]}" > "$dir/actions.txt"
     smpi_wr=$(wr_time "$dir/HPL.out")
     smpi_end=$(sim_time "$dir/stderr.txt")
     rep=$(grep -o '"makespan_s": *[0-9.e+-]*' "$dir/replay.json" | head -1 | awk '{ print $2 }')

@@ -12,7 +12,8 @@
 //! `PLATFORM` carries the kernel models (`mpiscope/dgemm`, ...) and is read under
 //! `--network smpi`; `KEY:VALUE` are options over its `[config]`, as `--cfg`. Ranks are
 //! placed on hosts in order (rank i on host i). Printed for the rank, skeleton beside
-//! trace: messages per (direction, peer, bytes), probes, tests and waits, the computation
+//! trace (the skeleton with `--pivots messages --polls chunks`, HPL's own exchanges and
+//! probes): messages per (direction, peer, bytes), probes, tests and waits, the computation
 //! (total, pieces between MPI calls and their sizes) and the simulated seconds spent per
 //! kind of call; and both simulated end dates.
 //!
@@ -331,6 +332,12 @@ fn run(args: &[String]) -> Result<(), String> {
             "{dat}: {} configurations, expected one",
             runs.len()
         ));
+    };
+    // Every pivot exchange and every probe, as HPL makes them, to line them up.
+    let hpl = &mpiscope_hpl::Run {
+        pivots: mpiscope_hpl::Pivots::Messages,
+        polls: mpiscope_hpl::Polls::Chunks,
+        ..hpl.clone()
     };
     let platform = platform::load(Path::new(plat)).map_err(|e| format!("{plat}: {e}"))?;
     let mut options = platform.config.clone();
