@@ -193,27 +193,33 @@ wr_time() {
   awk '$1 ~ /^WR/ && NF == 7 { n = $2; printf "%.4f\n", (2 / 3 * n * n * n + 1.5 * n * n) / ($7 * 1e9) }' "$1"
 }
 sim_time() { grep -o 'Simulated time: [0-9.e+-]*' "$1" | awk '{ print $3 }'; }
-printf '%-28s %9s %9s %10s %9s %12s %8s\n' case "SMPI WR" "SMPI end" "replay TI" "error" "mpiscope hpl" error
+printf '%-30s %9s %9s %10s %9s %12s %8s\n' case "SMPI WR" "SMPI end" "replay TI" "error" "mpiscope hpl" error
 for c in "${cases[@]}"; do
   read -r r p q n nb <<< "$(case_params "$c")"
   for mode in costs free; do
     dir=$out/smpi-$c-$mode
-    [ -s "$dir/HPL.out" ] || { echo "no SMPI run in $dir" >&2; continue; }
+    grep -q "^WR" "$dir/HPL.out" 2>/dev/null || { echo "no finished SMPI run in $dir" >&2; continue; }
     cfg=()
     for o in "${base_cfg[@]}" $(mode_cfg "$mode") "${extra_cfg[@]}"; do cfg+=(--cfg "$o"); done
     "$bin" hpl "$dir/HPL.dat" --platform "$out/cluster.toml" --hostfile "$out/hosts.txt" \
       --network smpi "${cfg[@]}" -q --timeline "$dir/skeleton.json" --force > "$dir/mpiscope-hpl.txt"
-    [ "$mode" = free ] && "$bin" replay "$dir/ti.txt" --platform "$out/cluster.xml" --hostfile "$out/hosts.txt" \
+    [ "$mode" != free ] || "$bin" replay "$dir/ti.txt" --platform "$out/cluster.xml" --hostfile "$out/hosts.txt" \
       --network smpi "${cfg[@]}" --json > "$dir/replay.json" 2> "$dir/replay.err"
     # One rank's actions, the skeleton's beside HPL's (ACTIONS_RANK, default 0).
-    [ "$mode" = free ] && "$root/target/release/examples/hpl_actions" "$dir/HPL.dat" \
+    [ "$mode" != free ] || "$root/target/release/examples/hpl_actions" "$dir/HPL.dat" \
       "$out/cluster.toml" "$dir/ti.txt" "${ACTIONS_RANK:-0}" "${base_cfg[@]}" \
       $(mode_cfg "$mode") "${extra_cfg[@]}" > "$dir/actions.txt"
     smpi_wr=$(wr_time "$dir/HPL.out")
     smpi_end=$(sim_time "$dir/stderr.txt")
-    rep=$(grep -o '"makespan_s": *[0-9.e+-]*' "$dir/replay.json" | head -1 | awk '{ print $2 }')
+    rep=-
+    if [ "$mode" = free ]; then
+      rep=$(grep -o '"makespan_s": *[0-9.e+-]*' "$dir/replay.json" | head -1 | awk '{ print $2 }')
+    fi
     hpl_t=$(wr_time "$dir/mpiscope-hpl.txt")
     awk -v c="$r ranks ($p x $q) N=$n $mode" -v a="$smpi_wr" -v e="$smpi_end" -v rp="$rep" -v h="$hpl_t" \
-      'BEGIN { printf "%-28s %9.3f %9.3f %10.3f %+8.2f%% %12.3f %+7.1f%%\n", c, a, e, rp, (rp - e) / e * 100, h, (h - a) / a * 100 }'
+      'BEGIN {
+        if (rp == "-") { rs = sprintf("%10s %9s", "-", "-") }
+        else { rs = sprintf("%10.4f %+8.2f%%", rp, (rp - e) / e * 100) }
+        printf "%-30s %9.4f %9.4f %s %12.4f %+7.1f%%\n", c, a, e, rs, h, (h - a) / a * 100 }'
   done
 done
