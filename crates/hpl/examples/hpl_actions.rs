@@ -32,8 +32,10 @@ use mpiscope_sim::{SimConfig, Simulation};
 /// What one rank did, counted from its actions.
 #[derive(Debug, Default)]
 struct Tally {
-    /// (direction, peer, bytes) -> messages.
+    /// (direction, peer, bytes) -> messages, whatever the call (`send`, `recv`).
     messages: BTreeMap<(&'static str, i64, u64), u64>,
+    /// Point-to-point calls by kind (`send`, `isend`, `recv`, `irecv`, `sendrecv`).
+    calls: BTreeMap<&'static str, u64>,
     probes: u64,
     tests: u64,
     waits: u64,
@@ -112,11 +114,11 @@ impl Tally {
             } => {
                 self.call();
                 self.tagged(*tag);
-                self.message(
-                    if req.is_some() { "isend" } else { "send" },
-                    i64::from(*dst),
-                    *bytes,
-                );
+                self.message("send", i64::from(*dst), *bytes);
+                *self
+                    .calls
+                    .entry(if req.is_some() { "isend" } else { "send" })
+                    .or_default() += 1;
             }
             Action::Recv {
                 src,
@@ -127,7 +129,11 @@ impl Tally {
             } => {
                 self.call();
                 self.tagged(*tag);
-                self.message(if req.is_some() { "irecv" } else { "recv" }, *src, *bytes);
+                self.message("recv", *src, *bytes);
+                *self
+                    .calls
+                    .entry(if req.is_some() { "irecv" } else { "recv" })
+                    .or_default() += 1;
             }
             Action::Sendrecv {
                 dst,
@@ -139,8 +145,9 @@ impl Tally {
             } => {
                 self.call();
                 self.tagged(*tag);
-                self.message("sendrecv>", i64::from(*dst), *send_bytes);
-                self.message("sendrecv<", *src, *recv_bytes);
+                self.message("send", i64::from(*dst), *send_bytes);
+                self.message("recv", *src, *recv_bytes);
+                *self.calls.entry("sendrecv").or_default() += 1;
             }
             Action::Wait { .. } => {
                 self.call();
@@ -255,6 +262,10 @@ fn print(
     }
     let total = |t: &Tally| t.messages.values().sum::<u64>();
     println!("{:<36} {:>14} {:>14}", "messages, all", total(a), total(b));
+    for kind in ["send", "isend", "recv", "irecv", "sendrecv"] {
+        let n = |t: &Tally| t.calls.get(kind).copied().unwrap_or(0);
+        println!("{:<36} {:>14} {:>14}", format!("{kind} calls"), n(a), n(b));
+    }
     println!("{:<36} {:>14} {:>14}", "probes", a.probes, b.probes);
     println!("{:<36} {:>14} {:>14}", "tests", a.tests, b.tests);
     println!("{:<36} {:>14} {:>14}", "waits", a.waits, b.waits);
