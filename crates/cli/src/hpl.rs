@@ -39,7 +39,9 @@ pub struct HplArgs {
     pivots: String,
     /// The trailing update's probes of a pending broadcast: `aggregated` (the chunks of NB
     /// columns that a probe follows run as one computation cut short after the chunk the
-    /// broadcast arrives in) or `chunks` (a computation and a probe per chunk, as HPL).
+    /// broadcast arrives in; the same dates, and `chunks` whenever probes cost time,
+    /// `smpi/iprobe` above 0 as under `--network smpi`) or `chunks` (a computation and a
+    /// probe per chunk, as HPL).
     #[arg(long, default_value = "aggregated", value_parser = ["aggregated", "chunks"])]
     polls: String,
     /// Write the simulated timeline (what each rank does when: `compute`, `pack`,

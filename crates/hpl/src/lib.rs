@@ -83,6 +83,20 @@ pub fn simulate_with_progress(
     progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 ) -> Result<HplResult, SimulateError> {
     let kernels = Kernels::from_config(&platform.config).map_err(SimulateError::Kernels)?;
+    // Aggregated polls keep the per-chunk dates only when probes are free: a probe's cost
+    // (`smpi/iprobe`) delays the chunks after it and moves a counter that all ranks share,
+    // which one computation standing for the chunks cannot interleave with the other
+    // ranks' probes. With a cost, every chunk is probed as HPL does.
+    let chunked;
+    let run = if run.polls == Polls::Aggregated && config.costs.iprobe > 0.0 {
+        chunked = Run {
+            polls: Polls::Chunks,
+            ..run.clone()
+        };
+        &chunked
+    } else {
+        run
+    };
     let ranks = run.p * run.q;
     let hosts = platform::map_ranks(platform, ranks, mapping)
         .map_err(|source| SimulateError::Placement { ranks, source })?;

@@ -160,8 +160,12 @@ mod tests {
                 big_g: Some(1e-9)
             })
         );
+        // Under smpi the platform's options override SMPI's defaults.
         let c = SimConfig::for_platform(&p, "smpi").unwrap();
-        assert_eq!(c.network, NetworkKind::new(FlowConfig::smpi()));
+        let flow = c.network.params::<FlowConfig>().unwrap();
+        assert_eq!(flow.bw_factors, vec![(0, 0.5)]);
+        assert_eq!(flow.lat_factors, FlowConfig::smpi().lat_factors);
+        assert_eq!(flow.weight_s, 8775.0);
     }
 
     #[test]

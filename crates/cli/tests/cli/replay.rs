@@ -385,7 +385,7 @@ fn replay_reports_bad_input() {
         ("--collectives", "lam"),
         ("--algorithm", "bcast=nosuch"),
         ("--bw-factor", "1000:x"),
-        ("--lat-factor", "0.5"),
+        ("--lat-factor", "0.5x"),
     ] {
         // Closed lists are clap's to check: a usage error.
         let usage = ["--network", "--collectives"].contains(&opt);

@@ -378,10 +378,21 @@ impl FlowConfig {
     /// The flow model a platform file's options describe, by SimGrid's names:
     /// `network/model` (`CM02` or `SMPI`), `smpi/lat-factor`, `smpi/bw-factor`,
     /// `network/weight-S`, `network/crosstraffic`, `network/TCP-gamma`; other options are
-    /// ignored. Errors name the option.
+    /// ignored. Without `network/model`, CM02's defaults. Errors name the option.
     pub fn from_options(options: &BTreeMap<String, String>) -> Result<FlowConfig, String> {
+        FlowConfig::from_options_or(options, FlowConfig::default())
+    }
+
+    /// As [`FlowConfig::from_options`], with `base` as the model's defaults when the
+    /// options do not name a `network/model` (SMPI's for `--network smpi`, as smpirun,
+    /// whose `--cfg` options override its defaults).
+    pub fn from_options_or(
+        options: &BTreeMap<String, String>,
+        base: FlowConfig,
+    ) -> Result<FlowConfig, String> {
         let mut c = match options.get("network/model").map(String::as_str) {
-            None | Some("CM02") => FlowConfig::default(),
+            None => base,
+            Some("CM02") => FlowConfig::default(),
             Some("SMPI") => FlowConfig::smpi(),
             Some(other) => {
                 return Err(format!(
@@ -442,9 +453,20 @@ fn piecewise(factors: &[(u64, f64)], bytes: u64) -> f64 {
 }
 
 /// Parses factors in SimGrid's syntax, `threshold:factor;threshold:factor;...` (any order;
-/// thresholds in bytes), sorted by threshold.
+/// thresholds in bytes), sorted by threshold; a lone number is one factor for every size
+/// (`0:factor`), as SimGrid reads it.
 pub fn parse_factors(spec: &str) -> Result<Vec<(u64, f64)>, String> {
     let mut out = Vec::new();
+    if !spec.contains([':', ';']) && !spec.trim().is_empty() {
+        let f: f64 = spec
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{}`: expected THRESHOLD:FACTOR or a factor", spec.trim()))?;
+        if !(f.is_finite() && f > 0.0) {
+            return Err(format!("`{}`: factor must be positive", spec.trim()));
+        }
+        return Ok(vec![(0, f)]);
+    }
     for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
         let (t, f) = part
             .split_once(':')
@@ -482,12 +504,19 @@ pub const FLOW: Registration = Registration {
     configure: |options| Ok(NetworkKind::new(FlowConfig::from_options(options)?)),
 };
 
-/// `smpi`: SimGrid's `SMPI` model, smpirun's default ([`FlowConfig::smpi`]; the platform's
-/// options are not read).
+/// `smpi`: SimGrid's `SMPI` model, smpirun's default ([`FlowConfig::smpi`]), with the
+/// platform's and `--cfg`'s options over its defaults as smpirun's `--cfg` (`network/model:
+/// CM02` gives CM02's parameters; SMPI's per-call costs are the configuration's, not the
+/// network model's).
 pub const SMPI: Registration = Registration {
     name: "smpi",
     about: "the flow model with SMPI's piecewise factors by message size and weight-S",
-    configure: |_| Ok(NetworkKind::new(FlowConfig::smpi())),
+    configure: |options| {
+        Ok(NetworkKind::new(FlowConfig::from_options_or(
+            options,
+            FlowConfig::smpi(),
+        )?))
+    },
 };
 
 #[cfg(test)]
@@ -615,9 +644,33 @@ mod tests {
     }
 
     #[test]
+    fn smpi_reads_options_over_its_defaults() {
+        let o = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let smpi = |kv: &[(&str, &str)]| (SMPI.configure)(&o(kv)).unwrap();
+        assert_eq!(smpi(&[]), NetworkKind::new(FlowConfig::smpi()));
+        // Options given override SMPI's defaults, one by one, as smpirun's --cfg.
+        let c = smpi(&[("network/weight-S", "0"), ("smpi/lat-factor", "1")]);
+        let c = c.params::<FlowConfig>().unwrap();
+        assert_eq!((c.weight_s, c.lat_factors.clone()), (0.0, vec![(0, 1.0)]));
+        assert_eq!(c.bw_factors, FlowConfig::smpi().bw_factors);
+        // network/model:CM02 gives CM02's parameters, as in SimGrid.
+        let c = smpi(&[("network/model", "CM02")]);
+        assert_eq!(c, NetworkKind::new(FlowConfig::default()));
+        let e = (SMPI.configure)(&o(&[("smpi/bw-factor", "x")])).unwrap_err();
+        assert!(e.starts_with("smpi/bw-factor"), "{e}");
+    }
+
+    #[test]
     fn bad_factors_are_named() {
         assert!(parse_factors("").unwrap_err().contains("no THRESHOLD"));
-        assert!(parse_factors("12").unwrap_err().contains("`12`"));
+        assert!(parse_factors("12x").unwrap_err().contains("`12x`"));
+        assert!(parse_factors("0").unwrap_err().contains("positive"));
+        // A lone number: one factor for every size, as SimGrid reads it.
+        assert_eq!(parse_factors(" 1.5 ").unwrap(), vec![(0, 1.5)]);
         assert!(parse_factors("a:1").unwrap_err().contains("threshold `a`"));
         assert!(parse_factors("1:b").unwrap_err().contains("factor `b`"));
         assert!(parse_factors("1:-2").unwrap_err().contains("positive"));
