@@ -227,9 +227,19 @@ impl Approx {
                 None => self.differences.push(d.clone()),
             }
         }
-        self.differences
-            .sort_by_key(|d| (d.at, std::cmp::Reverse(d.occurrences)));
+        self.differences.sort_by(order);
     }
+}
+
+/// Differences in the order they are kept: by place, the most frequent first, then by content
+/// (a total order, so that the output never depends on a hash map's order).
+fn order(a: &Difference, b: &Difference) -> std::cmp::Ordering {
+    (a.at, std::cmp::Reverse(a.occurrences), a.missing, &a.added).cmp(&(
+        b.at,
+        std::cmp::Reverse(b.occurrences),
+        b.missing,
+        &b.added,
+    ))
 }
 
 /// The parts of `seq` (symbols with values); `anchor_ok` says which symbols may start an
@@ -513,13 +523,7 @@ impl Candidate {
             folder.push_stats(sym, st);
         }
         let mut differences: Vec<Difference> = diffs.into_values().collect();
-        differences.sort_by(|a, b| {
-            (a.at, std::cmp::Reverse(a.occurrences), &a.added).cmp(&(
-                b.at,
-                std::cmp::Reverse(b.occurrences),
-                &b.added,
-            ))
-        });
+        differences.sort_by(order);
         let series = series.min(MAX_SERIES_VALUES / self.iters.len().max(1));
         let series = self.series(seq, body, &stats, series_ok, series);
         Approx {
