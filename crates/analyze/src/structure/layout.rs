@@ -4,7 +4,7 @@
 //! iterations they occur in (`every 10th iteration from 9`); long exact stretches (setup,
 //! teardown) summarized unless `full`; the callsites of the loops listed apart.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use mpiscope_structure::approx::{Approx, Difference, Part};
@@ -272,12 +272,7 @@ impl Structure {
         {
             return None;
         }
-        let names: HashMap<u32, &str> = self
-            .symbols
-            .iter()
-            .map(|x| (x.id, x.name.as_str()))
-            .collect();
-        let name = |id: u32| names.get(&id).copied().unwrap_or("?").to_string();
+        let name = self.namer();
         let site_of = |id: u32| {
             self.symbols
                 .get(id as usize)

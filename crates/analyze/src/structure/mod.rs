@@ -451,6 +451,16 @@ fn value(v: f64) -> String {
 }
 
 impl Structure {
+    /// A symbol's printed name by its id (`?` for an unknown id).
+    fn namer(&self) -> impl Fn(u32) -> String + '_ {
+        let names: HashMap<u32, &str> = self
+            .symbols
+            .iter()
+            .map(|x| (x.id, x.name.as_str()))
+            .collect();
+        move |id| names.get(&id).copied().unwrap_or("?").to_string()
+    }
+
     /// [Grosclaude 2012]'s text: per class of ranks, one numbered line per top-level item; a loop or
     /// sequence line ends with its total. Times in microseconds, averaged over the ranks of
     /// the class.
@@ -463,12 +473,7 @@ impl Structure {
              element over iterations and over the ranks of a class); loop totals after `:`",
             self.ranks, self.symbols_read, self.items
         );
-        let names: HashMap<u32, &str> = self
-            .symbols
-            .iter()
-            .map(|x| (x.id, x.name.as_str()))
-            .collect();
-        let name = |id: u32| names.get(&id).copied().unwrap_or("?").to_string();
+        let name = self.namer();
         for c in &self.classes {
             let n = c.ranks.len() as f64;
             let _ = writeln!(
