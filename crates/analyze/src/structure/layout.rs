@@ -190,7 +190,10 @@ impl Writer<'_> {
         let at = d.at as usize;
         let mut what = Vec::new();
         if d.missing > 0 {
-            let gone: Vec<String> = body[at..(at + d.missing as usize).min(body.len())]
+            let end = at.saturating_add(d.missing as usize).min(body.len());
+            let gone: Vec<String> = body
+                .get(at.min(end)..end)
+                .unwrap_or_default()
                 .iter()
                 .map(|&s| (self.name)(s))
                 .collect();
