@@ -145,9 +145,6 @@ impl Writer<'_> {
                 }
             ),
         );
-        for n in &l.body {
-            self.note_sites(n);
-        }
         self.nodes(&l.body, indent + 4, true);
         if l.differences.is_empty() {
             return;
