@@ -16,6 +16,7 @@ packages=(
   libopen-trace-format2-10        # OTF2 export (libotf2, opened at run time)
   otf2-tools                      # the OTF2 export's check (otf2-print)
   python3-otf2                    # the OTF2 export's check (reads archives with `import otf2`)
+  vite xvfb xauth                 # the OTF2 export's check in a viewer (ViTE under Xvfb)
   chromium                        # renders the HTML reports in tests (headless)
   slurm-wlm munge                 # a one-machine SLURM for crates/cli/tests/cli/slurm.rs (scripts/slurm.sh)
 )

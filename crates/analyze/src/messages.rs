@@ -9,13 +9,15 @@
 //! A send starts a message when it is called (`MPI_Send`, `Isend`, `Ssend`, `Bsend`,
 //! `Rsend`, their non-blocking forms, the send half of `Sendrecv`); a receive ends one when
 //! it completes: a blocking `Recv`, the receive half of `Sendrecv`, or the completion
-//! (`Wait*`, `Test*` with their statuses) of an `Irecv`. Persistent requests and matched
-//! probes are not drawn.
+//! (`Wait*`, `Test*` with their statuses) of an `Irecv`. A persistent request
+//! (`Send_init`, `Recv_init`, ...) is a template: each `Start`/`Startall` of a send starts a
+//! non-blocking message, each start of a receive posts one, completed as an `Irecv`'s.
+//! Persistent collectives move no point-to-point messages.
 
 use std::collections::HashMap;
 
 use mpiscope_mpispec::Family;
-use mpiscope_trace::{CommKind, Event, ListKind, RankReader, Slot, NO_VALUE};
+use mpiscope_trace::{CommKind, Event, ListKind, RankReader, Slot, NO_VALUE, PEER_NULL};
 
 /// A message: sender, receiver (world ranks), tag, communicator key, and its number among
 /// the messages with the same four.
@@ -87,6 +89,8 @@ pub enum Item {
         thread: u16,
         /// Payload bytes.
         bytes: u64,
+        /// The request of a non-blocking send (or of a started persistent one).
+        request: Option<i64>,
     },
     /// A message has arrived (at the exit of the call that completed the receive).
     Recv {
@@ -102,6 +106,8 @@ pub enum Item {
         thread: u16,
         /// Payload bytes.
         bytes: u64,
+        /// The request completed (of an `Irecv`, or of a started persistent receive).
+        request: Option<i64>,
     },
 }
 
@@ -112,6 +118,8 @@ pub struct RankWalk {
     received: HashMap<(u32, i64, u64), u64>,
     /// Posted receives: request id -> (communicator key, time posted).
     posted: HashMap<i64, (u64, u64)>,
+    /// Persistent point-to-point requests: request id -> what each start does.
+    templates: HashMap<i64, Template>,
     /// Per call id, what its calls do to messages (classified once).
     roles: HashMap<u32, Role>,
 }
@@ -129,8 +137,30 @@ enum Role {
     PostRecv,
     /// May complete posted receives (`Wait*`, `Test*`).
     Completion,
-    /// Nothing (collectives, persistent inits, local calls).
+    /// Makes a persistent point-to-point request (`Send_init`, `Recv_init`, ...).
+    Persistent { send: bool },
+    /// Starts persistent requests (`Start`, `Startall`).
+    Start,
+    /// Nothing (collectives, persistent collectives, local calls).
     None,
+}
+
+/// One side of a message as a call gives it: the peer (world rank; negative for none),
+/// tag, communicator key and bytes.
+#[derive(Debug, Clone, Copy)]
+struct Half {
+    peer: i64,
+    tag: i64,
+    comm: u64,
+    bytes: u64,
+}
+
+/// A persistent point-to-point request, as made: what each of its starts does.
+#[derive(Debug, Clone, Copy)]
+struct Template {
+    send: bool,
+    /// The message side (peer negative: `MPI_PROC_NULL`, or any source).
+    half: Half,
 }
 
 impl Role {
@@ -140,7 +170,15 @@ impl Role {
         let c = mpiscope_mpispec::classify(function);
         let f = c.family;
         if c.persistent {
-            Role::None
+            if c.collective || c.group != mpiscope_mpispec::Group::P2p {
+                Role::None
+            } else {
+                Role::Persistent {
+                    send: !matches!(f, Family::Recv | Family::Precv),
+                }
+            }
+        } else if matches!(f, Family::Start | Family::Startall) {
+            Role::Start
         } else if f.is_send() {
             Role::Send {
                 blocking: !c.nonblocking,
@@ -169,6 +207,7 @@ impl RankWalk {
             sent: HashMap::new(),
             received: HashMap::new(),
             posted: HashMap::new(),
+            templates: HashMap::new(),
             roles: HashMap::new(),
         }
     }
@@ -181,13 +220,17 @@ impl RankWalk {
 
     fn send_item(
         &mut self,
-        to: i64,
-        tag: i64,
-        comm: u64,
+        m: Half,
         ev: &Event,
         blocking: bool,
-        bytes: u64,
+        request: Option<i64>,
     ) -> Option<Item> {
+        let Half {
+            peer: to,
+            tag,
+            comm,
+            bytes,
+        } = m;
         if to < 0 {
             return None;
         }
@@ -207,18 +250,23 @@ impl RankWalk {
             blocking,
             thread: ev.thread,
             bytes,
+            request,
         })
     }
 
     fn recv_item(
         &mut self,
-        from: i64,
-        tag: i64,
-        comm: u64,
+        m: Half,
         posted: u64,
         ev: &Event,
-        bytes: u64,
+        request: Option<i64>,
     ) -> Option<Item> {
+        let Half {
+            peer: from,
+            tag,
+            comm,
+            bytes,
+        } = m;
         if from < 0 || tag == NO_VALUE || from == NO_VALUE {
             return None;
         }
@@ -238,6 +286,7 @@ impl RankWalk {
             blocked_from: ev.t_enter,
             thread: ev.thread,
             bytes,
+            request,
         })
     }
 
@@ -267,50 +316,86 @@ impl RankWalk {
         if role == Role::Completion {
             return self.completions(ev, out);
         }
+        if role == Role::Start {
+            return self.starts(ev, out);
+        }
         // Intercommunicators: peers are in the remote group, still world ranks.
         let Some((comm, _)) = Self::comm_key(reader, ev) else {
             return;
         };
+        // The peer side a call names (its send, or a persistent receive's source).
+        let send_half = Half {
+            peer: a.get(Slot::Peer).unwrap_or(-1),
+            tag: a.get(Slot::Tag).unwrap_or(0),
+            comm,
+            bytes: pos(a.get(Slot::Bytes)),
+        };
         if let Role::Send { blocking } = role {
-            let item = self.send_item(
-                a.get(Slot::Peer).unwrap_or(-1),
-                a.get(Slot::Tag).unwrap_or(0),
-                comm,
-                ev,
-                blocking,
-                pos(a.get(Slot::Bytes)),
-            );
+            let request = a.get(Slot::Request).filter(|_| !blocking);
+            let item = self.send_item(send_half, ev, blocking, request);
             out.extend(item);
         } else if role == Role::SendRecv {
-            let item = self.send_item(
-                a.get(Slot::Peer).unwrap_or(-1),
-                a.get(Slot::Tag).unwrap_or(0),
-                comm,
-                ev,
-                true,
-                pos(a.get(Slot::Bytes)),
-            );
+            let item = self.send_item(send_half, ev, true, None);
             out.extend(item);
             let from = a
                 .get(Slot::StatusSource)
                 .or(a.get(Slot::RecvPeer))
                 .unwrap_or(-1);
-            let tag = a.get(Slot::StatusTag).or(a.get(Slot::RecvTag)).unwrap_or(0);
-            let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes)));
-            let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
+            let recv = Half {
+                peer: from,
+                tag: a.get(Slot::StatusTag).or(a.get(Slot::RecvTag)).unwrap_or(0),
+                comm,
+                bytes: pos(a.get(Slot::StatusBytes).or(a.get(Slot::RecvBytes))),
+            };
+            let item = self.recv_item(recv, ev.t_enter, ev, None);
             out.extend(item);
         } else if role == Role::Recv {
             let from = a
                 .get(Slot::StatusSource)
                 .or(a.get(Slot::Peer))
                 .unwrap_or(-1);
-            let tag = a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(0);
-            let bytes = pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes)));
-            let item = self.recv_item(from, tag, comm, ev.t_enter, ev, bytes);
+            let recv = Half {
+                peer: from,
+                tag: a.get(Slot::StatusTag).or(a.get(Slot::Tag)).unwrap_or(0),
+                comm,
+                bytes: pos(a.get(Slot::StatusBytes).or(a.get(Slot::Bytes))),
+            };
+            let item = self.recv_item(recv, ev.t_enter, ev, None);
             out.extend(item);
         } else if role == Role::PostRecv {
             if let Some(id) = a.get(Slot::Request) {
                 self.posted.insert(id, (comm, ev.t_enter));
+            }
+        } else if let Role::Persistent { send } = role {
+            if let Some(id) = a.get(Slot::Request) {
+                self.templates.insert(
+                    id,
+                    Template {
+                        send,
+                        half: send_half,
+                    },
+                );
+            }
+        }
+    }
+
+    /// What a `Start` or `Startall` does: a message per started send, a posted receive
+    /// per started receive (requests the trace did not see made are skipped).
+    fn starts(&mut self, ev: &Event, out: &mut Vec<Item>) {
+        let ids: Vec<i64> = match ev.list(ListKind::Requests) {
+            Some(list) => list.to_vec(),
+            None => ev.args.get(Slot::Request).into_iter().collect(),
+        };
+        for id in ids {
+            let Some(t) = self.templates.get(&id).copied() else {
+                continue;
+            };
+            if t.send {
+                let item = self.send_item(t.half, ev, false, Some(id));
+                out.extend(item);
+            } else if t.half.peer != PEER_NULL {
+                // A receive from MPI_PROC_NULL completes without a message.
+                self.posted.insert(id, (t.half.comm, ev.t_enter));
             }
         }
     }
@@ -331,7 +416,13 @@ impl RankWalk {
         }
         for (id, source, tag, bytes) in done {
             if let Some((comm, posted)) = self.posted.remove(&id) {
-                let item = self.recv_item(source, tag, comm, posted, ev, bytes.max(0) as u64);
+                let recv = Half {
+                    peer: source,
+                    tag,
+                    comm,
+                    bytes: bytes.max(0) as u64,
+                };
+                let item = self.recv_item(recv, posted, ev, Some(id));
                 out.extend(item);
             }
         }

@@ -132,6 +132,25 @@ impl Rule {
         let bytes = || pos(a.get(Slot::Bytes));
         let rbytes = || pos(a.get(Slot::RecvBytes));
         let v = |sent: u64, received: u64| Volume { sent, received };
+        // An intercommunicator's rooted collective: the root (`MPI_ROOT`) only sends
+        // (broadcast, scatter) or only receives (reduce, gather) across; the other
+        // processes of its group (`MPI_PROC_NULL`) take no part.
+        let root_arg = a.get(Slot::Root);
+        let rooted = matches!(
+            self,
+            Rule::Bcast | Rule::Reduce | Rule::Gather | Rule::Scatter
+        );
+        if rooted && root_arg == Some(PEER_NULL) {
+            return Volume::default();
+        }
+        if rooted && root_arg == Some(mpiscope_trace::PEER_ROOT) {
+            return match self {
+                Rule::Bcast => v(bytes(), 0),
+                Rule::Reduce => v(0, bytes()),
+                Rule::Gather => v(0, rbytes() * n),
+                _ => v(bytes() * n, 0),
+            };
+        }
         match self {
             Rule::Nothing => Volume::default(),
             Rule::Send => v(if to_null() { 0 } else { bytes() }, 0),
@@ -354,5 +373,33 @@ mod tests {
                 received: 40
             }
         );
+    }
+
+    /// On an intercommunicator, the root (`MPI_ROOT`) of a broadcast or scatter only sends,
+    /// of a reduce or gather only receives; the rest of its group (`MPI_PROC_NULL`) moves
+    /// nothing; the other group's processes (the root as a rank) as in an intracommunicator.
+    #[test]
+    fn intercommunicator_roots() {
+        use mpiscope_trace::PEER_ROOT;
+        let call = |name: &str, root: i64| {
+            let e = ev(&[(Slot::Root, root), (Slot::Bytes, 8), (Slot::RecvBytes, 8)]);
+            let v = volume(name, &e, 5, 3);
+            (v.sent, v.received)
+        };
+        assert_eq!(call("MPI_Bcast", PEER_ROOT), (8, 0));
+        assert_eq!(call("MPI_Scatter", PEER_ROOT), (24, 0));
+        assert_eq!(call("MPI_Reduce", PEER_ROOT), (0, 8));
+        assert_eq!(call("MPI_Gather", PEER_ROOT), (0, 24));
+        for name in [
+            "MPI_Bcast",
+            "MPI_Scatter",
+            "MPI_Reduce",
+            "MPI_Gather",
+            "MPI_Ibcast",
+        ] {
+            assert_eq!(call(name, PEER_NULL), (0, 0), "{name}");
+        }
+        assert_eq!(call("MPI_Bcast", 0), (0, 8));
+        assert_eq!(call("MPI_Reduce", 0), (8, 0));
     }
 }

@@ -422,6 +422,44 @@ mod tests {
         );
     }
 
+    /// Persistent requests are messages too: each `Start` of a send starts one, each
+    /// `Start` (or `Startall`) of a receive posts one, which the `Wait` completes; the
+    /// receiver waited for the second start of the send (at 40 us) from 100 ns.
+    #[test]
+    fn persistent_requests_wait_as_their_starts_say() {
+        let (ls, lr, on) = waits(2, |rank, r| {
+            let args =
+                |peer: i64, req: i64| [(Slot::Peer, peer), (Slot::Tag, 3), (Slot::Request, req)];
+            if rank == 0 {
+                r.call("MPI_Recv_init", 0, 10, &args(1, 20), &[]);
+                for (round, t) in [(0, 20), (1, 30_000)] {
+                    let start = [(ListKind::Requests, &[20i64][..])];
+                    if round == 0 {
+                        r.call("MPI_Start", t, t + 10, &[(Slot::Request, 20)], &[]);
+                    } else {
+                        r.call("MPI_Startall", t, t + 10, &[(Slot::Count, 1)], &start);
+                    }
+                    let done = [
+                        (Slot::Request, 20),
+                        (Slot::StatusSource, 1),
+                        (Slot::StatusTag, 3),
+                    ];
+                    let exit = if round == 0 { 1_000 } else { 50_000 };
+                    r.call("MPI_Wait", t + 100, exit, &done, &[]);
+                }
+            } else {
+                r.call("MPI_Send_init", 0, 10, &args(0, 30), &[]);
+                for t in [500, 40_000] {
+                    r.call("MPI_Start", t, t + 10, &[(Slot::Request, 30)], &[]);
+                    r.call("MPI_Wait", t + 20, t + 30, &[(Slot::Request, 30)], &[]);
+                }
+            }
+        });
+        // First round: waited 120 ns -> 500 ns for the send; second: 30.1 -> 40 us.
+        assert_eq!((ls, lr), (vec![380 + 9_900, 0], vec![0, 0]));
+        assert_eq!(kinds(&on), [(0, 1, "late sender", 2, 10_280)]);
+    }
+
     /// An eager send that returned before its receive was posted waited on no one, and a
     /// message whose other end is not in the trace ends no wait.
     #[test]

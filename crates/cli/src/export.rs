@@ -35,7 +35,9 @@ pub struct ExportArgs {
     #[arg(short, long)]
     quiet: bool,
     /// Print a JSON summary of what was written on stdout: `format`, `output`, `ranks`,
-    /// `message`, `notes`.
+    /// `message`, `notes`, and `counts` (what was written, in the format's own terms: OTF2
+    /// `events`, `sends`, `receives`, `collectives`, ...; Chrome `calls`, `sends`, ...;
+    /// Paraver `records`, `communications`; SimGrid `actions`).
     #[arg(long)]
     json: bool,
 }
@@ -88,6 +90,11 @@ pub fn export(a: ExportArgs) -> Result<i32> {
             "ranks": run.ranks(),
             "message": written.message,
             "notes": written.notes,
+            "counts": written
+                .counts
+                .iter()
+                .map(|(k, v)| (k.to_string(), serde_json::Value::from(*v)))
+                .collect::<serde_json::Map<_, _>>(),
         });
         crate::outputs::write_stdout(&crate::outputs::json(&summary)?)?;
     }

@@ -60,6 +60,12 @@ pub const FORMAT: crate::Registration = crate::Registration {
                 out.display()
             ),
             notes: Vec::new(),
+            counts: vec![
+                ("ranks", u64::from(s.ranks)),
+                ("calls", s.calls),
+                ("sends", s.sends),
+                ("receives", s.receives),
+            ],
         })
     },
 };

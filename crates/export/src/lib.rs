@@ -62,6 +62,9 @@ pub struct Written {
     pub message: String,
     /// Calls or ranks the format could not carry, one line each.
     pub notes: Vec<String>,
+    /// What was written, counted in the format's own terms (`events`, `sends`, ...), in a
+    /// fixed order: `export --json`'s `counts`.
+    pub counts: Vec<(&'static str, u64)>,
 }
 
 /// An export format offered by name: each format's module defines one, [`Format::ALL`]

@@ -119,6 +119,11 @@ pub const FORMAT: crate::Registration = crate::Registration {
                 out.display()
             ),
             notes: Vec::new(),
+            counts: vec![
+                ("ranks", u64::from(s.ranks)),
+                ("records", s.records),
+                ("communications", s.communications),
+            ],
         })
     },
 };

@@ -292,6 +292,26 @@ fn assert_enters_match_report(read: &Value, trace: &Path) {
     assert_eq!(read["leaves"].as_u64(), Some(total));
 }
 
+/// The bytes of the archive's send events (by the region that sent them) and of its
+/// collectives, blocking or not (by the region that began them), are the report's bytes
+/// sent and received per function.
+fn assert_bytes_match_report(read: &Value, trace: &Path) {
+    let report = common::report_json(trace);
+    let calls = report["calls"].as_object().unwrap();
+    let (p2p, colls) = (&read["sent_bytes"], &read["collective_bytes"]);
+    for (name, stats) in calls {
+        let (sent, received) = (&stats["bytes_sent"], &stats["bytes_received"]);
+        if let Some(c) = colls.get(name) {
+            assert_eq!((&c[0], &c[1]), (sent, received), "{name}");
+        } else if sent.as_u64() != Some(0) {
+            assert_eq!(&p2p[name], sent, "{name}");
+        }
+    }
+    for (name, _) in colls.as_object().unwrap() {
+        assert!(calls.contains_key(name), "{name}");
+    }
+}
+
 /// OTF2's own reader takes the archive of a program that splits, duplicates and creates
 /// communicators: every blocking collective is a begin/end pair naming its operation, its
 /// communicator (as many as the program made, with their sizes) and its root in it; the
@@ -304,6 +324,7 @@ fn otf2_collectives_and_communicators_read_back_with_otf2s_reader() {
     export(&trace, "otf2", &out);
     let read = otf2_read(&out.join("traces.otf2"));
     assert_enters_match_report(&read, &trace);
+    assert_bytes_match_report(&read, &trace);
     // otf2-print checks the definitions (groups, communicators) and the event references;
     // the anchor names the creator and its version, the clock is in nanoseconds.
     let o = Command::new("otf2-print")
@@ -366,6 +387,40 @@ fn otf2_collectives_and_communicators_read_back_with_otf2s_reader() {
         assert!(sizes.contains(&size), "{comms:?}");
     }
     assert!(comms.len() >= 6, "{comms:?}");
+    // The intercommunicator between the halves is one `InterComm` of both groups; its
+    // messages name ranks of the remote group (world rank r talks to remote rank r / 2);
+    // its broadcast's root is `MPI_ROOT` on world rank 0, `MPI_PROC_NULL` on rank 2 (which
+    // moves nothing), rank 0 of the remote group on the odd ranks.
+    let inter: Vec<&Value> = comms.iter().filter(|c| c["inter"] == true).collect();
+    assert_eq!(inter.len(), 1, "{comms:?}");
+    let loc = |r: u32| format!("rank {r} thread 0");
+    assert_eq!(
+        inter[0]["groups"],
+        serde_json::json!([[loc(0), loc(2)], [loc(1), loc(3)]])
+    );
+    let inter_p2p = read["inter_p2p"].as_array().unwrap();
+    assert_eq!(inter_p2p.len(), 8, "{inter_p2p:?}");
+    for e in inter_p2p {
+        let world: u64 = e["location"].as_str().unwrap()[5..6].parse().unwrap();
+        assert_eq!(e["peer"], world / 2, "{e}");
+        assert!(e["tag"] == 9 || e["tag"] == 10, "{e}");
+    }
+    let inter_name = inter[0]["name"].as_str().unwrap();
+    let bcast = |r: u32| {
+        ends.iter()
+            .find(|e| e["comm"] == inter_name && e["location"] == loc(r).as_str())
+            .map(|e| {
+                (
+                    e["root"].as_u64().unwrap(),
+                    e["sent"].clone(),
+                    e["received"].clone(),
+                )
+            })
+    };
+    assert_eq!(bcast(0), Some((none - 1, 12.into(), 0.into())));
+    assert_eq!(bcast(2), Some((none - 2, 0.into(), 0.into())));
+    assert_eq!(bcast(1), Some((0, 0.into(), 12.into())));
+    assert_eq!(bcast(3), Some((0, 0.into(), 12.into())));
     // Each call site is a region of its own with the program's file and line (the test
     // programs are built with debug information): the Bcast on the halves is line 80.
     let sites = read["sites"].as_array().unwrap();
@@ -399,13 +454,22 @@ fn otf2_requests_read_back_with_otf2s_reader() {
     export(&trace, "otf2", &out);
     let read = otf2_read(&out.join("traces.otf2"));
     assert_enters_match_report(&read, &trace);
+    assert_bytes_match_report(&read, &trace);
     let (p2p, enters) = (&read["p2p"], &read["enters"]);
     let n = |v: &Value| v.as_u64().unwrap_or(0);
-    assert_eq!(n(&p2p["MpiIsend"]), n(&enters["MPI_Isend"]), "{p2p}");
+    // The program's persistent pair: each rank starts its send once per `MPI_Start` pair
+    // and once per `MPI_Startall` (of the receive and the send).
+    let persistent_sends = n(&enters["MPI_Start"]) / 2 + n(&enters["MPI_Startall"]);
+    assert!(persistent_sends > 0, "{enters}");
+    assert_eq!(
+        n(&p2p["MpiIsend"]),
+        n(&enters["MPI_Isend"]) + persistent_sends,
+        "{p2p}"
+    );
     assert_eq!(n(&p2p["MpiIsendComplete"]), n(&p2p["MpiIsend"]), "{p2p}");
     assert_eq!(
         n(&p2p["MpiIrecvRequest"]),
-        n(&enters["MPI_Irecv"]) + n(&enters["MPI_Imrecv"]),
+        n(&enters["MPI_Irecv"]) + n(&enters["MPI_Imrecv"]) + persistent_sends,
         "{p2p}"
     );
     // Every request is completed (a `Test` that finds it unfinished does not complete it),
@@ -417,6 +481,123 @@ fn otf2_requests_read_back_with_otf2s_reader() {
         "{p2p}"
     );
     assert_eq!(read["unpaired_ends"], 0);
+}
+
+/// OTF2's own reader takes the archive of non-blocking collectives: each is a
+/// `NonBlockingCollectiveRequest` in the call that starts it and a
+/// `NonBlockingCollectiveComplete` in the `Wait` or `Test` that completes it, with its
+/// operation, communicator, root and bytes (the report's, per function, as for the
+/// blocking collectives of the same program).
+#[test]
+fn otf2_nonblocking_collectives_read_back_with_otf2s_reader() {
+    let tmp = tempdir();
+    let trace = traced("c/collectives.c", &[], tmp.path());
+    let out = tmp.path().join("otf2");
+    export(&trace, "otf2", &out);
+    let read = otf2_read(&out.join("traces.otf2"));
+    assert_enters_match_report(&read, &trace);
+    assert_bytes_match_report(&read, &trace);
+    let enters = read["enters"].as_object().unwrap();
+    let started: u64 = enters
+        .iter()
+        .filter(|(name, _)| {
+            [
+                "MPI_Ibarrier",
+                "MPI_Ibcast",
+                "MPI_Iallreduce",
+                "MPI_Ialltoall",
+                "MPI_Igatherv",
+            ]
+            .contains(&name.as_str())
+        })
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    let nbc = read["nbc"].as_array().unwrap();
+    assert!(started >= 20, "{enters:?}");
+    assert_eq!(nbc.len() as u64, started, "{nbc:?}");
+    assert_eq!(read["unmatched_nbc"], 0);
+    for e in nbc {
+        let region = e["region"].as_str().unwrap();
+        assert_eq!(
+            e["op"].as_str(),
+            Some(&region[5..].to_uppercase()[..]),
+            "{e}"
+        );
+        let done = e["completed_in"].as_str().unwrap();
+        assert!(
+            done.starts_with("MPI_Wait") || done.starts_with("MPI_Test"),
+            "{e}"
+        );
+        assert_eq!(e["comm"], "MPI_COMM_WORLD", "{e}");
+    }
+    // The Igatherv to rank 0: its root is rank 0, which receives 1 + 2 + 3 + 4 ints.
+    assert!(
+        nbc.iter().any(|e| e["region"] == "MPI_Igatherv"
+            && e["location"] == "rank 0 thread 0"
+            && e["root"] == 0
+            && e["received"] == 40),
+        "{nbc:?}"
+    );
+    // Blocking collectives are still begin/end pairs, and only they.
+    assert_eq!(read["unpaired_ends"], 0);
+    let ends = read["collective_ends"].as_array().unwrap();
+    assert!(ends
+        .iter()
+        .all(|e| !e["region"].as_str().unwrap().starts_with("MPI_I")));
+}
+
+/// A real viewer opens the archive: ViTE (Debian's `vite`) on a virtual screen (Xvfb)
+/// reads it and exports its view as SVG, with a row per rank and an arrow per message (the
+/// program's messages are all on `MPI_COMM_WORLD`: ViTE does not read communicator
+/// groups). `export --json` counts what the archive holds.
+#[test]
+fn otf2_opens_in_vite() {
+    let tmp = tempdir();
+    let trace = traced("c/p2p_nonblocking.c", &[], tmp.path());
+    let out = tmp.path().join("otf2");
+    let o = Command::new(mpiscope())
+        .arg("export")
+        .arg(&trace)
+        .args(["--format", "otf2", "--json", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let counts = &summary["counts"];
+    assert_eq!(counts["ranks"], 4, "{summary}");
+    let sends = counts["sends"].as_u64().unwrap();
+    assert!(
+        sends > 0 && counts["events"].as_u64().unwrap() > sends,
+        "{summary}"
+    );
+    let read = otf2_read(&out.join("traces.otf2"));
+    let p2p = &read["p2p"];
+    let n = |k: &str| p2p[k].as_u64().unwrap_or(0);
+    assert_eq!(sends, n("MpiSend") + n("MpiIsend"), "{summary} {p2p}");
+    assert_eq!(
+        counts["receives"].as_u64(),
+        Some(n("MpiRecv") + n("MpiIrecv"))
+    );
+    let svg = tmp.path().join("vite.svg");
+    let o = Command::new("xvfb-run")
+        .args(["-a", "timeout", "120", "vite", "-f"])
+        .arg(out.join("traces.otf2"))
+        .arg("-e")
+        .arg(&svg)
+        .output()
+        .expect("xvfb-run and vite (apt-get install xvfb xauth vite, or scripts/deps.sh)");
+    let log = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    assert!(
+        log.contains("0 errors and 0 warnings were found during parsing"),
+        "{log}"
+    );
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(svg.matches("<line").count() as u64, sends, "{log}");
+    for r in 0..4 {
+        assert!(svg.contains(&format!("rank {r} thread 0")), "rank {r}");
+    }
 }
 
 /// GROMACS mdrun broadcasts zero elements, and SimGrid 3.32 dies of SIGFPE on `bcast 0 0 6`

@@ -46,7 +46,22 @@ pub(super) fn op(function: &str) -> Option<u8> {
     if !c.collective || c.nonblocking || c.persistent {
         return None;
     }
-    Some(match c.family {
+    family_op(c.family)
+}
+
+/// The collective operation of a non-blocking collective `function` (`MPI_Ibcast`, ...;
+/// `None` for anything else, persistent collectives included).
+pub(super) fn nonblocking_op(function: &str) -> Option<u8> {
+    let c = mpiscope_mpispec::classify(function);
+    if !c.collective || !c.nonblocking || c.persistent {
+        return None;
+    }
+    family_op(c.family)
+}
+
+/// `OTF2_CollectiveOp` of a collective family.
+fn family_op(family: Family) -> Option<u8> {
+    Some(match family {
         Family::Barrier => 0,
         Family::Bcast => 1,
         Family::Gather => 2,
@@ -88,6 +103,11 @@ mod tests {
         assert_eq!(op("MPI_Allreduce"), Some(11));
         assert_eq!(op("MPI_Reduce_scatter_block"), Some(16));
         assert_eq!(op("MPI_Ibcast"), None);
+        assert_eq!(nonblocking_op("MPI_Ibcast"), Some(1));
+        assert_eq!(nonblocking_op("MPI_Ibarrier"), Some(0));
+        assert_eq!(nonblocking_op("MPI_Ialltoallv"), Some(9));
+        assert_eq!(nonblocking_op("MPI_Bcast"), None);
+        assert_eq!(nonblocking_op("MPI_Isend"), None);
         assert_eq!(op("MPI_Send"), None);
     }
 }

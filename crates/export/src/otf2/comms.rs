@@ -6,8 +6,10 @@
 //! An OTF2 communicator names a group of kind `COMM_GROUP` whose members are positions in
 //! the `COMM_LOCATIONS` group (the ranks' main threads, in rank order), and events give
 //! peers and roots as ranks within the communicator: [`Comms::local_rank`] translates the
-//! trace's world ranks. An intercommunicator is written with its local group (its events'
-//! peers are in the remote group, so messages on it are written on `MPI_COMM_WORLD`).
+//! trace's world ranks. An intercommunicator is an OTF2 `InterComm` of its two groups,
+//! ordered as every member orders them (the smaller member list first), so that both sides
+//! write one definition; its events' peers and roots are ranks of the remote group, as in
+//! MPI.
 
 use std::collections::HashMap;
 
@@ -18,8 +20,11 @@ use mpiscope_trace::{CommDef, CommKind};
 pub(super) struct Comm {
     /// Its kind in the trace.
     pub(super) kind: CommKind,
-    /// World rank of each communicator rank (`None` for `MPI_COMM_WORLD`: every rank).
+    /// World rank of each communicator rank (`None` for `MPI_COMM_WORLD`: every rank); for
+    /// an intercommunicator, its first group.
     pub(super) ranks: Option<Vec<u32>>,
+    /// An intercommunicator's second group (world ranks).
+    pub(super) remote: Option<Vec<u32>>,
 }
 
 /// Every communicator the events referred to, by global id.
@@ -38,6 +43,7 @@ impl Comms {
             list: vec![Comm {
                 kind: CommKind::World,
                 ranks: None,
+                remote: None,
             }],
         }
     }
@@ -52,10 +58,26 @@ impl Comms {
         }
         let id = self.list.len() as u32;
         self.by_key.insert(def.key, id);
-        self.list.push(Comm {
-            kind: def.kind,
-            ranks: Some(def.ranks.clone()),
-        });
+        let comm = if def.kind == CommKind::Inter {
+            // Both sides see the same two groups, each its own first.
+            let (a, b) = if def.ranks <= def.remote {
+                (&def.ranks, &def.remote)
+            } else {
+                (&def.remote, &def.ranks)
+            };
+            Comm {
+                kind: def.kind,
+                ranks: Some(a.clone()),
+                remote: Some(b.clone()),
+            }
+        } else {
+            Comm {
+                kind: def.kind,
+                ranks: Some(def.ranks.clone()),
+                remote: None,
+            }
+        };
+        self.list.push(comm);
         id
     }
 
@@ -65,11 +87,15 @@ impl Comms {
         self.by_key.get(&key).copied()
     }
 
-    /// The rank of world rank `world` in the communicator `id`, when a member.
+    /// The rank of world rank `world` in the communicator `id`, when a member (in an
+    /// intercommunicator, its rank in its group: the two groups are disjoint, and a peer
+    /// is always in the remote group).
     pub(super) fn local_rank(&self, id: u32, world: u32) -> Option<u32> {
-        match &self.list.get(id as usize)?.ranks {
+        let c = self.list.get(id as usize)?;
+        let find = |list: &Vec<u32>| list.iter().position(|&r| r == world).map(|p| p as u32);
+        match &c.ranks {
             None => Some(world),
-            Some(ranks) => ranks.iter().position(|&r| r == world).map(|p| p as u32),
+            Some(ranks) => find(ranks).or_else(|| c.remote.as_ref().and_then(find)),
         }
     }
 
@@ -83,15 +109,27 @@ impl Comms {
         }
     }
 
-    /// The members of communicator `id` as positions in the rank order `ranks` (world
-    /// ranks of the rank files); members without a rank file are left out.
+    /// The members of communicator `id` (of an intercommunicator: its first group) as
+    /// positions in the rank order `ranks` (world ranks of the rank files); members
+    /// without a rank file are left out.
     pub(super) fn members(&self, id: u32, ranks: &[u32]) -> Vec<u64> {
-        let pos = |w: u32| ranks.iter().position(|&r| r == w).map(|p| p as u64);
         match &self.list[id as usize].ranks {
             None => (0..ranks.len() as u64).collect(),
-            Some(m) => m.iter().filter_map(|&w| pos(w)).collect(),
+            Some(m) => positions(m, ranks),
         }
     }
+
+    /// The second group of intercommunicator `id`, as [`Comms::members`] gives the first.
+    pub(super) fn remote_members(&self, id: u32, ranks: &[u32]) -> Option<Vec<u64>> {
+        let remote = self.list.get(id as usize)?.remote.as_ref()?;
+        Some(positions(remote, ranks))
+    }
+}
+
+/// The positions in `ranks` of the world ranks `members` (those without one left out).
+fn positions(members: &[u32], ranks: &[u32]) -> Vec<u64> {
+    let pos = |w: u32| ranks.iter().position(|&r| r == w).map(|p| p as u64);
+    members.iter().filter_map(|&w| pos(w)).collect()
 }
 
 /// One rank's view: its communicator ids mapped to global ids.
@@ -131,6 +169,27 @@ mod tests {
             ranks: ranks.to_vec(),
             remote: Vec::new(),
         }
+    }
+
+    /// Both sides of an intercommunicator define the same two groups, in one order; a
+    /// world rank translates into its rank in its own group.
+    #[test]
+    fn intercommunicators_have_both_groups() {
+        let side = |id, ranks: &[u32], remote: &[u32]| CommDef {
+            remote: remote.to_vec(),
+            ..def(id, 9, CommKind::Inter, ranks)
+        };
+        let mut comms = Comms::new();
+        let a = comms.global(&side(4, &[1, 3], &[0, 2]));
+        let b = comms.global(&side(7, &[0, 2], &[1, 3]));
+        assert_eq!(a, b);
+        let all = [0, 1, 2, 3];
+        assert_eq!(comms.members(a, &all), vec![0, 2]);
+        assert_eq!(comms.remote_members(a, &all), Some(vec![1, 3]));
+        assert_eq!(comms.local_rank(a, 3), Some(1));
+        assert_eq!(comms.local_rank(a, 2), Some(1));
+        assert_eq!(comms.local_rank(a, 0), Some(0));
+        assert_eq!(comms.name(a), "intercommunicator 1");
     }
 
     /// Members agree on the global id through the key, whatever their local ids; world is

@@ -8,7 +8,7 @@ use std::ffi::{c_char, CString};
 use mpiscope_trace::RunDir;
 
 use super::archive::{cstring, Archive, GlobalDefs};
-use super::seen::{location, RegionKey, Seen};
+use super::seen::{location, rank_thread, RegionKey, Seen};
 use super::{collective, ffi};
 use crate::ExportError;
 
@@ -69,7 +69,8 @@ impl Names {
             .locations
             .keys()
             .map(|&l| {
-                let name = format!("rank {} thread {}", l >> 16, l & 0xffff);
+                let (rank, thread) = rank_thread(l);
+                let name = format!("rank {rank} thread {thread}");
                 (l, strings.add(&name))
             })
             .collect();
@@ -211,7 +212,7 @@ impl GlobalDefs<'_> {
                         name,
                         ffi::LOCATION_CPU_THREAD,
                         seen.locations[&loc],
-                        (loc >> 16) as u32,
+                        rank_thread(loc).0,
                     ),
                     "location",
                 )?;
@@ -248,7 +249,8 @@ impl GlobalDefs<'_> {
     }
 
     /// The ranks' main-thread locations (group 0), then per communicator a group of its
-    /// members (group id + 1) and the communicator.
+    /// members (group id + 1) and the communicator; an intercommunicator has its second
+    /// group after all of those.
     fn comms(&self, run: &RunDir, seen: &Seen, names: &Names) -> Result<(), ExportError> {
         let (a, g, lib) = (self.a, self.g, self.a.lib);
         let mains: Vec<u64> = run
@@ -273,14 +275,26 @@ impl GlobalDefs<'_> {
                 ),
                 "locations group",
             )?;
-            for (id, &name) in names.comms.iter().enumerate() {
-                let id = id as u32;
-                let members = seen.comms.members(id, &ranks);
+            // Every group before any communicator, in the order of their ids: the
+            // communicators' (id + 1), then the second groups of intercommunicators.
+            let remotes: Vec<(u32, Vec<u64>)> = (0..names.comms.len() as u32)
+                .filter_map(|id| Some((id, seen.comms.remote_members(id, &ranks)?)))
+                .collect();
+            let first = names.comms.len() as u32 + 1;
+            let groups = (0..names.comms.len() as u32)
+                .map(|id| (id + 1, id, seen.comms.members(id, &ranks)))
+                .chain(
+                    remotes
+                        .iter()
+                        .enumerate()
+                        .map(|(k, (id, m))| (first + k as u32, *id, m.clone())),
+                );
+            for (group, id, members) in groups {
                 a.check(
                     (lib.OTF2_GlobalDefWriter_WriteGroup)(
                         g,
-                        id + 1,
-                        name,
+                        group,
+                        names.comms[id as usize],
                         ffi::GROUP_COMM_GROUP,
                         ffi::PARADIGM_MPI,
                         0,
@@ -289,8 +303,20 @@ impl GlobalDefs<'_> {
                     ),
                     "communicator group",
                 )?;
-                a.check(
-                    (lib.OTF2_GlobalDefWriter_WriteComm)(
+            }
+            for (id, &name) in names.comms.iter().enumerate() {
+                let id = id as u32;
+                let code = match remotes.iter().position(|(r, _)| *r == id) {
+                    Some(k) => (lib.OTF2_GlobalDefWriter_WriteInterComm)(
+                        g,
+                        id,
+                        name,
+                        id + 1,
+                        first + k as u32,
+                        ffi::UNDEFINED_U32,
+                        0,
+                    ),
+                    None => (lib.OTF2_GlobalDefWriter_WriteComm)(
                         g,
                         id,
                         name,
@@ -298,8 +324,8 @@ impl GlobalDefs<'_> {
                         ffi::UNDEFINED_U32,
                         0,
                     ),
-                    "communicator",
-                )?;
+                };
+                a.check(code, "communicator")?;
             }
         }
         Ok(())

@@ -50,6 +50,10 @@ pub const LOCATION_CPU_THREAD: u8 = 1;
 pub const GROUP_COMM_LOCATIONS: u8 = 4;
 pub const GROUP_COMM_GROUP: u8 = 5;
 pub const UNDEFINED_U32: u32 = u32::MAX;
+/// `OTF2_COLLECTIVE_ROOT_SELF`: `MPI_ROOT` in an intercommunicator's collective.
+pub const COLLECTIVE_ROOT_SELF: u32 = u32::MAX - 1;
+/// `OTF2_COLLECTIVE_ROOT_THIS_GROUP`: `MPI_PROC_NULL` in the root's group.
+pub const COLLECTIVE_ROOT_THIS_GROUP: u32 = u32::MAX - 2;
 pub const UNDEFINED_U64: u64 = u64::MAX;
 
 /// Declares the table [`Otf2`] of the C functions listed (each a field of its C name and
@@ -194,6 +198,23 @@ functions! {
         sent: u64,
         received: u64,
     ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_NonBlockingCollectiveRequest(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_EvtWriter_NonBlockingCollectiveComplete(
+        w: *mut OTF2_EvtWriter,
+        attrs: *mut c_void,
+        t: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+        request: u64,
+    ) -> OTF2_ErrorCode;
     fn OTF2_GlobalDefWriter_WriteClockProperties(
         w: *mut OTF2_GlobalDefWriter,
         resolution: u64,
@@ -258,6 +279,15 @@ functions! {
         name: u32,
         group: u32,
         parent: u32,
+        flags: u32,
+    ) -> OTF2_ErrorCode;
+    fn OTF2_GlobalDefWriter_WriteInterComm(
+        w: *mut OTF2_GlobalDefWriter,
+        id: u32,
+        name: u32,
+        group_a: u32,
+        group_b: u32,
+        common: u32,
         flags: u32,
     ) -> OTF2_ErrorCode;
     fn OTF2_Error_GetName(code: OTF2_ErrorCode) -> *const c_char;

@@ -45,7 +45,7 @@ mod seen;
 
 use archive::{Archive, EvtWriter};
 use comms::{Comms, RankComms};
-use events::{Call, Collective, Requests};
+use events::{Call, Collective, RequestKind, Requests};
 use seen::{location, RegionKey, Seen};
 
 /// What an export wrote.
@@ -57,11 +57,12 @@ pub struct Otf2Summary {
     pub locations: u32,
     /// Events (enters, leaves, message events).
     pub events: u64,
-    /// `MpiSend` events.
+    /// `MpiSend` and `MpiIsend` events.
     pub sends: u64,
-    /// `MpiRecv` events.
+    /// `MpiRecv` and `MpiIrecv` events.
     pub receives: u64,
-    /// `MpiCollectiveEnd` events (as many begins).
+    /// `MpiCollectiveEnd` events (as many begins) and `NonBlockingCollectiveComplete`
+    /// events (as many requests).
     pub collectives: u64,
     /// Communicators defined.
     pub comms: u32,
@@ -87,6 +88,15 @@ pub const FORMAT: crate::Registration = crate::Registration {
                 out.display()
             ),
             notes: Vec::new(),
+            counts: vec![
+                ("ranks", u64::from(s.ranks)),
+                ("locations", u64::from(s.locations)),
+                ("communicators", u64::from(s.comms)),
+                ("events", s.events),
+                ("sends", s.sends),
+                ("receives", s.receives),
+                ("collectives", s.collectives),
+            ],
         })
     },
 };
@@ -195,15 +205,24 @@ fn write_rank_events(
             .and_then(|c| rank_comms.global(c as u32, &reader.tables().comms, &mut seen.comms));
         let collective =
             f.op.map(|op| collective_end(&reader, &f.name, op, &ev, rank, comm, &seen.comms));
+        // As for the message walk, a request on an unknown communicator is not followed.
+        let kind = match f.kind {
+            RequestKind::PostsRecv
+            | RequestKind::Persistent { .. }
+            | RequestKind::StartsCollective
+                if comm.is_none() =>
+            {
+                RequestKind::None
+            }
+            k => k,
+        };
         let call = Call {
             enter: ev.t_enter,
             exit,
             region,
             ev: &ev,
-            // As for the message walk, a request on an unknown communicator is not followed.
-            starts_request: f.starts_request && comm.is_some(),
-            completes: f.completes,
-            collective,
+            kind,
+            collective: collective.filter(|_| kind != RequestKind::None || f.blocking_op),
         };
         let n = events::write_call(a, w, &call, &items, &seen.comms, &mut requests, sum)?;
         *seen.locations.entry(loc).or_insert(0) += n;
@@ -230,29 +249,47 @@ fn site(symbols: &mut Symbolizer, tables: &Tables, callsite: u32) -> Option<(Str
 #[derive(Clone)]
 struct Function {
     name: String,
-    /// The collective operation of a blocking collective.
+    /// The collective operation of a collective, blocking or not.
     op: Option<u8>,
-    /// A non-blocking point-to-point send or receive.
-    starts_request: bool,
-    /// `Wait*`, `Test*`.
-    completes: bool,
+    /// A blocking collective (`op` is its `MpiCollectiveEnd`'s).
+    blocking_op: bool,
+    /// What its calls do to requests.
+    kind: RequestKind,
 }
 
 impl Function {
     fn of(name: &str) -> Function {
+        use mpiscope_mpispec::{Family, Group};
         let c = mpiscope_mpispec::classify(name);
+        let p2p = c.group == Group::P2p;
+        let f = c.family;
+        let nonblocking_op = collective::nonblocking_op(name);
+        let kind = if f.is_wait() || f.is_test() {
+            RequestKind::Completes
+        } else if matches!(f, Family::Start | Family::Startall) {
+            RequestKind::Starts
+        } else if nonblocking_op.is_some() {
+            RequestKind::StartsCollective
+        } else if p2p && c.persistent {
+            RequestKind::Persistent {
+                send: !matches!(f, Family::Recv | Family::Precv),
+            }
+        } else if p2p && c.nonblocking && matches!(f, Family::Recv | Family::Mrecv) {
+            RequestKind::PostsRecv
+        } else {
+            RequestKind::None
+        };
+        let blocking_op = collective::op(name);
         Function {
             name: name.to_owned(),
-            op: collective::op(name),
-            starts_request: c.nonblocking
-                && !c.persistent
-                && c.group == mpiscope_mpispec::Group::P2p,
-            completes: c.family.is_wait() || c.family.is_test(),
+            op: blocking_op.or(nonblocking_op),
+            blocking_op: blocking_op.is_some(),
+            kind,
         }
     }
 }
 
-/// The `MpiCollectiveEnd` of `ev`, a blocking collective `op` of function `name` made by
+/// The `MpiCollectiveEnd` of `ev`, a collective `op` of function `name` made by
 /// world rank `rank` on communicator `comm` (global id; world when unknown): its root as a
 /// rank of the communicator and the bytes the call moved (`mpiscope_analyze::volume`).
 fn collective_end<R: std::io::Read>(
@@ -274,12 +311,16 @@ fn collective_end<R: std::io::Read>(
     });
     let v = mpiscope_analyze::volume::volume(name, ev, rank, peers);
     let comm = comm.unwrap_or(0);
-    let root = ev
-        .args
-        .get(Slot::Root)
-        .filter(|&r| r >= 0)
-        .and_then(|r| comms.local_rank(comm, r as u32))
-        .unwrap_or(ffi::UNDEFINED_U32);
+    let root = match ev.args.get(Slot::Root) {
+        // An intercommunicator's root side: MPI_ROOT at the root, MPI_PROC_NULL at the
+        // others of its group.
+        Some(mpiscope_trace::PEER_ROOT) => ffi::COLLECTIVE_ROOT_SELF,
+        Some(mpiscope_trace::PEER_NULL) => ffi::COLLECTIVE_ROOT_THIS_GROUP,
+        Some(r) if r >= 0 => comms
+            .local_rank(comm, r as u32)
+            .unwrap_or(ffi::UNDEFINED_U32),
+        _ => ffi::UNDEFINED_U32,
+    };
     Collective {
         op,
         comm,
@@ -325,6 +366,8 @@ mod tests {
 
     #[test]
     fn location_ids() {
-        assert_eq!(location(3, 1), (3 << 16) | 1);
+        assert_eq!(location(3, 0), 3);
+        assert_eq!(location(3, 1), (1 << 32) | 3);
+        assert_eq!(seen::rank_thread(location(70_000, 2)), (70_000, 2));
     }
 }

@@ -29,7 +29,14 @@ pub(super) struct RegionKey {
     pub(super) site: Option<(String, u32)>,
 }
 
-/// The location id of `thread` of `rank`.
+/// The location id of `thread` of `rank`: Score-P's numbering, the rank in the low 32
+/// bits and the thread above, so that a main thread's location is its rank (viewers such
+/// as ViTE take a message's peer rank for a location id).
 pub(super) fn location(rank: u32, thread: u16) -> u64 {
-    (u64::from(rank) << 16) | u64::from(thread)
+    (u64::from(thread) << 32) | u64::from(rank)
+}
+
+/// The rank and thread of location `loc`.
+pub(super) fn rank_thread(loc: u64) -> (u32, u64) {
+    (loc as u32, loc >> 32)
 }

@@ -218,6 +218,7 @@ pub const FORMAT: crate::Registration = crate::Registration {
                 out.display()
             ),
             notes: s.skipped,
+            counts: vec![("ranks", u64::from(s.ranks)), ("actions", s.actions)],
         })
     },
 };
