@@ -382,11 +382,7 @@ impl RankWalk {
     /// What a `Start` or `Startall` does: a message per started send, a posted receive
     /// per started receive (requests the trace did not see made are skipped).
     fn starts(&mut self, ev: &Event, out: &mut Vec<Item>) {
-        let ids: Vec<i64> = match ev.list(ListKind::Requests) {
-            Some(list) => list.to_vec(),
-            None => ev.args.get(Slot::Request).into_iter().collect(),
-        };
-        for id in ids {
+        for id in ev.requests() {
             let Some(t) = self.templates.get(&id).copied() else {
                 continue;
             };

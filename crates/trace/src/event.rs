@@ -403,6 +403,15 @@ impl Event {
             .map(|l| l.values.as_slice())
     }
 
+    /// The requests the call names: its [`ListKind::Requests`] list (`Startall`,
+    /// `Waitall`, ...) or its `Request` slot.
+    pub fn requests(&self) -> Vec<i64> {
+        match self.list(ListKind::Requests) {
+            Some(list) => list.to_vec(),
+            None => self.args.get(Slot::Request).into_iter().collect(),
+        }
+    }
+
     /// Completed requests, from the [`ListKind::Completions`] list or, for single-request
     /// completions, from the `Request` and `Status*` slots. Only meaningful for completion
     /// calls (`Wait`, `Test`, ...): for a call that starts a request, the `Request` slot names

@@ -87,14 +87,6 @@ fn completed(ev: &Event) -> Vec<i64> {
     done
 }
 
-/// The requests a `Start` or `Startall` started.
-fn started(ev: &Event) -> Vec<i64> {
-    match ev.list(ListKind::Requests) {
-        Some(list) => list.to_vec(),
-        None => ev.args.get(Slot::Request).into_iter().collect(),
-    }
-}
-
 /// Where a message's peer is written: (communicator, rank in it).
 fn peer(comms: &Comms, key: &MessageKey, world: u32) -> (u32, u32) {
     match comms.by_key(key.comm) {
@@ -123,7 +115,9 @@ pub(super) fn write_call(
     // Receives posted by this call.
     let posted: Vec<i64> = match call.kind {
         RequestKind::PostsRecv => request.into_iter().collect(),
-        RequestKind::Starts => started(call.ev)
+        RequestKind::Starts => call
+            .ev
+            .requests()
             .into_iter()
             .filter(|id| requests.persistent.get(id) == Some(&false))
             .collect(),

@@ -14,9 +14,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use mpiscope_trace::{
-    CommKind, Event, ListKind, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY,
-};
+use mpiscope_trace::{CommKind, Event, Slot, Tables, PEER_ANY, PEER_NULL, PEER_ROOT, TAG_ANY};
 
 use mpiscope_mpispec::Family;
 
@@ -450,11 +448,7 @@ impl Translator {
     /// `MPI_Start` and `MPI_Startall`: an instance of each persistent request started, under
     /// a handle of its own.
     fn start(&mut self, ev: &Event) {
-        let ids: Vec<i64> = match ev.list(ListKind::Requests) {
-            Some(l) => l.to_vec(),
-            None => ev.args.get(Slot::Request).into_iter().collect(),
-        };
-        for id in ids {
+        for id in ev.requests() {
             let Some(p) = self.persistent.get(&id).cloned() else {
                 continue;
             };
