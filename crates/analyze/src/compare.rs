@@ -325,6 +325,29 @@ mod tests {
     }
 
     #[test]
+    fn spread_across_ranks() {
+        let s = Spread::of([4.0, 1.0, 0.0, 3.0, 2.0, 5.0, f64::NAN]);
+        // Ranks without bursts (0) or a value are not counted.
+        assert_eq!(s.ranks, 5);
+        assert_eq!((s.min_s, s.q1_s, s.median_s, s.q3_s, s.max_s), (1.0, 2.0, 3.0, 4.0, 5.0));
+        let two = Spread::of([1.0, 2.0]);
+        assert_eq!((two.q1_s, two.median_s, two.q3_s), (1.25, 1.5, 1.75));
+        assert_eq!(Spread::of([]), Spread::default());
+        let mut p = profile(4, 8, 1e-6);
+        for (r, h) in p.per_rank.iter_mut().zip([2e-6, 1e-6, 4e-6, 3e-6]) {
+            r.burst_harmonic_mean_s = h;
+        }
+        let c = compare(&[("a".into(), p.clone()), ("b".into(), profile(8, 8, 1e-6))]);
+        assert_eq!(c.runs[0].burst_harmonic_mean_ranks.max_s, 4e-6);
+        assert_eq!(c.runs[0].burst_harmonic_mean_ranks.min_s, 1e-6);
+        assert!(c.to_text().contains("1.000-4.000"), "{}", c.to_text());
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["runs"][0]["phase"], "all");
+        assert_eq!(json["runs"][0]["burst_harmonic_mean_ranks"]["ranks"], 4);
+        assert!(json["runs"][0].get("phase_ranges").is_none());
+    }
+
+    #[test]
     fn runs_by_rank_count() {
         let c = compare(&[
             ("b".into(), profile(8, 80, 1e-6)),

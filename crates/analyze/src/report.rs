@@ -468,14 +468,33 @@ mod tests {
             "totals",
             "message_sizes",
             "percentile_rel_error",
+            "phase",
             "warnings",
         ];
         assert_eq!(keys(&r), plain);
         r.balance = Some(Balance::default());
         r.endings = Some(Endings::default());
         let mut all: Vec<&str> = plain[..10].to_vec();
-        all.extend(["balance", "endings", "warnings"]);
+        all.extend(["balance", "endings", "phase", "warnings"]);
         assert_eq!(keys(&r), all);
+        // A phase adds its ranges, a minimum gap its value, before the warnings.
+        let mut phased = r.clone();
+        phased.profile.phase_ranges = vec![crate::window::RankRange {
+            rank: 0,
+            kind: crate::window::RangeKind::Calls,
+            start_ns: 1,
+            end_ns: 2,
+            last_enter_ns: 1,
+            first_event: 0,
+            last_event: 1,
+            iterations: 4,
+            symbols: 8,
+            symbol_share: 1.0,
+        }];
+        phased.profile.burst_min_gap_s = 1e-6;
+        let mut with: Vec<&str> = all[..all.len() - 1].to_vec();
+        with.extend(["phase_ranges", "burst_min_gap_s", "warnings"]);
+        assert_eq!(keys(&phased), with);
         // The statistics are written as they are on their own, the extra sections before
         // the warnings.
         let text = serde_json::to_string(&r).expect("serializes");
