@@ -329,7 +329,10 @@ mod tests {
         let s = Spread::of([4.0, 1.0, 0.0, 3.0, 2.0, 5.0, f64::NAN]);
         // Ranks without bursts (0) or a value are not counted.
         assert_eq!(s.ranks, 5);
-        assert_eq!((s.min_s, s.q1_s, s.median_s, s.q3_s, s.max_s), (1.0, 2.0, 3.0, 4.0, 5.0));
+        assert_eq!(
+            (s.min_s, s.q1_s, s.median_s, s.q3_s, s.max_s),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
         let two = Spread::of([1.0, 2.0]);
         assert_eq!((two.q1_s, two.median_s, two.q3_s), (1.25, 1.5, 1.75));
         assert_eq!(Spread::of([]), Spread::default());

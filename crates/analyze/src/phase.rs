@@ -150,7 +150,15 @@ fn main_loop(
         let first = sym.iter().position(|x| is_call(x.0));
         let last = sym.iter().rposition(|x| is_call(x.0));
         if let (Some(f), Some(l)) = (first, last) {
-            return Ok(range(rank, RangeKind::Calls, body[f], body[l], count, n, share(n)));
+            return Ok(range(
+                rank,
+                RangeKind::Calls,
+                body[f],
+                body[l],
+                count,
+                n,
+                share(n),
+            ));
         }
     }
     if let Some(r) = burst_loop(rank, seq, stamps, is_call) {
@@ -200,8 +208,17 @@ fn burst_loop(
         .0;
     let after = stamps[i];
     let gap = after.enter.saturating_sub(before.exit);
-    (span > 0 && gap as f64 >= MIN_BURST_SHARE * span as f64)
-        .then(|| range(rank, RangeKind::Burst, *before, after, 1, 3, 3.0 / seq.len() as f64))
+    (span > 0 && gap as f64 >= MIN_BURST_SHARE * span as f64).then(|| {
+        range(
+            rank,
+            RangeKind::Burst,
+            *before,
+            after,
+            1,
+            3,
+            3.0 / seq.len() as f64,
+        )
+    })
 }
 
 fn range(

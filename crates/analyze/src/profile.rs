@@ -669,7 +669,12 @@ pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeE
 /// shorter than the minimum gap left out of the burst statistics.
 pub fn profile_with(run: &RunDir, o: &ProfileOptions) -> Result<Profile, AnalyzeError> {
     let results = crate::parallel::per_rank(run, |rd, rank| {
-        Ok(profile_rank_gaps(rd, rank, &o.windows.of(rank), o.min_gap_ns))
+        Ok(profile_rank_gaps(
+            rd,
+            rank,
+            &o.windows.of(rank),
+            o.min_gap_ns,
+        ))
     });
     let mut p = Profile {
         ranks: run.ranks(),

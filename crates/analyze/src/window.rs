@@ -175,7 +175,11 @@ impl RankWindows {
 
     /// The ranges of a phase, within `outer`.
     pub fn of_ranges(ranges: &[RankRange], outer: Window) -> Self {
-        let n = ranges.iter().map(|r| r.rank as usize + 1).max().unwrap_or(0);
+        let n = ranges
+            .iter()
+            .map(|r| r.rank as usize + 1)
+            .max()
+            .unwrap_or(0);
         let mut ranks = vec![outer; n];
         for r in ranges {
             ranks[r.rank as usize] = r.window().intersect(&outer);

@@ -401,13 +401,19 @@ mod tests {
         });
         let svg = c.svg();
         // The second bar starts at 0, which a log axis cannot show: left out.
-        assert_eq!(svg.matches("<title>spread over ranks at").count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches("<title>spread over ranks at").count(),
+            1,
+            "{svg}"
+        );
         assert!(
             svg.contains("spread over ranks at 2 ranks: 8.000 s to 20.000 s"),
             "{svg}"
         );
         let (colour, _, _) = palette::series(0);
-        assert!(svg.contains(&format!("stroke=\"{colour}\" stroke-width=\"1.5\" fill=\"none\"><title>")));
+        assert!(svg.contains(&format!(
+            "stroke=\"{colour}\" stroke-width=\"1.5\" fill=\"none\"><title>"
+        )));
         // Named in the legend.
         assert!(svg.contains(">spread over ranks</text>"), "{svg}");
     }

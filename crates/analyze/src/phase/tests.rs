@@ -61,7 +61,9 @@ fn code(r: &mut RankFile, rank: u32, steps: u64) -> Truth {
 fn run_of(size: u32, steps: u64) -> (tempfile::TempDir, RunDir, Vec<Truth>) {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let mut truths = Vec::new();
-    write_run(dir.path(), size, |rank, r| truths.push(code(r, rank, steps)));
+    write_run(dir.path(), size, |rank, r| {
+        truths.push(code(r, rank, steps))
+    });
     let run = RunDir::open(dir.path()).expect("a run");
     (dir, run, truths)
 }
@@ -100,10 +102,19 @@ fn the_main_loop_of_each_rank_is_its_time_step() {
         end: w.of(1).start + 10,
     };
     let inner = r.windows(outer);
-    assert_eq!(inner.of(0), Window { start: w.of(0).start, end: outer.end });
+    assert_eq!(
+        inner.of(0),
+        Window {
+            start: w.of(0).start,
+            end: outer.end
+        }
+    );
     assert!(!inner.of(1).contains(w.of(1).start + 10));
     let text = r.to_text();
-    assert!(text.contains("rank 1: ") && text.contains("iterations"), "{text}");
+    assert!(
+        text.contains("rank 1: ") && text.contains("iterations"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -144,10 +155,9 @@ fn bursts_in_the_loop_leave_the_set_up_out() {
     assert_eq!(json["phase_ranges"][1]["rank"], 1);
     assert_eq!(json["phase_ranges"][0]["kind"], "calls");
     assert!(json.get("burst_min_gap_s").is_none());
-    let whole_json = serde_json::to_value(
-        crate::report::report(&run, &Default::default()).expect("a report"),
-    )
-    .expect("json");
+    let whole_json =
+        serde_json::to_value(crate::report::report(&run, &Default::default()).expect("a report"))
+            .expect("json");
     assert_eq!(whole_json["phase"], "all");
     assert!(whole_json.get("phase_ranges").is_none());
 }
@@ -197,7 +207,9 @@ fn no_loop_is_an_error_naming_the_run_and_the_rank() {
         }
     });
     let run = RunDir::open(dir.path()).expect("a run");
-    let e = resolve(&run, Phase::Loop).expect_err("no main loop").to_string();
+    let e = resolve(&run, Phase::Loop)
+        .expect_err("no main loop")
+        .to_string();
     assert!(e.starts_with("no main loop found in "), "{e}");
     assert!(e.contains(&dir.path().display().to_string()), "{e}");
     assert!(e.contains("rank 0:"), "{e}");
@@ -208,7 +220,9 @@ fn no_loop_is_an_error_naming_the_run_and_the_rank() {
         r.call("MPI_Comm_rank", 100, 110, &[], &[]);
     });
     let run = RunDir::open(dir.path()).expect("a run");
-    let e = resolve(&run, Phase::Loop).expect_err("no main loop").to_string();
+    let e = resolve(&run, Phase::Loop)
+        .expect_err("no main loop")
+        .to_string();
     assert!(e.contains("rank 0 makes no communication call"), "{e}");
 }
 
@@ -224,7 +238,13 @@ fn a_loop_without_calls_is_its_long_burst() {
             r.call(name, t, t + 5, &[], &[]);
             t += 20 * US;
         }
-        r.call("MPI_Allreduce", 2_000_000 * US, 2_000_000 * US + 4, &[], &[]);
+        r.call(
+            "MPI_Allreduce",
+            2_000_000 * US,
+            2_000_000 * US + 4,
+            &[],
+            &[],
+        );
         r.call("MPI_Barrier", 2_000_100 * US, 2_000_100 * US + 1, &[], &[]);
     });
     let run = RunDir::open(dir.path()).expect("a run");
@@ -244,14 +264,20 @@ fn a_loop_without_calls_is_its_long_burst() {
     )
     .expect("a profile");
     assert_eq!(p.bursts.count, 1);
-    assert!((p.bursts.harmonic_mean_s - 1.998_94).abs() < 1e-3, "{:?}", p.bursts);
+    assert!(
+        (p.bursts.harmonic_mean_s - 1.998_94).abs() < 1e-3,
+        "{:?}",
+        p.bursts
+    );
 }
 
 #[test]
 fn phases_parse_by_name() {
     assert_eq!(Phase::parse("loop"), Ok(Phase::Loop));
     assert_eq!(Phase::parse("all"), Ok(Phase::All));
-    assert!(Phase::parse("main").unwrap_err().contains("`all` or `loop`"));
+    assert!(Phase::parse("main")
+        .unwrap_err()
+        .contains("`all` or `loop`"));
     let w = Window { start: 10, end: 20 };
     let empty = w.intersect(&Window { start: 30, end: 40 });
     assert!(!empty.contains(30) && !empty.contains(20) && !empty.contains(10));
