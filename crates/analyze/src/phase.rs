@@ -5,9 +5,12 @@
 //! communication calls and the compute bursts between them become symbols, cut into
 //! approximate loops ([`mpiscope_structure::approx`], iterations that differ slightly, as a
 //! time step that computes energies every tenth step), and the loop covering the most
-//! symbols is the main one, if it covers a tenth of them or more. It spans from the entry of
-//! the first call of its first iteration to the exit of the last call of its last: each rank
-//! has its own range (ranks enter and leave the loop at different times).
+//! symbols is the main one, if it covers a tenth of them or more. A loop is cut at its anchor,
+//! the call every iteration starts with, and that call may come late in a time step (a
+//! collective every tenth step): the steps before the first anchor that repeat the end of
+//! the first iteration, symbol for symbol, are the loop's too. It spans from the entry of the
+//! first call of its first iteration to the exit of the last call of its last: each rank has
+//! its own range (ranks enter and leave the loop at different times).
 //!
 //! A rank whose calls hold no such loop, but one of whose compute bursts holds half or more
 //! of the time between its first and last communication call, has a loop that makes no MPI
@@ -124,14 +127,14 @@ fn main_loop(
         ));
     }
     let parts = approx::approximate(seq, is_call, &approx::Options::default());
-    // The longest loop: (first symbol, symbols, iterations).
-    let mut best: Option<(usize, usize, u64)> = None;
+    // The longest loop: (first symbol, symbols, iterations, anchor).
+    let mut best: Option<(usize, usize, u64, u32)> = None;
     let mut at = 0usize;
     for p in &parts {
         let n = p.expanded_len() as usize;
         if let Part::Loop(l) = p {
             if best.is_none_or(|b| n > b.1) {
-                best = Some((at, n, l.count));
+                best = Some((at, n, l.count, l.anchor));
             }
         }
         at += n;
@@ -144,7 +147,9 @@ fn main_loop(
         ));
     }
     let share = |n: usize| n as f64 / seq.len() as f64;
-    if let Some((from, n, count)) = best.filter(|b| share(b.1) >= MIN_LOOP_SHARE) {
+    if let Some((from, n, count, anchor)) = best.filter(|b| share(b.1) >= MIN_LOOP_SHARE) {
+        let lead = leading_part(seq, from, n, anchor);
+        let (from, n) = (from - lead, n + lead);
         let body = &stamps[from..from + n];
         let sym = &seq[from..from + n];
         let first = sym.iter().position(|x| is_call(x.0));
@@ -165,7 +170,7 @@ fn main_loop(
         return Ok(r);
     }
     Err(match best {
-        Some((_, n, _)) => format!(
+        Some((_, n, _, _)) => format!(
             "rank {rank}: its longest loop holds {:.1}% of its {} communication calls and \
              compute bursts (a main loop holds {:.0}% or more), and no compute burst holds \
              {:.0}% of its time between communication calls",
@@ -181,6 +186,26 @@ fn main_loop(
             100.0 * MIN_BURST_SHARE
         ),
     })
+}
+
+/// How many symbols before the loop at `from` (`n` symbols, iterations starting with
+/// `anchor`) repeat the end of its first iteration, symbol for symbol: the part of a first
+/// iteration that came before the first anchor (fewer symbols than an iteration).
+fn leading_part(seq: &[(u32, f64)], from: usize, n: usize, anchor: u32) -> usize {
+    let loop_ = &seq[from..from + n];
+    let len = loop_
+        .iter()
+        .skip(1)
+        .position(|x| x.0 == anchor)
+        .map_or(n, |p| p + 1);
+    let first = &loop_[..len];
+    first
+        .iter()
+        .rev()
+        .zip(seq[..from].iter().rev())
+        .take(len.saturating_sub(1))
+        .take_while(|(a, b)| a.0 == b.0)
+        .count()
 }
 
 /// The loop without calls of a rank: its longest compute burst, with the calls around it,

@@ -681,7 +681,7 @@ pub fn profile_with(run: &RunDir, o: &ProfileOptions) -> Result<Profile, Analyze
         percentile_rel_error: crate::histogram::REL_ERROR,
         phase: o.phase.phase,
         phase_ranges: o.phase.ranges.clone(),
-        burst_min_gap_s: o.min_gap_ns as f64 * 1e-9,
+        burst_min_gap_s: o.min_gap_ns as f64 / 1e9,
         ..Profile::default()
     };
     let mut m = Merged::default();

@@ -224,10 +224,8 @@ fn burst_figure(c: &Comparison) -> String {
         Unit::Seconds,
         true,
         vec![
-            per_run(c, "harmonic mean, all ranks", |r| {
-                Some(r.burst_harmonic_mean_s)
-            }),
-            per_run(c, "mean, all ranks", |r| Some(r.burst_mean_s)),
+            per_run(c, "harmonic mean", |r| Some(r.burst_harmonic_mean_s)),
+            per_run(c, "mean", |r| Some(r.burst_mean_s)),
         ],
     );
     let bars = |series: usize, name: &str, spread: &dyn Fn(&RunSummary) -> Spread| Bars {
@@ -352,7 +350,7 @@ mod tests {
             "{page}"
         );
         assert!(
-            page.contains("harmonic mean, all ranks at 2 ranks: 5.000 us"),
+            page.contains("harmonic mean at 2 ranks: 5.000 us"),
             "{page}"
         );
         assert!(page.contains(">ideal (ranks / fewest ranks)<"));

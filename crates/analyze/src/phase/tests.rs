@@ -187,7 +187,7 @@ fn a_minimum_gap_leaves_back_to_back_calls_out_of_the_bursts() {
     assert!(gap.bursts.mean_s > all.bursts.mean_s);
     // The compute time does not change: only the burst statistics.
     assert_eq!(all.per_rank[0].compute_s, gap.per_rank[0].compute_s);
-    assert!((gap.burst_min_gap_s - 1e-6).abs() < 1e-15);
+    assert_eq!(gap.burst_min_gap_s, 1e-6);
     // Without a minimum gap the mean is the compute time over the bursts, as before.
     let r = &all.per_rank[0];
     assert_eq!(r.burst_mean_s, r.compute_s / r.bursts as f64);
@@ -281,4 +281,21 @@ fn phases_parse_by_name() {
     let w = Window { start: 10, end: 20 };
     let empty = w.intersect(&Window { start: 30, end: 40 });
     assert!(!empty.contains(30) && !empty.contains(20) && !empty.contains(10));
+}
+
+#[test]
+fn the_steps_before_the_first_anchor_are_the_loops() {
+    // Iterations cut at `9`: the 4 symbols before the first `9` repeat the end of an
+    // iteration (`1 2 3 4`) and are the loop's; `7` before them is not.
+    let seq: Vec<(u32, f64)> = [7, 1, 2, 3, 4]
+        .into_iter()
+        .chain((0..5).flat_map(|_| [9, 1, 2, 3, 4]))
+        .map(|s| (s, 1.0))
+        .collect();
+    // The loop found from symbol 5 (the first 9), 25 symbols.
+    assert_eq!(leading_part(&seq, 5, 25, 9), 4);
+    assert_eq!(leading_part(&seq, 1, 5, 9), 0);
+    // Never a whole iteration or more (the loop search would have counted it).
+    let seq: Vec<(u32, f64)> = (0..4).flat_map(|_| [9, 1]).map(|s| (s, 1.0)).collect();
+    assert_eq!(leading_part(&seq, 4, 4, 9), 1);
 }
