@@ -17,6 +17,7 @@
 //!   information.
 
 pub mod balance;
+mod byid;
 pub mod compare;
 pub mod dump;
 pub mod ending;

@@ -25,7 +25,7 @@ use mpiscope_structure::approx::{self, Part};
 use mpiscope_trace::RunDir;
 
 use crate::structure::{rank_symbols, Stamp};
-pub use crate::window::{Phase, RangeKind, RankRange, RankWindows, Window};
+pub use crate::window::{Phase, RangeKind, RankRange, RankWindows, Resolved, Window};
 use crate::AnalyzeError;
 
 /// A loop is the main one when it covers at least this share of the rank's symbols.
@@ -34,60 +34,6 @@ pub const MIN_LOOP_SHARE: f64 = 0.1;
 /// A burst is a loop without calls when it holds at least this share of the time between
 /// the rank's first and last communication call.
 pub const MIN_BURST_SHARE: f64 = 0.5;
-
-/// A phase and where it lies on each rank.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Resolved {
-    /// The phase.
-    pub phase: Phase,
-    /// Per rank, by rank (empty for [`Phase::All`]).
-    pub ranges: Vec<RankRange>,
-}
-
-impl Resolved {
-    /// The window of each rank, within `outer`.
-    pub fn windows(&self, outer: Window) -> RankWindows {
-        match self.phase {
-            Phase::All => RankWindows::same(outer),
-            Phase::Loop => RankWindows::of_ranges(&self.ranges, outer),
-        }
-    }
-
-    /// One line per rank: where its phase lies (nothing for the whole run).
-    pub fn to_text(&self) -> String {
-        use std::fmt::Write as _;
-        let mut s = String::new();
-        if self.phase == Phase::All {
-            return s;
-        }
-        let _ = writeln!(
-            s,
-            "Phase: main loop (calls entering from its first call to its last call's exit, per rank):"
-        );
-        for r in &self.ranges {
-            let how = match r.kind {
-                RangeKind::Calls => format!(
-                    "{} iterations, {:.0}% of its calls and bursts",
-                    r.iterations,
-                    100.0 * r.symbol_share
-                ),
-                RangeKind::Burst => "one compute burst without MPI calls".to_string(),
-            };
-            let _ = writeln!(
-                s,
-                "  rank {}: {:.6} s to {:.6} s ({:.6} s), events {} to {}; {how}",
-                r.rank,
-                r.start_ns as f64 * 1e-9,
-                r.end_ns as f64 * 1e-9,
-                r.end_ns.saturating_sub(r.start_ns) as f64 * 1e-9,
-                r.first_event,
-                r.last_event
-            );
-        }
-        s.push('\n');
-        s
-    }
-}
 
 /// Where `phase` lies on each rank of `run`. An error when a rank has no main loop, or its
 /// file cannot be read.

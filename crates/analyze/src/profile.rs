@@ -18,6 +18,7 @@ use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 use serde::Serialize;
 
+use crate::byid::ById;
 use crate::histogram::LogHistogram;
 use crate::sites::{Frames, SiteAcc, Sites};
 pub use crate::stats::{Bursts, CallStats, CallsiteStats, PairTraffic, RankStats, SizeBin, Totals};
@@ -55,7 +56,7 @@ pub struct Profile {
     pub percentile_rel_error: f64,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
-    /// The part of the run counted ([`crate::phase`]).
+    /// The part of the run counted (`--phase`).
     pub phase: Phase,
     /// Where that part lies on each rank (empty for the whole run).
     pub phase_ranges: Vec<RankRange>,
@@ -70,7 +71,7 @@ pub struct ProfileOptions {
     /// The calls counted: on each rank, those entering within its window.
     pub windows: RankWindows,
     /// The phase the windows come from, and its ranges (recorded in the profile).
-    pub phase: crate::phase::Resolved,
+    pub phase: crate::window::Resolved,
     /// Bursts shorter than this (ns) are left out of the burst statistics: the gaps between
     /// calls made back to back (`MPI_Comm_rank` then `MPI_Allreduce`) are no computation.
     pub min_gap_ns: u64,
@@ -596,55 +597,6 @@ impl CallInfo {
             name,
             acc: Acc::default(),
         }
-    }
-}
-
-/// Values by a small integer id from the trace (call, callsite, communicator, rank): a
-/// vector for ids below 2^16, a hash map above, so a corrupt id cannot allocate gigabytes.
-struct ById<T> {
-    dense: Vec<Option<T>>,
-    sparse: HashMap<u32, T>,
-}
-
-impl<T> Default for ById<T> {
-    fn default() -> Self {
-        ById {
-            dense: Vec::new(),
-            sparse: HashMap::new(),
-        }
-    }
-}
-
-impl<T> ById<T> {
-    const DENSE: u32 = 1 << 16;
-
-    #[inline]
-    fn get(&self, id: u32) -> Option<&T> {
-        if id < Self::DENSE {
-            self.dense.get(id as usize).and_then(Option::as_ref)
-        } else {
-            self.sparse.get(&id)
-        }
-    }
-
-    #[inline]
-    fn get_or_insert_with(&mut self, id: u32, make: impl FnOnce() -> T) -> &mut T {
-        if id >= Self::DENSE {
-            return self.sparse.entry(id).or_insert_with(make);
-        }
-        let i = id as usize;
-        if self.dense.len() <= i {
-            self.dense.resize_with(i + 1, || None);
-        }
-        self.dense[i].get_or_insert_with(make)
-    }
-
-    fn into_iter(self) -> impl Iterator<Item = (u32, T)> {
-        self.dense
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| (i as u32, v)))
-            .chain(self.sparse)
     }
 }
 

@@ -5,7 +5,7 @@
 //! [`report`] runs the passes in that order: the matrices and the balance reuse the
 //! point-to-point pairs and the per-rank times the statistics found. The endings and the
 //! balance describe the whole run, so they are left out when a time window or a phase
-//! ([`crate::phase`]: each rank's main loop) is asked for.
+//! (`phase`: each rank's main loop) is asked for.
 //!
 //! The JSON form keeps the order of its keys: the statistics, then `balance`, `matrix` and
 //! `endings` (each when computed), then the phase (`phase`, `phase_ranges` when it is not
@@ -19,9 +19,9 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use crate::balance::Balance;
 use crate::ending::Endings;
 use crate::matrix::Matrix;
-use crate::phase::Resolved;
 use crate::profile::{Profile, ProfileOptions};
 use crate::stats::CallStats;
+use crate::window::Resolved;
 use crate::window::Window;
 use crate::AnalyzeError;
 
@@ -32,7 +32,7 @@ pub struct ReportOptions {
     pub window: Window,
     /// With `Some(k)`, the balance suggests a placement of ranks on nodes of `k` ranks.
     pub ranks_per_node: Option<u32>,
-    /// The phase counted, within the window ([`crate::phase::resolve`]).
+    /// The phase counted, within the window (`phase::resolve`).
     pub phase: Resolved,
     /// Bursts shorter than this (ns) are left out of the burst statistics.
     pub min_gap_ns: u64,

@@ -1,4 +1,6 @@
-//! Time windows: the part of a run a report covers (`mpiscope report --window FROM:TO`).
+//! Time windows: the part of a run a report covers (`mpiscope report --window FROM:TO`),
+//! and phases (`--phase loop`: where each rank's main loop lies, found by `phase`)
+//! as a window per rank.
 
 /// A time window: events entering in `[start, end)` ns since the run's epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +68,7 @@ impl Window {
     }
 }
 
-/// The part of a run an analysis covers ([`crate::phase`]): the whole run, or its main loop.
+/// The part of a run an analysis covers (`--phase`): the whole run, or its main loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -74,7 +76,7 @@ pub enum Phase {
     #[default]
     All,
     /// The main loop of each rank: from the first call of its first iteration to the last
-    /// call of its last, found in the loop structure ([`crate::structure`]).
+    /// call of its last, found in the loop structure.
     Loop,
 }
 
@@ -195,5 +197,59 @@ impl RankWindows {
     /// Is it the whole run on every rank?
     pub fn is_all(&self) -> bool {
         self.outer.is_all() && self.ranks.iter().all(Window::is_all)
+    }
+}
+
+/// A phase and where it lies on each rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Resolved {
+    /// The phase.
+    pub phase: Phase,
+    /// Per rank, by rank (empty for [`Phase::All`]).
+    pub ranges: Vec<RankRange>,
+}
+
+impl Resolved {
+    /// The window of each rank, within `outer`.
+    pub fn windows(&self, outer: Window) -> RankWindows {
+        match self.phase {
+            Phase::All => RankWindows::same(outer),
+            Phase::Loop => RankWindows::of_ranges(&self.ranges, outer),
+        }
+    }
+
+    /// One line per rank: where its phase lies (nothing for the whole run).
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        if self.phase == Phase::All {
+            return s;
+        }
+        let _ = writeln!(
+            s,
+            "Phase: main loop (calls entering from its first call to its last call's exit, per rank):"
+        );
+        for r in &self.ranges {
+            let how = match r.kind {
+                RangeKind::Calls => format!(
+                    "{} iterations, {:.0}% of its calls and bursts",
+                    r.iterations,
+                    100.0 * r.symbol_share
+                ),
+                RangeKind::Burst => "one compute burst without MPI calls".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "  rank {}: {:.6} s to {:.6} s ({:.6} s), events {} to {}; {how}",
+                r.rank,
+                r.start_ns as f64 * 1e-9,
+                r.end_ns as f64 * 1e-9,
+                r.end_ns.saturating_sub(r.start_ns) as f64 * 1e-9,
+                r.first_event,
+                r.last_event
+            );
+        }
+        s.push('\n');
+        s
     }
 }

@@ -54,7 +54,7 @@ pub fn report(
           <a href=\"#sizes\">message sizes</a> · <a href=\"#pairs\">pairs</a> · \
           <a href=\"#ranks\">ranks</a> · <a href=\"#balance\">balance</a> · \
           <a href=\"#endings\">endings</a> · <a href=\"#structure\">loops</a></nav>";
-    let phase = crate::phase::Resolved {
+    let phase = crate::window::Resolved {
         phase: p.phase,
         ranges: p.phase_ranges.clone(),
     }
