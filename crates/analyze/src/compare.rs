@@ -3,6 +3,14 @@
 //! MPI calls follow each other), speedup and parallel efficiency over the application time,
 //! and per function the calls and bytes per rank, so one sees
 //! how counts, sizes and bursts change with the number of ranks.
+//!
+//! The runs may be restricted to their main loops ([`crate::phase`]): the set-up of a short
+//! run (reading input, building the decomposition) otherwise weighs on every figure, most on
+//! the bursts. The spread of the per-rank burst means across ranks (minimum, quartiles,
+//! maximum) shows whether one mean stands for every rank. Bursts shorter than a minimum gap
+//! may be left out: calls made back to back (`MPI_Comm_rank` then `MPI_Allreduce`) leave
+//! gaps of a microsecond that are no computation, and the harmonic mean is made of its
+//! smallest values.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,6 +18,51 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::profile::Profile;
+use crate::window::{Phase, RankRange};
+
+/// How a per-rank value spreads across ranks.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Spread {
+    /// Ranks counted (those with a value).
+    pub ranks: u32,
+    /// Smallest, seconds.
+    pub min_s: f64,
+    /// First quartile, seconds.
+    pub q1_s: f64,
+    /// Median, seconds.
+    pub median_s: f64,
+    /// Third quartile, seconds.
+    pub q3_s: f64,
+    /// Largest, seconds.
+    pub max_s: f64,
+}
+
+impl Spread {
+    /// The spread of the positive `values` (quartiles interpolated between the values).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Spread {
+        let mut v: Vec<f64> = values
+            .into_iter()
+            .filter(|x| *x > 0.0 && x.is_finite())
+            .collect();
+        v.sort_by(f64::total_cmp);
+        let Some((&min, &max)) = v.first().zip(v.last()) else {
+            return Spread::default();
+        };
+        let q = |f: f64| {
+            let at = f * (v.len() - 1) as f64;
+            let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+            v[lo] + (v[hi] - v[lo]) * (at - lo as f64)
+        };
+        Spread {
+            ranks: v.len() as u32,
+            min_s: min,
+            q1_s: q(0.25),
+            median_s: q(0.5),
+            q3_s: q(0.75),
+            max_s: max,
+        }
+    }
+}
 
 /// One run's summary.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -37,6 +90,19 @@ pub struct RunSummary {
     pub burst_mean_s: f64,
     /// Harmonic mean of the bursts, seconds.
     pub burst_harmonic_mean_s: f64,
+    /// Bursts, all ranks.
+    pub bursts: u64,
+    /// The spread across ranks of each rank's burst harmonic mean.
+    pub burst_harmonic_mean_ranks: Spread,
+    /// The spread across ranks of each rank's burst mean.
+    pub burst_mean_ranks: Spread,
+    /// The part of the run counted (`all`, `loop`).
+    pub phase: Phase,
+    /// Where it lies on each rank (empty for the whole run).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phase_ranges: Vec<RankRange>,
+    /// Bursts shorter than this were left out of the burst statistics, seconds.
+    pub burst_min_gap_s: f64,
     /// Per function: calls per rank.
     pub calls_per_rank: BTreeMap<String, f64>,
     /// Per function: bytes per call (sent plus received), where the function moves data.
@@ -69,6 +135,14 @@ pub fn compare(runs: &[(String, Profile)]) -> Comparison {
                 bursts_per_rank: p.bursts.count as f64 / n,
                 burst_mean_s: p.bursts.mean_s,
                 burst_harmonic_mean_s: p.bursts.harmonic_mean_s,
+                bursts: p.bursts.count,
+                burst_harmonic_mean_ranks: Spread::of(
+                    p.per_rank.iter().map(|r| r.burst_harmonic_mean_s),
+                ),
+                burst_mean_ranks: Spread::of(p.per_rank.iter().map(|r| r.burst_mean_s)),
+                phase: p.phase,
+                phase_ranges: p.phase_ranges.clone(),
+                burst_min_gap_s: p.burst_min_gap_s,
                 calls_per_rank: p
                     .calls
                     .iter()
@@ -130,9 +204,21 @@ impl Comparison {
     /// functions across runs.
     pub fn to_text(&self) -> String {
         let mut s = String::new();
+        if let Some(r) = self.runs.first() {
+            if r.phase == Phase::Loop {
+                s += "phase: the main loop of each rank (times, MPI share and bursts within it)\n";
+            }
+            if r.burst_min_gap_s > 0.0 {
+                let _ = writeln!(
+                    s,
+                    "bursts under {:.3} us left out of the burst statistics",
+                    r.burst_min_gap_s * 1e6
+                );
+            }
+        }
         let _ = writeln!(
             s,
-            "{:>6} {:>10} {:>10} {:>8} {:>10} {:>6} {:>12} {:>14} {:>16}  run",
+            "{:>6} {:>10} {:>10} {:>8} {:>10} {:>6} {:>12} {:>14} {:>16} {:>23}  run",
             "ranks",
             "wall (s)",
             "app (s)",
@@ -141,12 +227,13 @@ impl Comparison {
             "MPI%",
             "bursts/rank",
             "burst mean (us)",
-            "burst hmean (us)"
+            "burst hmean (us)",
+            "hmean over ranks (us)"
         );
         for r in &self.runs {
             let _ = writeln!(
                 s,
-                "{:>6} {:>10.4} {:>10.4} {:>8.2} {:>9.1}% {:>5.1}% {:>12.0} {:>14.3} {:>16.3}  {}",
+                "{:>6} {:>10.4} {:>10.4} {:>8.2} {:>9.1}% {:>5.1}% {:>12.0} {:>14.3} {:>16.3} {:>23}  {}",
                 r.ranks,
                 r.wall_s,
                 r.app_s,
@@ -156,6 +243,11 @@ impl Comparison {
                 r.bursts_per_rank,
                 r.burst_mean_s * 1e6,
                 r.burst_harmonic_mean_s * 1e6,
+                format!(
+                    "{:.3}-{:.3}",
+                    r.burst_harmonic_mean_ranks.min_s * 1e6,
+                    r.burst_harmonic_mean_ranks.max_s * 1e6
+                ),
                 r.run
             );
         }
@@ -230,6 +322,32 @@ mod tests {
             .collect();
         p.bursts.harmonic_mean_s = hmean;
         p
+    }
+
+    #[test]
+    fn spread_across_ranks() {
+        let s = Spread::of([4.0, 1.0, 0.0, 3.0, 2.0, 5.0, f64::NAN]);
+        // Ranks without bursts (0) or a value are not counted.
+        assert_eq!(s.ranks, 5);
+        assert_eq!(
+            (s.min_s, s.q1_s, s.median_s, s.q3_s, s.max_s),
+            (1.0, 2.0, 3.0, 4.0, 5.0)
+        );
+        let two = Spread::of([1.0, 2.0]);
+        assert_eq!((two.q1_s, two.median_s, two.q3_s), (1.25, 1.5, 1.75));
+        assert_eq!(Spread::of([]), Spread::default());
+        let mut p = profile(4, 8, 1e-6);
+        for (r, h) in p.per_rank.iter_mut().zip([2e-6, 1e-6, 4e-6, 3e-6]) {
+            r.burst_harmonic_mean_s = h;
+        }
+        let c = compare(&[("a".into(), p.clone()), ("b".into(), profile(8, 8, 1e-6))]);
+        assert_eq!(c.runs[0].burst_harmonic_mean_ranks.max_s, 4e-6);
+        assert_eq!(c.runs[0].burst_harmonic_mean_ranks.min_s, 1e-6);
+        assert!(c.to_text().contains("1.000-4.000"), "{}", c.to_text());
+        let json = serde_json::to_value(&c).expect("json");
+        assert_eq!(json["runs"][0]["phase"], "all");
+        assert_eq!(json["runs"][0]["burst_harmonic_mean_ranks"]["ranks"], 4);
+        assert!(json["runs"][0].get("phase_ranges").is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! * [`profile`]: per-function counts, times and bytes, and per-rank compute versus MPI
 //!   time, streamed over every rank in constant memory per rank (rows in [`stats`], the
 //!   time window in [`window`]);
+//! * [`phase`]: where each rank's main loop lies (`--phase loop`), from the loop structure;
 //! * [`dump`]: events as text, one line each;
 //! * [`ending`]: how each rank's record ends, where ranks were waiting, wait-for cycles;
 //! * [`volume`]: what a call moves, in bytes, by MPI semantics;
@@ -16,6 +17,7 @@
 //!   information.
 
 pub mod balance;
+mod byid;
 pub mod compare;
 pub mod dump;
 pub mod ending;
@@ -25,6 +27,7 @@ pub mod matrix;
 pub mod messages;
 pub mod overlap;
 pub mod parallel;
+pub mod phase;
 pub mod profile;
 pub mod report;
 pub mod sites;
@@ -47,6 +50,14 @@ pub enum AnalyzeError {
     /// A rank file could not be read.
     #[error(transparent)]
     Read(#[from] mpiscope_trace::ReadError),
+    /// A rank has no main loop (`--phase loop`).
+    #[error("no main loop found in {dir}: {reason}")]
+    NoMainLoop {
+        /// The run directory.
+        dir: String,
+        /// Why, naming the rank.
+        reason: String,
+    },
     /// Writing the output failed.
     #[error("writing output: {0}")]
     Write(#[from] std::io::Error),

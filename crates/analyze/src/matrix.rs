@@ -31,7 +31,7 @@ use mpiscope_trace::{CommKind, Event, ListKind, RankReader, RunDir, Slot};
 use serde::Serialize;
 
 use crate::stats::PairTraffic;
-use crate::window::Window;
+use crate::window::{RankWindows, Window};
 use crate::AnalyzeError;
 
 /// Largest run whose matrix is built (the matrices hold `6 x ranks^2` numbers).
@@ -331,12 +331,22 @@ pub fn matrix(
     p2p: &[PairTraffic],
     window: &Window,
 ) -> Result<Option<Matrix>, AnalyzeError> {
+    matrix_in(run, p2p, &RankWindows::same(*window))
+}
+
+/// As [`matrix`], each rank's collectives counted within its own window (a phase's).
+pub fn matrix_in(
+    run: &RunDir,
+    p2p: &[PairTraffic],
+    windows: &RankWindows,
+) -> Result<Option<Matrix>, AnalyzeError> {
     let ranks = run.ranks();
     if ranks == 0 || ranks > MAX_RANKS {
         return Ok(None);
     }
     let n = ranks as usize;
-    let rows = crate::parallel::per_rank(run, |rd, rank| Ok(rank_row(rd, rank, n, window)));
+    let rows =
+        crate::parallel::per_rank(run, |rd, rank| Ok(rank_row(rd, rank, n, &windows.of(rank))));
     let mut m = Matrix {
         ranks,
         p2p: Traffic::zero(n),

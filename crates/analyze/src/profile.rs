@@ -18,11 +18,13 @@ use mpiscope_mpispec::Family;
 use mpiscope_trace::{CommKind, Event, RankReader, RunDir, Slot, Tables};
 use serde::Serialize;
 
+use crate::byid::ById;
 use crate::histogram::LogHistogram;
 use crate::sites::{Frames, SiteAcc, Sites};
 pub use crate::stats::{Bursts, CallStats, CallsiteStats, PairTraffic, RankStats, SizeBin, Totals};
 use crate::volume::{self, Volume};
 pub use crate::window::Window;
+use crate::window::{Phase, RankRange, RankWindows};
 use crate::AnalyzeError;
 
 /// The statistics of a run: per function, per rank, per callsite, per pair of ranks (the
@@ -54,6 +56,25 @@ pub struct Profile {
     pub percentile_rel_error: f64,
     /// Problems met (cut files, missing ranks).
     pub warnings: Vec<String>,
+    /// The part of the run counted (`--phase`).
+    pub phase: Phase,
+    /// Where that part lies on each rank (empty for the whole run).
+    pub phase_ranges: Vec<RankRange>,
+    /// Bursts shorter than this were left out of the burst statistics (not of the compute
+    /// time), seconds.
+    pub burst_min_gap_s: f64,
+}
+
+/// What a profile counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProfileOptions {
+    /// The calls counted: on each rank, those entering within its window.
+    pub windows: RankWindows,
+    /// The phase the windows come from, and its ranges (recorded in the profile).
+    pub phase: crate::window::Resolved,
+    /// Bursts shorter than this (ns) are left out of the burst statistics: the gaps between
+    /// calls made back to back (`MPI_Comm_rank` then `MPI_Allreduce`) are no computation.
+    pub min_gap_ns: u64,
 }
 
 #[derive(Default)]
@@ -119,6 +140,8 @@ pub struct RankProfile {
     warning: Option<String>,
     bursts: LogHistogram,
     burst_recip: f64,
+    /// The bursts' sum, seconds.
+    burst_s: f64,
     /// Per callsite, by its frames (module path, offset), innermost first.
     sites: Vec<(Frames, SiteAcc)>,
     /// Point-to-point sends: receiver's world rank -> (messages, bytes).
@@ -129,11 +152,23 @@ pub struct RankProfile {
 
 /// Reads one rank.
 pub fn profile_rank<R: std::io::Read>(
-    mut reader: RankReader<R>,
+    reader: RankReader<R>,
     rank: u32,
     window: &Window,
 ) -> RankProfile {
+    profile_rank_gaps(reader, rank, window, 0)
+}
+
+/// As [`profile_rank`], leaving the bursts shorter than `min_gap_ns` out of the burst
+/// statistics.
+pub fn profile_rank_gaps<R: std::io::Read>(
+    mut reader: RankReader<R>,
+    rank: u32,
+    window: &Window,
+    min_gap_ns: u64,
+) -> RankProfile {
     let mut pass = RankPass::new(rank, reader.info().map(|i| i.host.clone()));
+    pass.min_gap_ns = min_gap_ns;
     // Only MPI_Startall's list (of requests) counts here: the others are skipped over.
     reader.lists_only_for(&["MPI_Startall"]);
     while let Some((ev, tables)) = reader.next_with_tables() {
@@ -168,6 +203,9 @@ struct RankPass {
     app_end: Option<u64>,
     bursts: LogHistogram,
     burst_recip: f64,
+    /// The bursts' sum, ns, and the shortest counted.
+    burst_ns: u64,
+    min_gap_ns: u64,
     sites: ById<SiteAcc>,
     sent_to: ById<(u64, u64)>,
     /// Messages by size class: point-to-point sends, collective calls.
@@ -201,6 +239,8 @@ impl RankPass {
             app_end: None,
             bursts: LogHistogram::default(),
             burst_recip: 0.0,
+            burst_ns: 0,
+            min_gap_ns: 0,
             sites: ById::default(),
             sent_to: ById::default(),
             sizes: Default::default(),
@@ -225,7 +265,7 @@ impl RankPass {
             .get_or_insert_with(ev.call, || CallInfo::new(tables, ev.call))
             .phase;
         match phase {
-            Phase::Init => {
+            Stage::Init => {
                 self.init_ns += d;
                 self.app_start = Some(ev.t_exit);
                 if ev.thread == 0 {
@@ -234,11 +274,12 @@ impl RankPass {
                     self.compute0 = 0;
                     self.bursts = LogHistogram::default();
                     self.burst_recip = 0.0;
+                    self.burst_ns = 0;
                     self.finalized0 = false;
                     self.prev_exit0 = Some(ev.t_exit);
                 }
             }
-            Phase::Finalize => {
+            Stage::Finalize => {
                 self.finalize_ns += d;
                 self.app_end.get_or_insert(ev.t_enter);
                 if ev.thread == 0 && !self.finalized0 {
@@ -247,12 +288,12 @@ impl RankPass {
                     self.finalized0 = true;
                 }
             }
-            Phase::Other if ev.thread == 0 && !self.finalized0 => {
+            Stage::Other if ev.thread == 0 && !self.finalized0 => {
                 self.mpi0 += d;
                 self.gap0(ev.t_enter);
                 self.prev_exit0 = Some(ev.t_exit);
             }
-            Phase::Other => {}
+            Stage::Other => {}
         }
         let info = self
             .calls
@@ -313,9 +354,12 @@ impl RankPass {
         if let Some(p) = self.prev_exit0 {
             let gap = enter.saturating_sub(p);
             self.compute0 += gap;
-            self.bursts.add(gap);
-            if gap > 0 {
-                self.burst_recip += 1e9 / gap as f64;
+            if gap >= self.min_gap_ns {
+                self.bursts.add(gap);
+                self.burst_ns += gap;
+                if gap > 0 {
+                    self.burst_recip += 1e9 / gap as f64;
+                }
             }
         }
     }
@@ -340,7 +384,7 @@ impl RankPass {
         stats.mpi_pct = percent(stats.mpi_s, stats.app_s);
         stats.bursts = bursts.len();
         if stats.bursts > 0 {
-            stats.burst_mean_s = stats.compute_s / stats.bursts as f64;
+            stats.burst_mean_s = self.burst_ns as f64 * 1e-9 / stats.bursts as f64;
         }
         if self.burst_recip > 0.0 {
             let nonzero = bursts.len()
@@ -397,6 +441,7 @@ impl RankPass {
             warning,
             bursts,
             burst_recip: self.burst_recip,
+            burst_s: self.burst_ns as f64 * 1e-9,
             sites: by_frames(tables, sites),
             sent_to,
             sizes: self.sizes,
@@ -497,7 +542,7 @@ enum Start {
 
 /// Where a call stands in the library's life: it starts it, ends it, or is in between.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum Stage {
     /// MPI_Init, MPI_Init_thread.
     Init,
     /// MPI_Finalize.
@@ -518,7 +563,7 @@ fn percent(part: f64, whole: f64) -> f64 {
 /// What the statistics need of one call id, worked out at its first event, and its totals.
 struct CallInfo {
     name: String,
-    phase: Phase,
+    phase: Stage,
     rule: volume::Rule,
     start: Start,
     /// Sends one point-to-point message when called.
@@ -539,9 +584,9 @@ impl CallInfo {
             _ => Start::No,
         };
         let phase = match class.family {
-            Family::Init | Family::InitThread => Phase::Init,
-            Family::Finalize => Phase::Finalize,
-            _ => Phase::Other,
+            Family::Init | Family::InitThread => Stage::Init,
+            Family::Finalize => Stage::Finalize,
+            _ => Stage::Other,
         };
         CallInfo {
             phase,
@@ -555,55 +600,6 @@ impl CallInfo {
     }
 }
 
-/// Values by a small integer id from the trace (call, callsite, communicator, rank): a
-/// vector for ids below 2^16, a hash map above, so a corrupt id cannot allocate gigabytes.
-struct ById<T> {
-    dense: Vec<Option<T>>,
-    sparse: HashMap<u32, T>,
-}
-
-impl<T> Default for ById<T> {
-    fn default() -> Self {
-        ById {
-            dense: Vec::new(),
-            sparse: HashMap::new(),
-        }
-    }
-}
-
-impl<T> ById<T> {
-    const DENSE: u32 = 1 << 16;
-
-    #[inline]
-    fn get(&self, id: u32) -> Option<&T> {
-        if id < Self::DENSE {
-            self.dense.get(id as usize).and_then(Option::as_ref)
-        } else {
-            self.sparse.get(&id)
-        }
-    }
-
-    #[inline]
-    fn get_or_insert_with(&mut self, id: u32, make: impl FnOnce() -> T) -> &mut T {
-        if id >= Self::DENSE {
-            return self.sparse.entry(id).or_insert_with(make);
-        }
-        let i = id as usize;
-        if self.dense.len() <= i {
-            self.dense.resize_with(i + 1, || None);
-        }
-        self.dense[i].get_or_insert_with(make)
-    }
-
-    fn into_iter(self) -> impl Iterator<Item = (u32, T)> {
-        self.dense
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, v)| v.map(|v| (i as u32, v)))
-            .chain(self.sparse)
-    }
-}
-
 /// Computes the statistics of a run, reading ranks on all cores.
 pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
     profile_window(run, &Window::ALL)
@@ -612,10 +608,32 @@ pub fn profile(run: &RunDir) -> Result<Profile, AnalyzeError> {
 /// Computes the statistics of the calls that entered within `window`. Counts then come from the
 /// events (the trailers' exact counts cover the whole run).
 pub fn profile_window(run: &RunDir, window: &Window) -> Result<Profile, AnalyzeError> {
-    let results = crate::parallel::per_rank(run, |rd, rank| Ok(profile_rank(rd, rank, window)));
+    profile_with(
+        run,
+        &ProfileOptions {
+            windows: RankWindows::same(*window),
+            ..ProfileOptions::default()
+        },
+    )
+}
+
+/// Computes the statistics of the calls that entered within each rank's window, the bursts
+/// shorter than the minimum gap left out of the burst statistics.
+pub fn profile_with(run: &RunDir, o: &ProfileOptions) -> Result<Profile, AnalyzeError> {
+    let results = crate::parallel::per_rank(run, |rd, rank| {
+        Ok(profile_rank_gaps(
+            rd,
+            rank,
+            &o.windows.of(rank),
+            o.min_gap_ns,
+        ))
+    });
     let mut p = Profile {
         ranks: run.ranks(),
         percentile_rel_error: crate::histogram::REL_ERROR,
+        phase: o.phase.phase,
+        phase_ranges: o.phase.ranges.clone(),
+        burst_min_gap_s: o.min_gap_ns as f64 / 1e9,
         ..Profile::default()
     };
     let mut m = Merged::default();
@@ -664,7 +682,7 @@ impl Merged {
             self.acc.entry(name).or_default().merge(&a);
         }
         self.bursts.merge(&rp.bursts);
-        self.burst_sum += rp.stats.compute_s;
+        self.burst_sum += rp.burst_s;
         self.burst_recip += rp.burst_recip;
         self.sites.add(rp.sites);
         for (into, from) in self.sizes.iter_mut().zip(&rp.sizes) {

@@ -4,10 +4,12 @@
 //!
 //! [`report`] runs the passes in that order: the matrices and the balance reuse the
 //! point-to-point pairs and the per-rank times the statistics found. The endings and the
-//! balance describe the whole run, so they are left out when a time window is asked for.
+//! balance describe the whole run, so they are left out when a time window or a phase
+//! (`phase`: each rank's main loop) is asked for.
 //!
 //! The JSON form keeps the order of its keys: the statistics, then `balance`, `matrix` and
-//! `endings` (each when computed), then `warnings`.
+//! `endings` (each when computed), then the phase (`phase`, `phase_ranges` when it is not
+//! the whole run, `burst_min_gap_s` when bursts were left out), then `warnings`.
 
 use std::fmt::Write;
 
@@ -17,18 +19,23 @@ use serde::ser::{Serialize, SerializeStruct, Serializer};
 use crate::balance::Balance;
 use crate::ending::Endings;
 use crate::matrix::Matrix;
-use crate::profile::Profile;
+use crate::profile::{Profile, ProfileOptions};
 use crate::stats::CallStats;
+use crate::window::Resolved;
 use crate::window::Window;
 use crate::AnalyzeError;
 
 /// What a report covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReportOptions {
     /// The calls counted: those entering within this window.
     pub window: Window,
     /// With `Some(k)`, the balance suggests a placement of ranks on nodes of `k` ranks.
     pub ranks_per_node: Option<u32>,
+    /// The phase counted, within the window (`phase::resolve`).
+    pub phase: Resolved,
+    /// Bursts shorter than this (ns) are left out of the burst statistics.
+    pub min_gap_ns: u64,
 }
 
 impl Default for ReportOptions {
@@ -36,6 +43,8 @@ impl Default for ReportOptions {
         ReportOptions {
             window: Window::ALL,
             ranks_per_node: None,
+            phase: Resolved::default(),
+            min_gap_ns: 0,
         }
     }
 }
@@ -55,10 +64,17 @@ pub struct Report {
 
 /// Builds the report of `run`.
 pub fn report(run: &RunDir, options: &ReportOptions) -> Result<Report, AnalyzeError> {
-    let window = &options.window;
-    let profile = crate::profile::profile_window(run, window)?;
-    let matrix = crate::matrix::matrix(run, &profile.p2p, window)?;
-    let (endings, balance) = if window.is_all() {
+    let windows = options.phase.windows(options.window);
+    let profile = crate::profile::profile_with(
+        run,
+        &ProfileOptions {
+            windows: windows.clone(),
+            phase: options.phase.clone(),
+            min_gap_ns: options.min_gap_ns,
+        },
+    )?;
+    let matrix = crate::matrix::matrix_in(run, &profile.p2p, &windows)?;
+    let (endings, balance) = if windows.is_all() {
         let endings = crate::ending::endings(run)?;
         let balance =
             crate::balance::balance(run, &profile.per_rank, &profile.p2p, options.ranks_per_node)?;
@@ -82,7 +98,10 @@ impl Serialize for Report {
             self.matrix.is_some(),
             self.endings.is_some(),
         ];
-        let len = 11 + optional.iter().filter(|&&b| b).count();
+        let len = 12
+            + optional.iter().filter(|&&b| b).count()
+            + usize::from(!p.phase_ranges.is_empty())
+            + usize::from(p.burst_min_gap_s > 0.0);
         let mut s = serializer.serialize_struct("Report", len)?;
         s.serialize_field("ranks", &p.ranks)?;
         s.serialize_field("events", &p.events)?;
@@ -105,6 +124,17 @@ impl Serialize for Report {
         match &self.endings {
             Some(e) => s.serialize_field("endings", e)?,
             None => s.skip_field("endings")?,
+        }
+        s.serialize_field("phase", &p.phase)?;
+        if p.phase_ranges.is_empty() {
+            s.skip_field("phase_ranges")?;
+        } else {
+            s.serialize_field("phase_ranges", &p.phase_ranges)?;
+        }
+        if p.burst_min_gap_s > 0.0 {
+            s.serialize_field("burst_min_gap_s", &p.burst_min_gap_s)?;
+        } else {
+            s.skip_field("burst_min_gap_s")?;
         }
         s.serialize_field("warnings", &p.warnings)?;
         s.end()
@@ -130,7 +160,11 @@ impl Report {
     /// The report as terminal tables.
     pub fn to_text(&self) -> String {
         let p = &self.profile;
-        let mut s = String::new();
+        let mut s = Resolved {
+            phase: p.phase,
+            ranges: p.phase_ranges.clone(),
+        }
+        .to_text();
         functions(&mut s, p);
         bursts_and_callsites(&mut s, p);
         callsite_spread(&mut s, p);
@@ -219,13 +253,18 @@ fn bursts_and_callsites(s: &mut String, p: &Profile) {
         let _ = writeln!(
             s,
             "\nCompute bursts: {} between MPI calls; mean {:.3} us, harmonic mean {:.3} us, \
-             median {:.3} us, p90 {:.3} us, p99 {:.3} us",
+             median {:.3} us, p90 {:.3} us, p99 {:.3} us{}",
             b.count,
             b.mean_s * 1e6,
             b.harmonic_mean_s * 1e6,
             b.median_s * 1e6,
             b.p90_s * 1e6,
-            b.p99_s * 1e6
+            b.p99_s * 1e6,
+            if p.burst_min_gap_s > 0.0 {
+                format!(" (bursts under {:.3} us left out)", p.burst_min_gap_s * 1e6)
+            } else {
+                String::new()
+            }
         );
     }
     if p.callsites.is_empty() {
@@ -429,14 +468,33 @@ mod tests {
             "totals",
             "message_sizes",
             "percentile_rel_error",
+            "phase",
             "warnings",
         ];
         assert_eq!(keys(&r), plain);
         r.balance = Some(Balance::default());
         r.endings = Some(Endings::default());
         let mut all: Vec<&str> = plain[..10].to_vec();
-        all.extend(["balance", "endings", "warnings"]);
+        all.extend(["balance", "endings", "phase", "warnings"]);
         assert_eq!(keys(&r), all);
+        // A phase adds its ranges, a minimum gap its value, before the warnings.
+        let mut phased = r.clone();
+        phased.profile.phase_ranges = vec![crate::window::RankRange {
+            rank: 0,
+            kind: crate::window::RangeKind::Calls,
+            start_ns: 1,
+            end_ns: 2,
+            last_enter_ns: 1,
+            first_event: 0,
+            last_event: 1,
+            iterations: 4,
+            symbols: 8,
+            symbol_share: 1.0,
+        }];
+        phased.profile.burst_min_gap_s = 1e-6;
+        let mut with: Vec<&str> = all[..all.len() - 1].to_vec();
+        with.extend(["phase_ranges", "burst_min_gap_s", "warnings"]);
+        assert_eq!(keys(&phased), with);
         // The statistics are written as they are on their own, the extra sections before
         // the warnings.
         let text = serde_json::to_string(&r).expect("serializes");

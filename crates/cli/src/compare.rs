@@ -17,9 +17,12 @@ pub struct CompareArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     json: bool,
+    /// The part of each run counted and the bursts left out.
+    #[command(flatten)]
+    phase: crate::phaseflags::PhaseArgs,
     /// Also write a self-contained HTML page of scaling curves against the rank count
     /// (wall and application time, speedup, parallel efficiency, burst harmonic mean and
-    /// mean, calls per rank, bytes per call, MPI fraction).
+    /// mean with their spread across ranks, calls per rank, bytes per call, MPI fraction).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Replace an existing output file that mpiscope did not write (never a
@@ -40,9 +43,15 @@ pub fn compare(a: CompareArgs) -> Result<i32> {
         for w in mpiscope_analyze::ending::skim(&run).warnings(8) {
             eprintln!("mpiscope: warning: {}: {w}", d.display());
         }
+        let phase = a.phase.resolve(&run)?;
+        let options = mpiscope_analyze::profile::ProfileOptions {
+            windows: phase.windows(mpiscope_analyze::profile::Window::ALL),
+            phase,
+            min_gap_ns: a.phase.min_gap,
+        };
         runs.push((
             d.display().to_string(),
-            mpiscope_analyze::profile::profile(&run)?,
+            mpiscope_analyze::profile::profile_with(&run, &options)?,
         ));
     }
     let c = mpiscope_analyze::compare::compare(&runs);

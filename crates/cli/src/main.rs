@@ -27,6 +27,7 @@ mod launch;
 mod meta;
 mod outputs;
 mod overlap;
+mod phaseflags;
 mod plan;
 mod recorder;
 mod replay;

@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use mpiscope_analyze::phase::{Phase, RankRange, Resolved};
 use mpiscope_sim::report::{write_chrome_trace, Report};
 use mpiscope_sim::workload::{self, ti, trace, InputKind, OpenOptions};
 use mpiscope_sim::{SimResult, Simulation};
@@ -45,6 +46,15 @@ pub struct ReplayArgs {
     /// Without it such a line is an error.
     #[arg(long)]
     lenient: bool,
+    /// The part of the run timed: `all` (the makespan), or `loop`: the whole trace is still
+    /// replayed (every message keeps its match, and the makespan is unchanged), and the
+    /// report adds the simulated dates at which each rank enters its main loop (just before
+    /// the first call of its first iteration, found as `report --phase loop` finds it) and
+    /// leaves it (just after its last call), and the loop's simulated time, from the first
+    /// rank in to the last rank out, beside the traced one (`phase` in the JSON). mpiscope
+    /// run directories only.
+    #[arg(long, value_name = "PHASE", default_value = "all", value_parser = crate::phaseflags::parse_phase)]
+    phase: Phase,
     /// Write the timeline as Chrome trace JSON (Perfetto).
     #[arg(long, value_name = "FILE")]
     timeline: Option<PathBuf>,
@@ -90,10 +100,21 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         );
     }
     let skipped = a.lenient.then(ti::SkippedLines::default);
+    let phase = phase_of(&a, kind)?;
+    let marks = (phase.phase == Phase::Loop).then(|| {
+        trace::PhaseMarks::new(
+            phase
+                .ranges
+                .iter()
+                .map(|r| (r.start_ns, r.window().end))
+                .collect(),
+        )
+    });
     let options = OpenOptions {
         trace: trace::TraceOptions {
             traced_speed: a.traced_speed,
             callsites_by_size: a.callsites_by_size,
+            marks: marks.clone(),
         },
         ti: ti::TiOptions {
             lenient: skipped.clone(),
@@ -120,6 +141,7 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         crate::inputs::report_skipped(log);
     }
     let result = result?;
+    let timed = marks.map(|m| LoopTimes::of(&phase, &m.dates()));
     let wall = started.elapsed().as_secs_f64();
     let mut report = Report::new(&platform, &result, &hosts, wall);
     if let Some(sites) = &loaded.callsites {
@@ -140,12 +162,118 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
         // The platform's warnings (also said when it was read) and the placement's.
         if let serde_json::Value::Object(m) = &mut value {
             m.insert("warnings".into(), serde_json::to_value(&warnings)?);
+            if let Some(l) = &timed {
+                m.insert("phase".into(), serde_json::to_value(l)?);
+            }
         }
         crate::outputs::write_stdout(&crate::outputs::json(&value)?)?;
     } else {
-        crate::outputs::write_stdout(&report.to_text())?;
+        let mut text = report.to_text();
+        if let Some(l) = &timed {
+            text += &l.to_text();
+        }
+        crate::outputs::write_stdout(&text)?;
     }
     Ok(0)
+}
+
+/// The phase `--phase` asks for, where it lies on each rank of the run directory replayed.
+fn phase_of(a: &ReplayArgs, kind: InputKind) -> Result<Resolved> {
+    if a.phase == Phase::All {
+        return Ok(Resolved::default());
+    }
+    if kind != InputKind::RunDir {
+        bail!(
+            "--phase {}: {} is {}; the main loop is found in mpiscope run directories only",
+            a.phase.name(),
+            a.input.display(),
+            kind.describe()
+        );
+    }
+    let run = crate::inputs::open_run(&a.input)?;
+    Ok(mpiscope_analyze::phase::resolve(&run, a.phase)?)
+}
+
+/// The main loop in the simulation: per rank, when it entered and left it.
+#[derive(Debug, serde::Serialize)]
+struct LoopTimes {
+    /// `loop`.
+    name: &'static str,
+    /// From the first rank entering to the last leaving, simulated seconds.
+    simulated_s: f64,
+    /// The same in the traced run, seconds.
+    traced_s: f64,
+    /// The first rank's entry and the last rank's exit, simulated seconds.
+    start_s: f64,
+    end_s: f64,
+    /// Per rank.
+    ranks: Vec<RankLoop>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct RankLoop {
+    rank: u32,
+    /// Simulated dates, seconds (`null` when the replay did not reach it).
+    enter_s: Option<f64>,
+    leave_s: Option<f64>,
+    /// Where the loop lies in the trace.
+    traced: RankRange,
+}
+
+impl LoopTimes {
+    fn of(phase: &Resolved, dates: &[trace::RankDates]) -> LoopTimes {
+        let s = |ps: Option<u64>| ps.map(|p| p as f64 * 1e-12);
+        let ranks: Vec<RankLoop> = phase
+            .ranges
+            .iter()
+            .map(|r| {
+                let d = dates.get(r.rank as usize).copied().unwrap_or_default();
+                RankLoop {
+                    rank: r.rank,
+                    enter_s: s(d.enter_ps),
+                    leave_s: s(d.leave_ps),
+                    traced: r.clone(),
+                }
+            })
+            .collect();
+        let start = ranks
+            .iter()
+            .filter_map(|r| r.enter_s)
+            .fold(f64::INFINITY, f64::min);
+        let end = ranks.iter().filter_map(|r| r.leave_s).fold(0.0, f64::max);
+        let t0 = phase.ranges.iter().map(|r| r.start_ns).min().unwrap_or(0);
+        let t1 = phase.ranges.iter().map(|r| r.end_ns).max().unwrap_or(0);
+        let start = if start.is_finite() { start } else { 0.0 };
+        LoopTimes {
+            name: "loop",
+            simulated_s: (end - start).max(0.0),
+            traced_s: t1.saturating_sub(t0) as f64 * 1e-9,
+            start_s: start,
+            end_s: end,
+            ranks,
+        }
+    }
+
+    fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let mut s = format!(
+            "main loop: {:.6} s simulated ({:.6} s to {:.6} s, first rank in to last rank out), \
+             {:.6} s traced\n",
+            self.simulated_s, self.start_s, self.end_s, self.traced_s
+        );
+        let t = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.6}"));
+        for r in &self.ranks {
+            let _ = writeln!(
+                s,
+                "  rank {}: enters at {} s, leaves at {} s (traced: {:.6} s)",
+                r.rank,
+                t(r.enter_s),
+                t(r.leave_s),
+                r.traced.end_ns.saturating_sub(r.traced.start_ns) as f64 * 1e-9
+            );
+        }
+        s
+    }
 }
 
 /// Runs the simulation, with a progress bar of the ranks done when `bar` is set.

@@ -21,6 +21,9 @@ pub struct ReportArgs {
     /// `:30`, `10:20`).
     #[arg(long, value_name = "FROM:TO", value_parser = window)]
     window: Option<mpiscope_analyze::profile::Window>,
+    /// The part counted (within --window) and the bursts left out.
+    #[command(flatten)]
+    phase: crate::phaseflags::PhaseArgs,
     /// Also write a self-contained HTML report (run header, sortable tables, figures, an
     /// interactive timeline, loop structure).
     #[arg(long, value_name = "FILE")]
@@ -75,6 +78,7 @@ pub fn report(a: ReportArgs) -> Result<i32> {
         dir,
         json,
         window,
+        phase,
         html,
         ranks_per_node,
         force,
@@ -86,6 +90,8 @@ pub fn report(a: ReportArgs) -> Result<i32> {
     let options = mpiscope_analyze::report::ReportOptions {
         window: window.unwrap_or(mpiscope_analyze::profile::Window::ALL),
         ranks_per_node,
+        phase: phase.resolve(&run)?,
+        min_gap_ns: phase.min_gap,
     };
     let p = mpiscope_analyze::report::report(&run, &options)?;
     if let Some(w) = window {

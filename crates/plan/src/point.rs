@@ -262,6 +262,7 @@ impl WorkloadRunner for ReplayRunner {
             trace: trace::TraceOptions {
                 traced_speed: self.traced_speed,
                 callsites_by_size: false,
+                marks: None,
             },
             ti: ti::TiOptions {
                 lenient: self.lenient.clone(),

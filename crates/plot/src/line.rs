@@ -1,6 +1,8 @@
 //! Line charts: series of points against a numeric axis, each series with its own colour,
 //! dash and marker ([`crate::palette::series`]) and a legend, so that two series with the
-//! same values are both seen; an optional reference line (ideal speedup, ...) in grey.
+//! same values are both seen; an optional reference line (ideal speedup, ...) in grey; optional
+//! error bars around a series' points (a spread across ranks), in its colour, named in the
+//! legend.
 
 use std::fmt::Write as _;
 
@@ -43,6 +45,17 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// Vertical bars around the points of one series: from `lo` to `hi` at `x`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    /// The series (index in [`LineChart::series`]) whose colour they take.
+    pub series: usize,
+    /// Name in the legend and the tooltips ("rank spread: min to max").
+    pub name: String,
+    /// `(x, lo, hi)`.
+    pub bars: Vec<(f64, f64, f64)>,
+}
+
 /// A line chart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
@@ -54,6 +67,8 @@ pub struct LineChart {
     pub series: Vec<Series>,
     /// A reference drawn thin and grey under the series (ideal scaling), named in the legend.
     pub reference: Option<Series>,
+    /// Error bars, drawn under the series' markers, each set named in the legend.
+    pub bars: Vec<Bars>,
     /// Width of the whole figure, pixels.
     pub width: f64,
     /// Height of the whole figure, pixels.
@@ -86,6 +101,7 @@ impl LineChart {
             y,
             series,
             reference: None,
+            bars: Vec::new(),
             width: 860.0,
             height: 320.0,
         }
@@ -98,9 +114,10 @@ impl LineChart {
             .iter()
             .chain(self.reference.iter())
             .map(|s| s.name.chars().count())
+            .chain(self.bars.iter().map(|b| b.name.chars().count()))
             .max()
             .unwrap_or(0);
-        if self.series.len() + usize::from(self.reference.is_some()) <= 1 {
+        if self.series.len() + usize::from(self.reference.is_some()) + self.bars.len() <= 1 {
             20.0
         } else {
             (50.0 + 6.5 * longest as f64).min(300.0)
@@ -192,6 +209,7 @@ impl LineChart {
                 "<polyline points=\"{pts}\" fill=\"none\" stroke=\"#999\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>"
             );
         }
+        self.error_bars(s, f);
         for (i, ser) in self.series.iter().enumerate() {
             let (colour, dash, marker) = palette::series(i);
             let pts = self.path(f, ser);
@@ -218,6 +236,37 @@ impl LineChart {
                     );
                     marker.draw(s, self.px(f, x), self.py(f, y), colour, &tip);
                 }
+            }
+        }
+    }
+
+    /// The error bars: a vertical line with caps per bar both ends of which the axes show,
+    /// shifted a little per series so that two series' bars at one x are both seen.
+    fn error_bars(&self, s: &mut String, f: Frame) {
+        for b in &self.bars {
+            let (colour, _, _) = palette::series(b.series);
+            let dx = 5.0 * b.series as f64;
+            for &(x, lo, hi) in &b.bars {
+                if !(self.visible(x, lo) && self.visible(x, hi)) {
+                    continue;
+                }
+                let px = self.px(f, x) + dx;
+                let (y0, y1) = (self.py(f, lo), self.py(f, hi));
+                let tip = format!(
+                    "{} at {} {}: {} to {}",
+                    b.name,
+                    self.x.unit.format(x),
+                    self.x.title,
+                    self.y.unit.format(lo),
+                    self.y.unit.format(hi)
+                );
+                let _ = write!(
+                    s,
+                    "<path d=\"M{px:.1},{y0:.1}V{y1:.1}M{:.1},{y0:.1}h8M{:.1},{y1:.1}h8\" stroke=\"{colour}\" stroke-width=\"1.5\" fill=\"none\"><title>{}</title></path>",
+                    px - 4.0,
+                    px - 4.0,
+                    esc(&tip)
+                );
             }
         }
     }
@@ -260,6 +309,23 @@ impl LineChart {
             );
             marker.draw(s, x + 14.0, ly, colour, "");
             svg::text(s, x + 34.0, ly + 4.0, "start", &ser.name);
+            row += 1.0;
+        }
+        for b in &self.bars {
+            let (colour, _, _) = palette::series(b.series);
+            let ly = y + 8.0 + 18.0 * row;
+            let _ = write!(
+                s,
+                "<path d=\"M{:.1},{:.1}V{:.1}M{:.1},{:.1}h8M{:.1},{:.1}h8\" stroke=\"{colour}\" stroke-width=\"1.5\" fill=\"none\"/>",
+                x + 14.0,
+                ly - 6.0,
+                ly + 6.0,
+                x + 10.0,
+                ly - 6.0,
+                x + 10.0,
+                ly + 6.0
+            );
+            svg::text(s, x + 34.0, ly + 4.0, "start", &b.name);
             row += 1.0;
         }
     }
@@ -319,6 +385,37 @@ mod tests {
             .collect();
         let slope = |i: usize| (pts[i + 1].1 - pts[i].1) / (pts[i + 1].0 - pts[i].0);
         assert!((slope(0) - slope(1)).abs() < 0.01, "{pts:?}");
+    }
+
+    #[test]
+    fn error_bars_in_the_series_colour_with_their_range() {
+        let a = Series {
+            name: "a".into(),
+            points: vec![(2.0, 10.0), (4.0, 5.0)],
+        };
+        let mut c = chart(vec![a]);
+        c.bars.push(Bars {
+            series: 0,
+            name: "spread over ranks".into(),
+            bars: vec![(2.0, 8.0, 20.0), (4.0, 0.0, 6.0)],
+        });
+        let svg = c.svg();
+        // The second bar starts at 0, which a log axis cannot show: left out.
+        assert_eq!(
+            svg.matches("<title>spread over ranks at").count(),
+            1,
+            "{svg}"
+        );
+        assert!(
+            svg.contains("spread over ranks at 2 ranks: 8.000 s to 20.000 s"),
+            "{svg}"
+        );
+        let (colour, _, _) = palette::series(0);
+        assert!(svg.contains(&format!(
+            "stroke=\"{colour}\" stroke-width=\"1.5\" fill=\"none\"><title>"
+        )));
+        // Named in the legend.
+        assert!(svg.contains(">spread over ranks</text>"), "{svg}");
     }
 
     #[test]

@@ -54,6 +54,21 @@ pub fn report(
           <a href=\"#sizes\">message sizes</a> · <a href=\"#pairs\">pairs</a> · \
           <a href=\"#ranks\">ranks</a> · <a href=\"#balance\">balance</a> · \
           <a href=\"#endings\">endings</a> · <a href=\"#structure\">loops</a></nav>";
+    let phase = crate::window::Resolved {
+        phase: p.phase,
+        ranges: p.phase_ranges.clone(),
+    }
+    .to_text();
+    if !phase.is_empty() {
+        let _ = write!(s, "<pre class=\"phase\">{}</pre>", esc(phase.trim_end()));
+    }
+    if p.burst_min_gap_s > 0.0 {
+        let _ = write!(
+            s,
+            "<p>Bursts shorter than {:.3} us are left out of the burst statistics.</p>",
+            p.burst_min_gap_s * 1e6
+        );
+    }
     s += &sections::summary(p);
     for w in &p.warnings {
         let _ = write!(s, "<p class=\"warning\">warning: {}</p>", esc(w));

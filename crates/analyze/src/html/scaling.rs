@@ -1,16 +1,19 @@
 //! The comparison page of `mpiscope compare --html` ([Polivanov 2012]'s scaling study, its
 //! Figure 4): a table of the runs, then against the rank count: wall and application time,
 //! speedup and parallel efficiency (over the application time, relative to the run with
-//! fewest ranks, beside the ideal), the harmonic mean and the mean of the compute bursts,
-//! the calls per rank and the bytes per call of the busiest functions, and the MPI share.
+//! fewest ranks, beside the ideal), the harmonic mean and the mean of the compute bursts
+//! with their spread across ranks as error bars, the calls per rank and the bytes per call
+//! of the busiest functions, and the MPI share. The page says which phase (the whole run or
+//! the main loops) and which bursts it counts.
 
 use std::collections::BTreeMap;
 
-use mpiscope_plot::line::{Axis, LineChart, Series};
+use mpiscope_plot::line::{Axis, Bars, LineChart, Series};
 use mpiscope_plot::{Scale, Unit};
 
 use super::page::{self, figure, int, num, text, Cell};
-use crate::compare::{Comparison, RunSummary};
+use crate::compare::{Comparison, RunSummary, Spread};
+use crate::window::Phase;
 
 /// Functions drawn per figure.
 const TOP_FUNCTIONS: usize = 6;
@@ -88,12 +91,15 @@ fn runs_table(c: &Comparison) -> String {
                 Cell::Num(r.bursts_per_rank, format!("{:.0}", r.bursts_per_rank)),
                 num(r.burst_mean_s, Unit::Seconds),
                 num(r.burst_harmonic_mean_s, Unit::Seconds),
+                num(r.burst_harmonic_mean_ranks.min_s, Unit::Seconds),
+                num(r.burst_harmonic_mean_ranks.max_s, Unit::Seconds),
             ]
         })
         .collect();
     s += "<p>Wall: the longest rank's, first call to last. App: the longest rank's application \
           time (end of MPI_Init to start of MPI_Finalize). Speedup and efficiency are over the \
           application time, relative to the run with fewest ranks.</p>";
+    s += &scope_note(c);
     s += &page::table(
         "t-runs",
         &[
@@ -107,6 +113,8 @@ fn runs_table(c: &Comparison) -> String {
             "Bursts per rank",
             "Burst mean",
             "Burst harmonic mean",
+            "Smallest rank's burst harmonic mean",
+            "Largest rank's burst harmonic mean",
         ],
         &rows,
         None,
@@ -186,24 +194,87 @@ fn time_figures(c: &Comparison) -> String {
     s
 }
 
+/// What the runs count: the phase, the bursts left out (a paragraph; none for whole runs
+/// with every burst).
+fn scope_note(c: &Comparison) -> String {
+    let Some(r) = c.runs.first() else {
+        return String::new();
+    };
+    let mut s = String::new();
+    if r.phase == Phase::Loop {
+        s += "<p>Phase: the main loop of each rank, from the first call of its first iteration \
+              to the last call of its last (found in the loop structure): times, the MPI share \
+              and the bursts are those within it.</p>";
+    }
+    if r.burst_min_gap_s > 0.0 {
+        s += &format!(
+            "<p>Bursts shorter than {} are left out of the burst statistics.</p>",
+            mpiscope_plot::svg::esc(&Unit::Seconds.format(r.burst_min_gap_s))
+        );
+    }
+    s
+}
+
+/// The burst figure: harmonic mean and mean against the rank count, each with the spread of
+/// the per-rank values (smallest to largest rank) as error bars.
+fn burst_figure(c: &Comparison) -> String {
+    let mut ch = chart(
+        c,
+        "burst length",
+        Unit::Seconds,
+        true,
+        vec![
+            per_run(c, "harmonic mean", |r| Some(r.burst_harmonic_mean_s)),
+            per_run(c, "mean", |r| Some(r.burst_mean_s)),
+        ],
+    );
+    let bars = |series: usize, name: &str, spread: &dyn Fn(&RunSummary) -> Spread| Bars {
+        series,
+        name: name.into(),
+        bars: c
+            .runs
+            .iter()
+            .map(|r| (f64::from(r.ranks), spread(r)))
+            .filter(|(_, sp)| sp.ranks > 0)
+            .map(|(x, sp)| (x, sp.min_s, sp.max_s))
+            .collect(),
+    };
+    ch.bars = vec![
+        bars(0, "harmonic mean: rank min to max", &|r| {
+            r.burst_harmonic_mean_ranks
+        }),
+        bars(1, "mean: rank min to max", &|r| r.burst_mean_ranks),
+    ];
+    let values = ch
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .chain(
+            ch.bars
+                .iter()
+                .flat_map(|b| b.bars.iter().flat_map(|&(_, lo, hi)| [lo, hi])),
+        )
+        .collect::<Vec<_>>();
+    ch.y.scale = Scale::log10(values);
+    ch.y.title = "compute burst between MPI calls".into();
+    let phase = match c.runs.first().map(|r| r.phase) {
+        Some(Phase::Loop) => ", main loop",
+        _ => "",
+    };
+    figure(
+        "fig-bursts",
+        &format!(
+            "Compute bursts between MPI calls vs ranks{phase}: harmonic mean ([Polivanov 2012]) \
+             and mean over all ranks' bursts, bars from the smallest to the largest rank's"
+        ),
+        &ch.svg(),
+    )
+}
+
 /// The bursts, the calls and bytes of the busiest functions, the MPI share, against the
 /// rank count.
 fn activity_figures(c: &Comparison) -> String {
-    let mut s = figure(
-        "fig-bursts",
-        "Compute bursts between MPI calls vs ranks: harmonic mean ([Polivanov 2012]) and mean",
-        &chart(
-            c,
-            "burst length",
-            Unit::Seconds,
-            true,
-            vec![
-                per_run(c, "harmonic mean", |r| Some(r.burst_harmonic_mean_s)),
-                per_run(c, "mean", |r| Some(r.burst_mean_s)),
-            ],
-        )
-        .svg(),
-    );
+    let mut s = burst_figure(c);
     let top = c.top_functions(TOP_FUNCTIONS);
     let by_function = |map: &dyn Fn(&RunSummary) -> &BTreeMap<String, f64>| -> Vec<Series> {
         top.iter()

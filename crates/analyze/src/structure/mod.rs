@@ -195,6 +195,40 @@ pub fn structure(
 /// A rank's symbols with their values (microseconds), in order.
 type Sequence = Vec<(u32, f64)>;
 
+/// The call a symbol stands for or precedes (a compute burst): its place in the rank's record
+/// (0-based, over every thread's events) and its times, ns since the run's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    /// Event number.
+    pub event: u64,
+    /// Entry.
+    pub enter: u64,
+    /// Exit.
+    pub exit: u64,
+}
+
+/// One rank's symbols (low detail), with the call each stands for or precedes, and which
+/// symbol ids are calls (the others are compute bursts): what [`crate::phase`] searches for
+/// the main loop.
+pub(crate) fn rank_symbols<R: std::io::Read>(
+    reader: &mut mpiscope_trace::RankReader<R>,
+    rank: u32,
+) -> (Sequence, Vec<Stamp>, Vec<bool>) {
+    let mut alphabet = Alphabet::default();
+    let mut seq = Vec::new();
+    let mut stamps = Vec::new();
+    alphabet.symbolize(reader, rank, Detail::Low, |s, v, stamp| {
+        seq.push((s, v));
+        stamps.push(stamp);
+    });
+    let calls = alphabet
+        .symbols
+        .iter()
+        .map(|x| x.function.is_some())
+        .collect();
+    (seq, stamps, calls)
+}
+
 /// The symbols and callsites met so far, numbered across ranks.
 #[derive(Default)]
 struct Alphabet {
@@ -221,17 +255,34 @@ impl Alphabet {
         let mut reader = run.open_rank(rank)?;
         let mut seq: Vec<(u32, f64)> = Vec::new();
         let mut folder = mpiscope_structure::fold::Folder::new();
-        let mut push = |s: u32, v: f64, seq: &mut Vec<(u32, f64)>| {
+        self.symbolize(&mut reader, rank, detail, |s, v, _| {
             if algorithm == Algorithm::Fold {
                 folder.push(s, v);
             }
             if keep || algorithm == Algorithm::Seed {
                 seq.push((s, v));
             }
-        };
+        });
+        Ok(match algorithm {
+            Algorithm::Fold => (folder.finish(), seq),
+            Algorithm::Seed => (mpiscope_structure::seed::compress(seq.clone()), seq),
+        })
+    }
+
+    /// Reads `rank`'s first thread and gives `push` each symbol with its value and the call
+    /// it is (a compute burst: the call it precedes).
+    fn symbolize<R: std::io::Read>(
+        &mut self,
+        reader: &mut mpiscope_trace::RankReader<R>,
+        rank: u32,
+        detail: Detail,
+        mut push: impl FnMut(u32, f64, Stamp),
+    ) {
         let mut prev_exit: Option<u64> = None;
         let mut local_callsites: HashMap<u32, u32> = HashMap::new();
+        let mut index = 0u64;
         while let Some(ev) = reader.next_event() {
+            index += 1;
             if ev.thread != 0 {
                 continue;
             }
@@ -242,6 +293,11 @@ impl Alphabet {
                 prev_exit.get_or_insert(ev.t_exit);
                 continue;
             }
+            let stamp = Stamp {
+                event: index - 1,
+                enter: ev.t_enter,
+                exit: ev.t_exit,
+            };
             let cs = *local_callsites
                 .entry(ev.callsite)
                 .or_insert_with(|| self.callsite(tables, ev.callsite, &function));
@@ -254,7 +310,7 @@ impl Alphabet {
                     peer: None,
                     size_class: None,
                 });
-                push(s, gap, &mut seq);
+                push(s, gap, stamp);
                 self.symbols_read += 1;
             }
             prev_exit = Some(ev.t_exit);
@@ -280,13 +336,9 @@ impl Alphabet {
                 peer,
                 size_class,
             });
-            push(s, ev.duration() as f64 * 1e-3, &mut seq);
+            push(s, ev.duration() as f64 * 1e-3, stamp);
             self.symbols_read += 1;
         }
-        Ok(match algorithm {
-            Algorithm::Fold => (folder.finish(), seq),
-            Algorithm::Seed => (mpiscope_structure::seed::compress(seq.clone()), seq),
-        })
     }
 
     /// The number of a rank's callsite `id` (a call of `function`), across ranks by its

@@ -260,6 +260,24 @@ fn mdrun_traced_gives_the_same_energies_and_its_export_replays_under_smpirun() {
         alltoalls[0]
     );
 
+    // --phase loop: each rank's range is the time-step loop, which holds the Alltoalls
+    // the structure's main loop holds and fewer bursts than the whole run.
+    let o = Command::new(mpiscope())
+        .args(["report", "--json", "--phase", "loop"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lp: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(lp["phase"], "loop");
+    assert_eq!(lp["phase_ranges"].as_array().map(Vec::len), Some(2));
+    let loop_alltoalls = lp["calls"]["MPI_Alltoall"]["count"].as_u64().unwrap();
+    assert!(
+        loop_alltoalls >= in_loop * 2 && loop_alltoalls <= alltoalls[0] * 2,
+        "{loop_alltoalls} Alltoalls in the loops, {in_loop} per rank in the structure's"
+    );
+    assert!(lp["bursts"]["count"].as_u64() < report["bursts"]["count"].as_u64());
+
     let (simgrid, ours) = replay_export(&trace, dir);
     eprintln!(
         "TI export: SimGrid {simgrid:.9} s, mpiscope {ours:.9} s; test took {:.1} s",

@@ -17,6 +17,7 @@ mod matrix;
 mod netlab;
 mod outputs;
 mod overlap;
+mod phases;
 mod plan;
 mod record_c;
 mod record_misc;

@@ -18,11 +18,13 @@
 
 mod callsites;
 mod collective;
+mod marks;
 mod translator;
 
 use mpiscope_trace::{RankReader, RunDir};
 
 pub use self::callsites::Callsites;
+pub use self::marks::{PhaseMarks, RankDates};
 pub(crate) use self::translator::{Shared, Translator};
 use super::threads::{is_replayed, rest_on_main_thread, several_threads};
 use super::{Action, Outcome, RankWorkload, WorkloadError};
@@ -36,6 +38,9 @@ pub struct TraceOptions {
     /// Count each message size at a callsite as a callsite of its own (the replay then
     /// reports time per callsite and size, as mpiP's message-size statistics do).
     pub callsites_by_size: bool,
+    /// Read the simulated clock where each rank enters and leaves a part of its record
+    /// (its main loop), without changing what is replayed.
+    pub marks: Option<PhaseMarks>,
 }
 
 /// Reads a run directory: one workload per rank.
@@ -71,7 +76,8 @@ pub fn load_with_callsites(
             speed,
             options.callsites_by_size,
         );
-        out.push(Box::new(TraceRank { reader, tr }));
+        let marker = options.marks.as_ref().and_then(|m| m.marker(r));
+        out.push(Box::new(TraceRank { reader, tr, marker }));
     }
     Ok((out, shared.callsites))
 }
@@ -79,12 +85,19 @@ pub fn load_with_callsites(
 struct TraceRank {
     reader: RankReader<std::io::BufReader<std::fs::File>>,
     tr: Translator,
+    marker: Option<marks::Marker>,
 }
 
 impl RankWorkload for TraceRank {
-    fn next(&mut self, _last: Outcome) -> Option<Result<Action, WorkloadError>> {
+    fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
+        if let Some(m) = &mut self.marker {
+            m.outcome(last);
+        }
         loop {
             if let Some(a) = self.tr.queue.pop_front() {
+                if let Some(m) = &mut self.marker {
+                    m.handing(&a);
+                }
                 return Some(Ok(a));
             }
             if self.tr.ended {
@@ -100,6 +113,11 @@ impl RankWorkload for TraceRank {
                     }
                 }
                 self.tr.ended = true;
+                if self.marker.as_mut().is_some_and(|m| m.leaves_at_end()) {
+                    self.tr.queue.push_back(Action::Clock);
+                    self.tr.queue.push_back(Action::Finalize);
+                    continue;
+                }
                 return Some(Ok(Action::Finalize));
             };
             if ev.thread != 0 {
@@ -124,8 +142,25 @@ impl RankWorkload for TraceRank {
                 continue;
             }
             let name = self.reader.tables().call_name(ev.call).into_owned();
+            let queued = self.tr.queue.len();
+            let (leaves, enters) = match &mut self.marker {
+                Some(m) => (m.leaves_before(ev.t_enter), m.enters_at(ev.t_enter)),
+                None => (false, false),
+            };
+            if leaves {
+                self.tr.queue.push_back(Action::Clock);
+            }
             if let Err(e) = self.tr.event(self.reader.tables(), &name, &ev) {
                 return Some(Err(e));
+            }
+            if enters {
+                // After the computation that precedes the call, if there is one.
+                let at = queued
+                    + usize::from(matches!(
+                        self.tr.queue.get(queued),
+                        Some(Action::Compute { .. })
+                    ));
+                self.tr.queue.insert(at, Action::Clock);
             }
             if self.tr.ended {
                 // Other threads' blocks may follow the main thread's MPI_Finalize.
