@@ -36,8 +36,9 @@ pub enum Format {
     Toml,
 }
 
-/// The options mpiscope reads, by SimGrid's name when SimGrid has one; the measured
-/// parameters ([`crate::calibration::Key`]) besides.
+/// The network options mpiscope reads, by SimGrid's name; SMPI's per-call costs
+/// ([`crate::costs::OPTIONS`]) and the measured parameters ([`crate::calibration::Key`])
+/// besides.
 pub const READ: &[&str] = &[
     "network/model",
     "network/weight-S",
@@ -47,19 +48,12 @@ pub const READ: &[&str] = &[
     "smpi/lat-factor",
     "smpi/bw-factor",
     "smpi/send-is-detached-thresh",
-    // SMPI's per-call costs and their family (`crate::costs::OPTIONS`).
-    "smpi/test",
-    "smpi/iprobe",
-    "smpi/grow-injected-times",
-    "smpi/iprobe-cpu-usage",
-    "smpi/os",
-    "smpi/or",
-    "smpi/ois",
-    "smpi/async-small-thresh",
-    "smpi/init",
-    "smpi/finalization-barrier",
-    "smpi/simulate-computation",
 ];
+
+/// Every option mpiscope reads, by name (the measured parameters aside).
+fn read_options() -> impl Iterator<Item = &'static str> {
+    READ.iter().chain(crate::costs::OPTIONS).copied()
+}
 
 /// SimGrid options that change nothing in a replay (see [`crate::costs`]): SimGrid uses
 /// them on the application it runs, not on the actions it replays.
@@ -155,7 +149,7 @@ const SIMGRID_FAMILIES: &[&str] = &["tracing/", "contexts/", "model-check/", "pl
 
 /// Why option `key` of a platform in `format` is not used, or `None` when mpiscope reads it.
 pub fn check_key(key: &str, format: Format) -> Option<String> {
-    if READ.contains(&key)
+    if read_options().any(|k| k == key)
         || Key::named(key).is_some()
         || (format == Format::Xml && XML_ONLY.contains(&key))
     {
@@ -178,9 +172,7 @@ pub fn check_key(key: &str, format: Format) -> Option<String> {
             "option `{key}` is SimGrid's but mpiscope does not model it: ignored"
         ));
     }
-    let hint = READ
-        .iter()
-        .copied()
+    let hint = read_options()
         .chain(Key::ALL.iter().map(|k| k.name()))
         .chain(XML_ONLY.iter().copied())
         .filter(|k| close(k, key))
@@ -217,7 +209,7 @@ mod tests {
 
     #[test]
     fn read_keys_pass_and_the_others_are_named() {
-        for k in READ.iter().copied().chain(Key::ALL.map(Key::name)) {
+        for k in read_options().chain(Key::ALL.map(Key::name)) {
             assert_eq!(check_key(k, Format::Toml), None, "{k}");
             assert_eq!(check_key(k, Format::Xml), None, "{k}");
         }
