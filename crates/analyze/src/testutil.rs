@@ -82,6 +82,7 @@ impl RankFile {
             skipped: 0,
             args: &a,
             lists: &raw,
+            cpu: None,
         };
         self.w.event(&ev).expect("write an event");
         self.events += 1;

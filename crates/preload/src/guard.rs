@@ -243,6 +243,7 @@ impl CallGuard {
             skipped,
             args: &t.args,
             lists,
+            cpu: None,
         };
         if !t.enc.push(&ev) {
             push_slow(&mut t.enc, t.index, &ev);

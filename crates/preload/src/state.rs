@@ -369,6 +369,7 @@ impl ThreadState {
             skipped: 0,
             args: &self.args,
             lists,
+            cpu: None,
         };
         self.open_enc.clear();
         let fits = self.open_enc.push(&ev) || self.open_enc.push(&RawEvent { lists: &[], ..ev });
