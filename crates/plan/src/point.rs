@@ -262,6 +262,8 @@ impl WorkloadRunner for ReplayRunner {
             trace: trace::TraceOptions {
                 traced_speed: self.traced_speed,
                 callsites_by_size: false,
+                wall_bursts: false,
+                core_efficiency: setup.config.core_efficiency.clone(),
             },
             ti: ti::TiOptions {
                 lenient: self.lenient.clone(),

@@ -315,6 +315,8 @@ fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
         ret: 0,
         skipped: 0,
         args,
+        // The structural form keeps wall times only.
+        cpu_ns: None,
         lists: call
             .lists
             .iter()
