@@ -120,7 +120,10 @@ mod tests {
         assert_eq!(cpu_time("1ms").unwrap().parse::<f64>().unwrap(), 1e-3);
         assert_eq!(cpu_time("0.0002").unwrap().parse::<f64>().unwrap(), 2e-4);
         for bad in ["0", "0.5us", "2s", "soon", ""] {
-            assert!(cpu_time(bad).unwrap_err().contains("between 1us and 1s"), "{bad}");
+            assert!(
+                cpu_time(bad).unwrap_err().contains("between 1us and 1s"),
+                "{bad}"
+            );
         }
     }
 

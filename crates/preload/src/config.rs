@@ -413,7 +413,10 @@ mod tests {
         let c = cfg(&[("MPISCOPE_CPU_TIME", "off")]).unwrap();
         assert_eq!(c.cpu_time_ns, None);
         let e = cfg(&[("MPISCOPE_CPU_TIME", "0")]).unwrap_err();
-        assert!(e.contains("MPISCOPE_CPU_TIME=0") && e.contains("off"), "{e}");
+        assert!(
+            e.contains("MPISCOPE_CPU_TIME=0") && e.contains("off"),
+            "{e}"
+        );
         let e = cfg(&[("MPISCOPE_CPU_TIME", "soon")]).unwrap_err();
         assert!(e.contains("MPISCOPE_CPU_TIME"), "{e}");
     }

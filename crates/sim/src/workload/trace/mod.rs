@@ -72,14 +72,16 @@ pub fn traced_busy_cores(run: &RunDir) -> Vec<u32> {
     host_of
         .iter()
         .map(|h| {
-            h.and_then(|h| by_host.get(h))
-                .map_or(1, |(cores, n, unknown)| {
+            h.and_then(|h| by_host.get(h)).map_or(
+                1,
+                |(cores, n, unknown)| {
                     if *unknown {
                         *n
                     } else {
                         cores.len() as u32
                     }
-                })
+                },
+            )
         })
         .collect()
 }
