@@ -26,6 +26,7 @@ pub fn event(args: &[(Slot, i64)], lists: &[(ListKind, &[i64])]) -> Event {
                 values: v.to_vec(),
             })
             .collect(),
+        cpu_ns: None,
         unfinished: false,
     }
 }

@@ -117,6 +117,20 @@ fn seconds(var: &str, v: &str) -> Result<u64, String> {
     Ok((s * 1e9) as u64)
 }
 
+/// `MPISCOPE_CPU_TIME`: `off`, or seconds, at least 1 us.
+fn cpu_time(v: &str) -> Result<Option<u64>, String> {
+    if v.trim() == "off" {
+        return Ok(None);
+    }
+    let ns = seconds("MPISCOPE_CPU_TIME", v)?;
+    if ns < 1_000 {
+        return Err(format!(
+            "MPISCOPE_CPU_TIME={v}: expected off or at least 0.000001 seconds"
+        ));
+    }
+    Ok(Some(ns))
+}
+
 /// Parses `256K`, `4M`, `65536`.
 pub fn parse_size(var: &str, v: &str) -> Result<usize, String> {
     let t = v.trim();
@@ -272,17 +286,7 @@ impl Config {
             };
         }
         if let Some(v) = get("MPISCOPE_CPU_TIME") {
-            c.cpu_time_ns = if v.trim() == "off" {
-                None
-            } else {
-                let ns = seconds("MPISCOPE_CPU_TIME", &v)?;
-                if ns < 1_000 {
-                    return Err(format!(
-                        "MPISCOPE_CPU_TIME={v}: expected off or at least 0.000001 seconds"
-                    ));
-                }
-                Some(ns)
-            };
+            c.cpu_time_ns = cpu_time(&v)?;
         }
         if let Some(v) = get("MPISCOPE_COMMAND") {
             c.command = Some(
