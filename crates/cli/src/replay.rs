@@ -37,7 +37,8 @@ pub struct ReplayArgs {
     callsites_by_size: bool,
     /// Replay compute bursts for their wall time even when the trace recorded their CPU
     /// time (`mpiscope trace --cpu-time`): as traces recorded before, whose ranks'
-    /// waiting for a shared core counts as work.
+    /// waiting for a shared core counts as work. A structural form saved from such a trace
+    /// keeps the CPU times only, and refuses it.
     #[arg(long)]
     wall_bursts: bool,
     /// Charge SimGrid's cost of a test (1e-4 s times a counter that grows with each failed

@@ -200,3 +200,39 @@ fn busy_cores_of_the_traced_run_come_from_the_placement() {
     let r = run(dir.path(), 4, None, true);
     assert_eq!(trace::traced_busy_cores(&r), vec![2, 2, 2, 2]);
 }
+
+#[test]
+fn the_structural_form_keeps_the_cpu_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(dir.path(), 4, Some(SECOND), true);
+    let form = mpiscope_sim::workload::structural::save(&r, None).unwrap();
+    assert!(form.ranks.iter().all(|k| k.cpu_bursts == Some(2)));
+    let mut spec = ClusterSpec::new(1, 1e9, 1e-6);
+    spec.host = HostSpec {
+        cores: 2,
+        ..HostSpec::default()
+    };
+    let p = cluster(spec).unwrap();
+    let (ws, _) =
+        mpiscope_sim::workload::structural::load(&form, trace::TraceOptions::default(), &[1e9; 4])
+            .unwrap();
+    let got = Simulation::new(&p, SimConfig::default(), vec![0; 4], ws)
+        .unwrap()
+        .run()
+        .unwrap()
+        .makespan_s;
+    assert!(close(got, 2.0), "{got}");
+    // Its wall times are gone: --wall-bursts says so instead of replaying CPU times.
+    let wall = trace::TraceOptions {
+        wall_bursts: true,
+        ..trace::TraceOptions::default()
+    };
+    let e = mpiscope_sim::workload::structural::load(&form, wall, &[1e9; 4])
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("--wall-bursts") && e.contains("replay the trace"),
+        "{e}"
+    );
+}

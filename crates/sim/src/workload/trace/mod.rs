@@ -88,7 +88,7 @@ pub fn traced_busy_cores(run: &RunDir) -> Vec<u32> {
 
 /// The per-core speed factor of `efficiency` (indexed by busy cores - 1) with `busy` cores
 /// busy, as the CPU model reads it (the last entry beyond the table, 1 without one).
-fn efficiency_at(efficiency: &[f64], busy: u32) -> f64 {
+pub(crate) fn efficiency_at(efficiency: &[f64], busy: u32) -> f64 {
     efficiency
         .get(busy.max(1) as usize - 1)
         .or(efficiency.last())
