@@ -9,7 +9,9 @@
 #   - the trace's size, `mpiscope structure`'s line count, `structure --save`'s size;
 #   - the span the replay predicts (end of MPI_Init to MPI_Finalize, the longest rank) as
 #     measured in the traced run, and `mpiscope replay`'s prediction of it on a platform
-#     calibrated on this host (`mpiscope bench` + `mpiscope calibrate`), with the error;
+#     calibrated on this host (`mpiscope bench` + `mpiscope calibrate`), with the error, and
+#     the same with `--wall-bursts` (compute bursts for their wall time, as traces without
+#     CPU times replay);
 #     the same span estimated for the untraced run (its wall time less what the traced job
 #     spent outside that span) and the error against it;
 #   - whether the SimGrid TI export (`mpiscope export --format simgrid-ti`) replays under
@@ -172,7 +174,7 @@ run_one() {
   if [ "$mode" = traced ]; then
     analyse "$app" "$np" "$r" "$d" "$wall" "$result"
   else
-    echo "$app,$np,$r,$mode,$wall,$result,,,,,,,,," >> "$out/runs.csv"
+    echo "$app,$np,$r,$mode,$wall,$result,,,,,,,,,," >> "$out/runs.csv"
   fi
 }
 
@@ -197,6 +199,9 @@ EOF
   pred=$("$M" replay "$t" --platform "$PLATFORM" --mapping "sequential:$np" --bind-to core \
     --json --quiet |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["makespan_s"])')
+  pred_wall=$("$M" replay "$t" --platform "$PLATFORM" --mapping "sequential:$np" --bind-to core \
+    --wall-bursts --json --quiet |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["makespan_s"])')
   # The TI export, replayed by SimGrid and by mpiscope on one XML cluster.
   "$M" export "$t" --format simgrid-ti -o "$d/ti" -q 2> "$d/ti-notes.txt"
   seq 0 $((np - 1)) | sed 's/^/n/' > "$d/hosts"
@@ -213,11 +218,11 @@ EOF
   if [ "$app" = gmx ]; then
     pme=$(awk '/PME 3D-FFT Comm\./ { print $(NF-3) }' "$d/md.log")
   fi
-  echo "$app,$np,$r,traced,$wall,$result,$bytes,$lines,$form,$span,$pred,$ti_sg,$ti_ms,$calls,$pme" \
+  echo "$app,$np,$r,traced,$wall,$result,$bytes,$lines,$form,$span,$pred,$ti_sg,$ti_ms,$calls,$pme,$pred_wall" \
     >> "$out/runs.csv"
 }
 
-echo "app,np,round,mode,wall_s,result,trace_bytes,structure_lines,form_bytes,span_s,predicted_s,ti_simgrid_s,ti_mpiscope_s,alltoall_calls,pme_fft_comm" \
+echo "app,np,round,mode,wall_s,result,trace_bytes,structure_lines,form_bytes,span_s,predicted_s,ti_simgrid_s,ti_mpiscope_s,alltoall_calls,pme_fft_comm,predicted_wall_bursts_s" \
   > "$out/runs.csv"
 for app in "${apps[@]}"; do
   case $app in
@@ -269,13 +274,15 @@ for (app, np), rs in sorted(groups.items()):
           f"{kib('trace_bytes'):.0f} KiB | {lines:.0f} | {kib('form_bytes'):.1f} KiB |")
 print()
 print("| application | ranks | span, traced run (s) | span, untraced (est., s) | replay (s) | "
-      "error vs traced | error vs untraced | TI: `smpirun -replay` (s) | TI: `mpiscope replay` (s) | difference |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+      "error vs traced | error vs untraced | replay, wall bursts (s) | its error vs traced | "
+      "TI: `smpirun -replay` (s) | TI: `mpiscope replay` (s) | difference |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for (app, np), rs in sorted(groups.items()):
     plain = [r for r in rs if r["mode"] == "plain"]
     traced = [r for r in rs if r["mode"] == "traced"]
     span = med([f(r["span_s"]) for r in traced])
     pred = med([f(r["predicted_s"]) for r in traced])
+    pred_wall = med([f(r["predicted_wall_bursts_s"]) for r in traced])
     # The untraced span: the untraced wall time less what the traced job spent outside
     # its span (launch, MPI_Init, MPI_Finalize, the trace's writing), per round.
     outside = med([f(r["wall_s"]) - f(r["span_s"]) for r in traced])
@@ -289,7 +296,8 @@ for (app, np), rs in sorted(groups.items()):
         bad = sorted({s for s in sg if s.startswith("failed")})
         sgs, diff = "; ".join(bad), "-"
     print(f"| {names[app]} | {np} | {span:.3f} | {uspan:.3f} | {pred:.3f} | "
-          f"{100 * (pred - span) / span:+.1f}% | {100 * (pred - uspan) / uspan:+.1f}% | {sgs} | "
+          f"{100 * (pred - span) / span:+.1f}% | {100 * (pred - uspan) / uspan:+.1f}% | "
+          f"{pred_wall:.3f} | {100 * (pred_wall - span) / span:+.1f}% | {sgs} | "
           f"{med(ms):.6f} | {diff} |")
 print()
 for (app, np), rs in sorted(groups.items()):

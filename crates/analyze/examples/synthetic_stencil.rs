@@ -117,6 +117,7 @@ fn write_rank(dir: &Path, rank: u32, size: u32, iterations: u64) -> std::io::Res
             skipped: 0,
             args: &a,
             lists,
+            cpu: None,
         })
     };
     ev(

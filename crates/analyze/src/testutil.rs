@@ -26,6 +26,7 @@ pub fn event(args: &[(Slot, i64)], lists: &[(ListKind, &[i64])]) -> Event {
                 values: v.to_vec(),
             })
             .collect(),
+        cpu_ns: None,
         unfinished: false,
     }
 }
@@ -82,6 +83,7 @@ impl RankFile {
             skipped: 0,
             args: &a,
             lists: &raw,
+            cpu: None,
         };
         self.w.event(&ev).expect("write an event");
         self.events += 1;

@@ -74,6 +74,12 @@ pub struct TraceArgs {
     /// rank ends its record and kills itself, and the launcher ends the job).
     #[arg(long, value_name = "ACTION", value_parser = ["report", "kill"], requires = "hang_after")]
     hang_action: Option<String>,
+    /// Record the thread's CPU time of compute bursts at least this long (`50us`, `1ms`,
+    /// seconds without a unit; `off`: none), beside their wall time, so that a replay of
+    /// ranks that shared cores counts their work, not their waiting for a core. Each clock
+    /// read (a system call) is paid for by at least this much time. Default 50us.
+    #[arg(long, value_name = "DURATION|off", value_parser = crate::recorder::cpu_time)]
+    cpu_time: Option<String>,
     /// MPI flavour of the program.
     #[arg(long, default_value = "auto", value_parser = ["auto", "openmpi", "mpich"])]
     flavour: String,
@@ -393,6 +399,7 @@ pub fn trace(a: TraceArgs) -> Result<i32> {
     opt("MPISCOPE_FLUSH_EVERY", a.flush_every.map(|s| s.to_string()));
     opt("MPISCOPE_HANG_AFTER", a.hang_after.map(|s| s.to_string()));
     opt("MPISCOPE_HANG_ACTION", a.hang_action.clone());
+    opt("MPISCOPE_CPU_TIME", a.cpu_time.clone());
 
     // Under a batch system: the job, and (after the run) whether it ended the job.
     let job = crate::batch::JobWatch::detect();

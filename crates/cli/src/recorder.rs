@@ -17,6 +17,31 @@ const STACK_MAX: u32 = 64;
 /// Largest number of seconds: `seconds`' range.
 const SECONDS_MAX: f64 = 1e9;
 
+/// `--cpu-time`: `off` or a duration from 1 us to 1 s, passed as `MPISCOPE_CPU_TIME`'s
+/// seconds (`config.rs` takes `off` or at least 0.000001 seconds).
+pub fn cpu_time(v: &str) -> Result<String, String> {
+    let t = v.trim();
+    if t == "off" {
+        return Ok(t.into());
+    }
+    // Divided, not multiplied, so that `50us` is the double nearest 5e-5.
+    let (num, per_second) = if let Some(n) = t.strip_suffix("us") {
+        (n, 1e6)
+    } else if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>().map(|n| n / per_second) {
+        Ok(s) if (1e-6..=1.0).contains(&s) => Ok(format!("{s}")),
+        _ => Err(format!(
+            "`{v}`: expected off, or a duration between 1us and 1s (`50us`, `1ms`, `0.0001`)"
+        )),
+    }
+}
+
 /// `--buffer`: `256K`, `4M`, `1G` or bytes, between 4K and 1G (as `parse_size`).
 pub fn buffer(v: &str) -> Result<u64> {
     let t = v.trim();
@@ -88,6 +113,20 @@ pub fn sample(v: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_time_takes_off_or_a_duration_the_recorder_accepts() {
+        assert_eq!(cpu_time("off").unwrap(), "off");
+        assert_eq!(cpu_time("50us").unwrap().parse::<f64>().unwrap(), 50e-6);
+        assert_eq!(cpu_time("1ms").unwrap().parse::<f64>().unwrap(), 1e-3);
+        assert_eq!(cpu_time("0.0002").unwrap().parse::<f64>().unwrap(), 2e-4);
+        for bad in ["0", "0.5us", "2s", "soon", ""] {
+            assert!(
+                cpu_time(bad).unwrap_err().contains("between 1us and 1s"),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn buffers_follow_the_recorders_limits() {

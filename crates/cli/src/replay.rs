@@ -36,6 +36,12 @@ pub struct ReplayArgs {
     /// Report callsites per message size (`bytes` in the JSON's callsites).
     #[arg(long)]
     callsites_by_size: bool,
+    /// Replay compute bursts for their wall time even when the trace recorded their CPU
+    /// time (`mpiscope trace --cpu-time`): as traces recorded before, whose ranks'
+    /// waiting for a shared core counts as work. A structural form saved from such a trace
+    /// keeps the CPU times only, and refuses it.
+    #[arg(long)]
+    wall_bursts: bool,
     /// Charge SimGrid's cost of a test (1e-4 s times a counter that grows with each failed
     /// test) whatever the network model: `--cfg smpi/test:1e-4` unless `smpi/test` is set
     /// (`--network smpi` charges it by default).
@@ -115,6 +121,8 @@ pub fn replay(a: ReplayArgs) -> Result<i32> {
             traced_speed: a.traced_speed,
             callsites_by_size: a.callsites_by_size,
             marks: marks.clone(),
+            wall_bursts: a.wall_bursts,
+            core_efficiency: config.core_efficiency.clone(),
         },
         ti: ti::TiOptions {
             lenient: skipped.clone(),

@@ -263,6 +263,8 @@ impl WorkloadRunner for ReplayRunner {
                 traced_speed: self.traced_speed,
                 callsites_by_size: false,
                 marks: None,
+                wall_bursts: false,
+                core_efficiency: setup.config.core_efficiency.clone(),
             },
             ti: ti::TiOptions {
                 lenient: self.lenient.clone(),

@@ -20,6 +20,7 @@
 //! | `MPISCOPE_FLUSH_EVERY` | seconds: a buffer older than this is written, and a thread inside one MPI call for this long has its record written (0: only full buffers) | `1` |
 //! | `MPISCOPE_HANG_AFTER` | seconds inside one MPI call after which the rank's record is written and the hang reported | off |
 //! | `MPISCOPE_HANG_ACTION` | `report` (the program goes on) or `kill` (the rank ends after its record) | `report` |
+//! | `MPISCOPE_CPU_TIME` | seconds: compute bursts at least this long get the thread's CPU time beside their wall time (a system call at their two ends, so never more than one per this interval); `off`: none | `0.00005` |
 //! | `MPISCOPE_DISABLE` | `1`: load but record nothing | unset |
 //! | `MPISCOPE_COMMAND` | the launch command, as a JSON array (set by the CLI) | unset |
 
@@ -71,6 +72,8 @@ pub struct Config {
     pub hang_after_ns: Option<u64>,
     /// End the rank after reporting a hang.
     pub hang_kill: bool,
+    /// Bursts at least this long (ns) get their CPU time; `None`: no CPU time is read.
+    pub cpu_time_ns: Option<u64>,
     /// Record nothing.
     pub disabled: bool,
     /// Launch command from the CLI.
@@ -96,6 +99,7 @@ impl Default for Config {
             flush_every_ns: 1_000_000_000,
             hang_after_ns: None,
             hang_kill: false,
+            cpu_time_ns: Some(50_000),
             disabled: false,
             command: None,
         }
@@ -111,6 +115,20 @@ fn seconds(var: &str, v: &str) -> Result<u64, String> {
         return Err(format!("{var}={v}: out of range"));
     }
     Ok((s * 1e9) as u64)
+}
+
+/// `MPISCOPE_CPU_TIME`: `off`, or seconds, at least 1 us.
+fn cpu_time(v: &str) -> Result<Option<u64>, String> {
+    if v.trim() == "off" {
+        return Ok(None);
+    }
+    let ns = seconds("MPISCOPE_CPU_TIME", v)?;
+    if ns < 1_000 {
+        return Err(format!(
+            "MPISCOPE_CPU_TIME={v}: expected off or at least 0.000001 seconds"
+        ));
+    }
+    Ok(Some(ns))
 }
 
 /// Parses `256K`, `4M`, `65536`.
@@ -267,6 +285,9 @@ impl Config {
                 _ => return Err(format!("MPISCOPE_HANG_ACTION={v}: expected report or kill")),
             };
         }
+        if let Some(v) = get("MPISCOPE_CPU_TIME") {
+            c.cpu_time_ns = cpu_time(&v)?;
+        }
         if let Some(v) = get("MPISCOPE_COMMAND") {
             c.command = Some(
                 serde_json::from_str::<Vec<String>>(&v)
@@ -319,6 +340,7 @@ impl Config {
             "flush_every_s": self.flush_every_ns as f64 / 1e9,
             "hang_after_s": self.hang_after_ns.map(|d| d as f64 / 1e9),
             "hang_action": if self.hang_kill { "kill" } else { "report" },
+            "cpu_time_s": self.cpu_time_ns.map(|d| d as f64 / 1e9),
         })
     }
 }
@@ -384,5 +406,22 @@ mod tests {
         ])
         .unwrap();
         assert_eq!((c.hang_after_ns, c.hang_kill), (Some(60_000_000_000), true));
+    }
+
+    #[test]
+    fn cpu_time_threshold_or_off() {
+        assert_eq!(cfg(&[]).unwrap().cpu_time_ns, Some(50_000));
+        let c = cfg(&[("MPISCOPE_CPU_TIME", "0.001")]).unwrap();
+        assert_eq!(c.cpu_time_ns, Some(1_000_000));
+        assert_eq!(c.to_json()["cpu_time_s"], 0.001);
+        let c = cfg(&[("MPISCOPE_CPU_TIME", "off")]).unwrap();
+        assert_eq!(c.cpu_time_ns, None);
+        let e = cfg(&[("MPISCOPE_CPU_TIME", "0")]).unwrap_err();
+        assert!(
+            e.contains("MPISCOPE_CPU_TIME=0") && e.contains("off"),
+            "{e}"
+        );
+        let e = cfg(&[("MPISCOPE_CPU_TIME", "soon")]).unwrap_err();
+        assert!(e.contains("MPISCOPE_CPU_TIME"), "{e}");
     }
 }

@@ -163,6 +163,7 @@ impl CallGuard {
         self.t_enter = t_enter;
         let guard: *mut CallGuard = self;
         let t = self.ts();
+        t.burst_clock.at_entry(t_enter);
         t.open = OpenCall { guard, peek, pack };
         t.watch.call.store(call, Ordering::Relaxed);
         t.watch.t_enter.store(t_enter, Ordering::Relaxed);
@@ -220,6 +221,7 @@ impl CallGuard {
         let c = unsafe { t.counters.get_unchecked_mut(call as usize) };
         if !in_window {
             c.skipped += 1;
+            t.burst_clock.forget();
             t.leave();
             return;
         }
@@ -243,10 +245,14 @@ impl CallGuard {
             skipped,
             args: &t.args,
             lists,
+            cpu: t.burst_clock.burst,
         };
         if !t.enc.push(&ev) {
             push_slow(&mut t.enc, t.index, &ev);
         }
+        // Here rather than in `stop`: after `MPI_Init` has started the session (and the
+        // recorder's own work after the exit is a fraction of a microsecond).
+        t.burst_clock.at_exit(t_exit);
         // A block older than the flush interval is written now: a rank killed later loses
         // at most that much of its record.
         if t_exit.wrapping_sub(t.enc.base_ticks()) > FLUSH_TICKS.load(Ordering::Relaxed) {

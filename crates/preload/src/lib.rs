@@ -64,6 +64,7 @@ mod collect;
 pub mod comms;
 pub mod completions;
 pub mod config;
+pub mod cputime;
 pub mod defs;
 pub mod ending;
 pub mod ffi;

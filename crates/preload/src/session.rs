@@ -447,6 +447,9 @@ fn start_keeper(cfg: &Config, tps: f64) {
     if cfg.flush_every_ns > 0 {
         crate::guard::FLUSH_TICKS.store(ticks(cfg.flush_every_ns), Ordering::Relaxed);
     }
+    if let Some(ns) = cfg.cpu_time_ns {
+        crate::cputime::MIN_BURST_TICKS.store(ticks(ns).max(1), Ordering::Relaxed);
+    }
     crate::keeper::start(crate::keeper::Keeper {
         flush_ticks: ticks(cfg.flush_every_ns),
         hang_ticks: cfg.hang_after_ns.map(ticks),

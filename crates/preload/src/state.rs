@@ -243,6 +243,8 @@ pub struct ThreadState {
     pub counters: &'static mut [Counter],
     pub(crate) last_defined: u32,
     pub(crate) core_countdown: u32,
+    /// CPU time readings around compute bursts.
+    pub(crate) burst_clock: crate::cputime::BurstClock,
     callsite_cache: [(usize, u32); 64],
     pub(crate) comm_cache: comms::ThreadCache,
     pub(crate) dtype_cache: handles::DtypeCache,
@@ -272,7 +274,7 @@ impl ThreadState {
             watch: Watch::default(),
             hang_reported: AtomicU64::new(0),
             kept: AtomicU64::new(0),
-            enc: BlockEncoder::new(block, index),
+            enc: BlockEncoder::with_cpu(block, index),
             open_enc: BlockEncoder::new(OPEN_BLOCK, index),
             args: Args::EMPTY,
             lists: ListBuf::new(),
@@ -280,6 +282,7 @@ impl ThreadState {
             counters: calls::new_table(),
             last_defined: u32::MAX,
             core_countdown: 0,
+            burst_clock: crate::cputime::BurstClock::default(),
             callsite_cache: [(0, 0); 64],
             comm_cache: comms::ThreadCache::default(),
             dtype_cache: handles::DtypeCache::default(),
@@ -369,6 +372,7 @@ impl ThreadState {
             skipped: 0,
             args: &self.args,
             lists,
+            cpu: None,
         };
         self.open_enc.clear();
         let fits = self.open_enc.push(&ev) || self.open_enc.push(&RawEvent { lists: &[], ..ev });

@@ -42,6 +42,7 @@ fn bench_push(n: u64) -> f64 {
             skipped: 0,
             args: &args,
             lists: &[],
+            cpu: None,
         };
         if !enc.push(&ev) {
             std::hint::black_box(enc.seal(t, t));
@@ -90,6 +91,7 @@ fn bench_decode(n: u64) -> (f64, f64) {
             skipped: 0,
             args: &args,
             lists: &[],
+            cpu: None,
         })
         .unwrap();
     }

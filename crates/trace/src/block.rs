@@ -10,7 +10,7 @@ pub const FILE_MAGIC: [u8; 8] = *b"MPSTRACE";
 /// Major version: readers refuse files with another major version.
 pub const VERSION_MAJOR: u16 = 1;
 /// Minor version: additions that old readers can skip.
-pub const VERSION_MINOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 2;
 /// Size of the file header.
 pub const FILE_HEADER_LEN: usize = 16;
 /// First four bytes of every block.
@@ -38,6 +38,10 @@ pub enum BlockKind {
     /// Something that happened to the process, not a call (JSON [`crate::Note`]): a signal
     /// the program handled, a hang noticed, tracing stopped by an error (since 1.1).
     Note = 5,
+    /// The CPU time of compute bursts: for some events of the events block of the same
+    /// thread that follows it (same base ticks), the thread's CPU time between the previous
+    /// call and the event's entry (since 1.2; see [`crate::encode::BurstCpu`]).
+    Cpu = 6,
     /// A kind this reader does not know (a later minor version): skipped by its length.
     Unknown = 255,
 }
@@ -52,6 +56,7 @@ impl BlockKind {
             3 => BlockKind::Trailer,
             4 => BlockKind::Open,
             5 => BlockKind::Note,
+            6 => BlockKind::Cpu,
             _ => return None,
         })
     }

@@ -66,6 +66,12 @@ impl ClockMap {
         }
     }
 
+    /// The length in nanoseconds of a span of `ticks` clock ticks.
+    #[inline]
+    pub fn span_ns(&self, ticks: u64) -> u64 {
+        ((u128::from(ticks) * self.mult + HALF) >> FRAC) as u64
+    }
+
     /// Nanoseconds since the epoch (saturating at zero for times before it).
     #[inline]
     pub fn to_ns(&self, ticks: u64) -> u64 {

@@ -1,7 +1,7 @@
 //! The event decoder: the mirror of [`crate::encode::BlockEncoder`].
 
 use crate::encode::{
-    CodecState, F_ARGS, F_CALL, F_CALLSITE, F_CORE, F_LISTS, F_RET, F_SKIP, NO_CORE,
+    BurstCpu, CodecState, F_ARGS, F_CALL, F_CALLSITE, F_CORE, F_LISTS, F_RET, F_SKIP, NO_CORE,
 };
 use crate::event::{Event, List, ListKind, NSLOTS};
 use crate::varint::{self, unzigzag};
@@ -166,4 +166,36 @@ impl EventDecoder {
         out.skipped = skipped;
         Ok(())
     }
+}
+
+/// Decodes the payload of a CPU block holding `records` entries into `out` (cleared first):
+/// the index of each entry's event within its events block, increasing, and its burst's CPU
+/// time. Errors are short descriptions.
+pub fn decode_cpu(
+    payload: &[u8],
+    records: u32,
+    out: &mut Vec<(u32, BurstCpu)>,
+) -> Result<(), &'static str> {
+    out.clear();
+    let mut p = 0;
+    let u = |p: &mut usize| varint::get(payload, p).map_err(|_| "bad varint in CPU block");
+    let mut index: Option<u32> = None;
+    for _ in 0..records {
+        let delta = u32::try_from(u(&mut p)?).map_err(|_| "CPU entry index out of range")?;
+        let i = match index {
+            None => delta,
+            Some(_) if delta == 0 => return Err("CPU entries out of order"),
+            Some(last) => last
+                .checked_add(delta)
+                .ok_or("CPU entry index out of range")?,
+        };
+        let ns = u(&mut p)?;
+        let lead_ticks = u(&mut p)?;
+        out.push((i, BurstCpu { ns, lead_ticks }));
+        index = Some(i);
+    }
+    if p != payload.len() {
+        return Err("bytes after the last CPU entry");
+    }
+    Ok(())
 }

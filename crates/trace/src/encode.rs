@@ -12,6 +12,12 @@
 //!
 //! A repeated call with unchanged arguments (a polling `Iprobe`) costs three bytes plus the
 //! size of its two time varints. The decoder in [`crate::decode`] mirrors this state exactly.
+//!
+//! An encoder made by [`BlockEncoder::with_cpu`] also keeps, in a region of its buffer
+//! before the events block, the CPU time of the compute bursts that events carry
+//! ([`BurstCpu`]): sealed, that region becomes a CPU block written just before the events
+//! block, in the same bytes, so the pair reaches the file together. Readers older than 1.2
+//! skip the CPU block by its length and read the events as before.
 
 use crate::block::{block_crc, BlockHeader, BlockKind, BLOCK_HEADER_LEN};
 use crate::event::{Args, ListKind, NSLOTS};
@@ -36,6 +42,21 @@ pub(crate) const F_LISTS: u8 = 0x40;
 pub(crate) const ARG_CACHE: usize = 64;
 /// Core value meaning "not known".
 pub const NO_CORE: u32 = u32::MAX;
+
+/// The thread's CPU time over the compute burst before a call, as the recorder measured it.
+///
+/// The recorder reads the thread's CPU clock at a call's entry when the burst before it is
+/// long (a clock read is a system call, too dear for every call) and keeps a reference
+/// reading from at most that long before the burst started: `ns` is the CPU time from the
+/// reference to the entry, `lead_ticks` how long before the burst's start (the previous
+/// call's exit) the reference was read (0: exactly at it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BurstCpu {
+    /// CPU nanoseconds of the thread from the reference reading to the call's entry.
+    pub ns: u64,
+    /// Clock ticks from the reference reading to the previous call's exit.
+    pub lead_ticks: u64,
+}
 
 /// A variable-length argument borrowed from the caller.
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +88,9 @@ pub struct RawEvent<'a> {
     pub args: &'a Args,
     /// Vector arguments.
     pub lists: &'a [RawList<'a>],
+    /// CPU time of the burst before the call, when measured (kept only by an encoder made
+    /// with [`BlockEncoder::with_cpu`]).
+    pub cpu: Option<BurstCpu>,
 }
 
 impl RawEvent<'_> {
@@ -152,33 +176,67 @@ impl CodecState {
     }
 }
 
+/// Most bytes one CPU entry takes: event index delta, CPU ns, lead ticks.
+const CPU_ENTRY_MAX: usize = 3 * MAX_VARINT_LEN;
+
 /// Builds one event block in a buffer allocated once.
+///
+/// The buffer is `[CPU block header][CPU entries: cpu_room bytes][events block header][events]`
+/// (no CPU part without [`BlockEncoder::with_cpu`]): CPU entries grow from the start of
+/// their region, and sealing moves them (a few bytes) up against the events header.
 pub struct BlockEncoder {
     buf: Box<[u8]>,
+    /// Where the events block starts in `buf` (0 without a CPU region).
+    ev0: usize,
     pos: usize,
     records: u32,
     thread: u16,
     base_ticks: u64,
     state: CodecState,
+    /// Bytes of CPU entries written (they start at `BLOCK_HEADER_LEN`).
+    cpu_len: usize,
+    /// CPU entries written.
+    cpu_records: u32,
+    /// Index of the event of the last CPU entry.
+    cpu_last: u32,
+    /// Sealed: the entries were moved against the events block (a push with a CPU time
+    /// then waits for [`BlockEncoder::clear`]).
+    cpu_moved: bool,
 }
 
 impl BlockEncoder {
     /// An encoder whose blocks hold at most `capacity` bytes (header included).
     pub fn new(capacity: usize, thread: u16) -> Self {
+        BlockEncoder::make(capacity, 0, thread)
+    }
+
+    /// As [`BlockEncoder::new`], keeping the CPU time of bursts ([`RawEvent::cpu`]) in a CPU
+    /// block of at most `capacity / 16` bytes written with each events block.
+    pub fn with_cpu(capacity: usize, thread: u16) -> Self {
+        let capacity = capacity.max(BLOCK_HEADER_LEN + 512);
+        BlockEncoder::make(capacity, BLOCK_HEADER_LEN + capacity / 16, thread)
+    }
+
+    fn make(capacity: usize, cpu_region: usize, thread: u16) -> Self {
         let capacity = capacity.max(BLOCK_HEADER_LEN + 512);
         BlockEncoder {
-            buf: vec![0u8; capacity].into_boxed_slice(),
-            pos: BLOCK_HEADER_LEN,
+            buf: vec![0u8; cpu_region + capacity].into_boxed_slice(),
+            ev0: cpu_region,
+            pos: cpu_region + BLOCK_HEADER_LEN,
             records: 0,
             thread,
             base_ticks: 0,
             state: CodecState::new(0),
+            cpu_len: 0,
+            cpu_records: 0,
+            cpu_last: 0,
+            cpu_moved: false,
         }
     }
 
-    /// Block capacity in bytes, header included.
+    /// Block capacity in bytes, header included (of the events block).
     pub fn capacity(&self) -> usize {
-        self.buf.len()
+        self.buf.len() - self.ev0
     }
 
     /// Events in the current block.
@@ -191,14 +249,14 @@ impl BlockEncoder {
         self.records == 0
     }
 
-    /// Bytes used so far, header included.
+    /// Bytes used so far, header included (of the events block).
     pub fn len(&self) -> usize {
-        self.pos
+        self.pos - self.ev0
     }
 
     /// Would `ev` fit in an empty block of this encoder?
     pub fn fits_empty(&self, ev: &RawEvent) -> bool {
-        BLOCK_HEADER_LEN + ev.max_encoded_len() <= self.buf.len()
+        BLOCK_HEADER_LEN + ev.max_encoded_len() <= self.capacity()
     }
 
     /// Appends `ev`; returns false (and writes nothing) when it might not fit.
@@ -216,6 +274,7 @@ impl BlockEncoder {
             && ev.ret == 0
             && ev.skipped == 0
             && ev.lists.is_empty()
+            && ev.cpu.is_none()
             && self.buf.len() - self.pos > 2 * MAX_VARINT_LEN
             && st.cached_args(ev.call).same_as(ev.args)
         {
@@ -242,9 +301,30 @@ impl BlockEncoder {
         if self.buf.len() - self.pos < ev.max_encoded_len() {
             return false;
         }
+        let keep_cpu = ev.cpu.filter(|_| self.ev0 != 0);
+        if keep_cpu.is_some()
+            && (self.cpu_moved || self.ev0 - BLOCK_HEADER_LEN - self.cpu_len < CPU_ENTRY_MAX)
+        {
+            return false;
+        }
         if self.records == 0 {
             self.base_ticks = ev.t_enter;
             self.state.reset(ev.t_enter);
+        }
+        if let Some(c) = keep_cpu {
+            let buf = &mut self.buf[..];
+            let mut p = BLOCK_HEADER_LEN + self.cpu_len;
+            let delta = if self.cpu_records == 0 {
+                self.records
+            } else {
+                self.records - self.cpu_last
+            };
+            p = varint::put(buf, p, u64::from(delta));
+            p = varint::put(buf, p, c.ns);
+            p = varint::put(buf, p, c.lead_ticks);
+            self.cpu_len = p - BLOCK_HEADER_LEN;
+            self.cpu_records += 1;
+            self.cpu_last = self.records;
         }
         let st = &mut self.state;
         let buf = &mut self.buf[..];
@@ -320,7 +400,8 @@ impl BlockEncoder {
         true
     }
 
-    /// Writes the block header (with the given clock pair) and returns the whole block.
+    /// Writes the block header (with the given clock pair) and returns the whole block,
+    /// preceded by its CPU block when events carry CPU times.
     ///
     /// The encoder is ready for a new block once the caller calls [`BlockEncoder::clear`].
     pub fn seal(&mut self, sync_ticks: u64, sync_ns: u64) -> &[u8] {
@@ -330,21 +411,40 @@ impl BlockEncoder {
     /// As [`BlockEncoder::seal`], for a block of another kind in the events encoding
     /// ([`BlockKind::Open`]: calls still in progress).
     pub fn seal_as(&mut self, kind: BlockKind, sync_ticks: u64, sync_ns: u64) -> &[u8] {
-        let hdr = BlockHeader {
+        let (ev0, pos) = (self.ev0, self.pos);
+        let mut hdr = BlockHeader {
             kind,
             thread: self.thread,
-            payload_len: (self.pos - BLOCK_HEADER_LEN) as u32,
+            payload_len: (pos - ev0 - BLOCK_HEADER_LEN) as u32,
             records: self.records,
             base_ticks: self.base_ticks,
             sync_ticks,
             sync_ns,
             crc: 0,
         };
-        let (head, payload) = self.buf.split_at_mut(BLOCK_HEADER_LEN);
+        let (head, payload) = self.buf[ev0..].split_at_mut(BLOCK_HEADER_LEN);
         hdr.write_fields(head);
-        let crc = block_crc(head, &payload[..self.pos - BLOCK_HEADER_LEN]);
+        let crc = block_crc(head, &payload[..pos - ev0 - BLOCK_HEADER_LEN]);
         head[40..44].copy_from_slice(&crc.to_le_bytes());
-        &self.buf[..self.pos]
+        if self.cpu_records == 0 {
+            return &self.buf[ev0..pos];
+        }
+        // The CPU entries, moved up against the events block, behind their own header.
+        let len = self.cpu_len;
+        let start = ev0 - BLOCK_HEADER_LEN - len;
+        if !self.cpu_moved {
+            self.buf
+                .copy_within(BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + len, ev0 - len);
+        }
+        hdr.kind = BlockKind::Cpu;
+        hdr.payload_len = len as u32;
+        hdr.records = self.cpu_records;
+        let (head, payload) = self.buf[start..ev0].split_at_mut(BLOCK_HEADER_LEN);
+        hdr.write_fields(head);
+        let crc = block_crc(head, payload);
+        head[40..44].copy_from_slice(&crc.to_le_bytes());
+        self.cpu_moved = true;
+        &self.buf[start..pos]
     }
 
     /// Entry ticks of the block's first event (meaningful while the block is not empty).
@@ -360,7 +460,11 @@ impl BlockEncoder {
 
     /// Starts a new, empty block.
     pub fn clear(&mut self) {
-        self.pos = BLOCK_HEADER_LEN;
+        self.pos = self.ev0 + BLOCK_HEADER_LEN;
         self.records = 0;
+        self.cpu_len = 0;
+        self.cpu_records = 0;
+        self.cpu_last = 0;
+        self.cpu_moved = false;
     }
 }

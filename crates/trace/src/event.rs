@@ -383,6 +383,11 @@ pub struct Event {
     pub args: Args,
     /// Vector arguments.
     pub lists: Vec<List>,
+    /// The thread's CPU time, in nanoseconds, over the compute burst before this call (from
+    /// the previous call's exit on this thread to this call's entry), when the recorder
+    /// measured it (format 1.2, long bursts only; see `docs/FORMAT.md`). Less than the
+    /// burst's wall time when the thread waited for a core.
+    pub cpu_ns: Option<u64>,
     /// The thread was still inside this call when its record ended (a signal, `MPI_Abort`,
     /// a hang): `t_exit` is the moment of the record, not a return, and outputs (statuses,
     /// new requests) are absent.

@@ -28,7 +28,7 @@ pub use clock::ClockMap;
 pub use defs::{
     CallDef, CallsiteDef, CommDef, CommKind, Definition, Frame, Lang, ModuleDef, OpDef,
 };
-pub use encode::{BlockEncoder, RawEvent, RawList, NO_CORE};
+pub use encode::{BlockEncoder, BurstCpu, RawEvent, RawList, NO_CORE};
 pub use event::{
     Args, Completion, Event, List, ListKind, Slot, NO_VALUE, NSLOTS, PEER_ANY, PEER_NULL,
     PEER_ROOT, PEER_UNKNOWN, TAG_ANY,

@@ -21,8 +21,9 @@ use crate::block::{
     block_crc, BlockHeader, BlockKind, BLOCK_HEADER_LEN, FILE_HEADER_LEN, FILE_MAGIC, VERSION_MAJOR,
 };
 use crate::clock::ClockMap;
-use crate::decode::EventDecoder;
+use crate::decode::{self, EventDecoder};
 use crate::defs::{self, CallDef, CallsiteDef, CommDef, Definition, ModuleDef, OpDef};
+use crate::encode::BurstCpu;
 use crate::event::Event;
 use crate::info::{Note, RankInfo, Trailer};
 
@@ -197,6 +198,14 @@ pub struct RankReader<R> {
     events_read: u64,
     unfinished_read: u64,
     last_ns: u64,
+    /// The CPU block just read (its thread and base ticks), waiting for its events block.
+    cpu_pending: Option<(u16, u64)>,
+    /// Its entries: event index within the block, CPU time.
+    cpu_entries: Vec<(u32, BurstCpu)>,
+    /// The next entry to hand out, while the current events block has CPU entries.
+    cpu_next: Option<usize>,
+    /// Index of the next event within the current events block.
+    block_index: u32,
 }
 
 impl RankReader<BufReader<File>> {
@@ -284,6 +293,10 @@ impl<R: Read> RankReader<R> {
             events_read: 0,
             unfinished_read: 0,
             last_ns: 0,
+            cpu_pending: None,
+            cpu_entries: Vec::new(),
+            cpu_next: None,
+            block_index: 0,
         };
         // The info block comes first; read blocks until it is seen or events start.
         while r.info.is_none() && !r.done && !r.in_events {
@@ -490,6 +503,8 @@ impl<R: Read> RankReader<R> {
 
     /// Takes in the block at `at` whose payload is in `self.payload`.
     fn absorb_block(&mut self, at: u64, hdr: &BlockHeader) {
+        // A CPU block belongs to the events block right after it (same thread, same base).
+        let cpu = self.cpu_pending.take();
         match hdr.kind {
             BlockKind::Events => {
                 self.clock.update(hdr.sync_ticks, hdr.sync_ns);
@@ -497,6 +512,14 @@ impl<R: Read> RankReader<R> {
                 self.block_offset = at;
                 self.block_thread = hdr.thread;
                 self.in_events = true;
+                self.block_index = 0;
+                self.cpu_next = (cpu == Some((hdr.thread, hdr.base_ticks))).then_some(0);
+            }
+            BlockKind::Cpu => {
+                match decode::decode_cpu(&self.payload, hdr.records, &mut self.cpu_entries) {
+                    Ok(()) => self.cpu_pending = Some((hdr.thread, hdr.base_ticks)),
+                    Err(m) => self.corrupt(at, m),
+                }
             }
             BlockKind::Definitions => {
                 let mut pos = 0;
@@ -647,6 +670,20 @@ impl<R: Read> RankReader<R> {
                         ev.t_enter = self.clock.to_ns(ev.t_enter);
                         ev.t_exit = self.clock.to_ns(ev.t_exit);
                         ev.unfinished = false;
+                        ev.cpu_ns = None;
+                        if let Some(k) = self.cpu_next {
+                            if let Some(&(i, c)) = self.cpu_entries.get(k) {
+                                if i == self.block_index {
+                                    // The reference reading came `lead` before the burst
+                                    // began, in calls and short bursts that used between
+                                    // none and all of it: half is taken off.
+                                    let lead = self.clock.span_ns(c.lead_ticks);
+                                    ev.cpu_ns = Some(c.ns.saturating_sub(lead / 2));
+                                    self.cpu_next = Some(k + 1);
+                                }
+                            }
+                        }
+                        self.block_index += 1;
                         self.events_read += 1;
                         self.last_ns = self.last_ns.max(ev.t_exit);
                         return true;

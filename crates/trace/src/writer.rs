@@ -36,7 +36,7 @@ impl<W: Write> RankWriter<W> {
         };
         Ok(RankWriter {
             out,
-            enc: BlockEncoder::new(block_size, 0),
+            enc: BlockEncoder::with_cpu(block_size, 0),
             last_ticks: sync0.0,
             last_ns: sync0.1,
             ns_per_tick,
@@ -85,7 +85,8 @@ impl<W: Write> RankWriter<W> {
             return Ok(());
         }
         // Larger than a whole block: give it a block of its own.
-        let mut big = BlockEncoder::new(ev.max_encoded_len() + crate::block::BLOCK_HEADER_LEN, 0);
+        let mut big =
+            BlockEncoder::with_cpu(ev.max_encoded_len() + crate::block::BLOCK_HEADER_LEN, 0);
         let pushed = big.push(ev);
         debug_assert!(pushed);
         let (t, n) = self.sync();

@@ -9,6 +9,7 @@ mod apps;
 mod calibrate;
 mod conventions;
 mod corpus;
+mod cputime;
 mod exports;
 mod faults;
 mod hpl;

@@ -131,6 +131,7 @@ impl RankBuilder {
                 skipped: 0,
                 args: &a,
                 lists: &raw,
+                cpu: None,
             })
             .expect("write event");
         self.events += 1;

@@ -9,6 +9,7 @@
 //! records live in `crates/sim/tests/programs/`; `common` holds what they share.
 
 mod common;
+mod cputime;
 mod overflow;
 mod simgrid_diff;
 mod smpi_options;

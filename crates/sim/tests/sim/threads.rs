@@ -101,6 +101,7 @@ fn write_rank(dir: &Path, rank: u32, size: u32, events: &[Ev]) {
             skipped: 0,
             args: &a,
             lists: &[],
+            cpu: None,
         };
         if thread == 0 {
             w.event(&ev).unwrap();

@@ -5,7 +5,8 @@
 //!
 //! Each event of a rank's first thread becomes two symbols (a communication call of another
 //! thread is an error, as in trace replay): the computation before it
-//! (value: the gap since the previous call, ns) and the call (value: its duration, ns). A
+//! (value: the gap since the previous call, ns; its CPU time when the trace recorded it, as
+//! the trace's replay takes it) and the call (value: its duration, ns). A
 //! call symbol is everything the replay reads of the event ([`SavedCall`]: function,
 //! callsite, every recorded argument and list), so two events share a symbol only when they
 //! replay the same way: the form is lossless for replay but for times, which become the
@@ -121,6 +122,11 @@ pub struct StructuralRank {
     pub comms: Vec<CommDef>,
     /// Callsites used: id and frames as (object file, file-relative address).
     pub callsites: Vec<(u32, Vec<(String, u64)>)>,
+    /// Set when the trace recorded the CPU time of bursts (format 1.2): the computations are
+    /// then their CPU times (wall times where not recorded), replayed as CPU work measured
+    /// with this many cores busy on the rank's host (see [`super::trace::TraceOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_bursts: Option<u32>,
 }
 
 /// A run's structural form.
@@ -315,6 +321,8 @@ fn rebuild(call: &SavedCall, enter: u64, exit: u64) -> Event {
         ret: 0,
         skipped: 0,
         args,
+        // The structural form keeps wall times only.
+        cpu_ns: None,
         lists: call
             .lists
             .iter()
@@ -414,6 +422,25 @@ pub fn load(
         let speed = options
             .traced_speed
             .unwrap_or_else(|| host_speeds.get(i).copied().unwrap_or(1e9));
+        let mut tr = shared.translator(
+            r.rank,
+            format!("structural form, rank {}", r.rank),
+            speed,
+            options.callsites_by_size,
+        );
+        if let Some(busy) = r.cpu_bursts {
+            if options.wall_bursts {
+                return Err(WorkloadError::Unsupported {
+                    path: "structural form".into(),
+                    message: format!(
+                        "--wall-bursts: rank {}'s computations were saved as CPU times (its \
+                         trace recorded them); replay the trace for its wall times",
+                        r.rank
+                    ),
+                });
+            }
+            tr.use_cpu_time(super::trace::efficiency_at(&options.core_efficiency, busy));
+        }
         let exact;
         let parts = if r.parts.is_empty() {
             exact = [Part::Exact {
@@ -428,12 +455,7 @@ pub fn load(
             layout: Layout::new(&r.calls, run.format == FORMAT_APPROXIMATE),
             tables: tables_of(r),
             walk: PartsWalk::new(parts),
-            tr: shared.translator(
-                r.rank,
-                format!("structural form, rank {}", r.rank),
-                speed,
-                options.callsites_by_size,
-            ),
+            tr,
             clock: 0.0,
             base: 0,
         }));
@@ -587,6 +609,7 @@ mod tests {
                 parts: Vec::new(),
                 comms: Vec::new(),
                 callsites: Vec::new(),
+                cpu_bursts: None,
             }],
         }
     }

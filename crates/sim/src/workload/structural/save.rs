@@ -125,6 +125,18 @@ fn save_rank(
         message: e.to_string(),
     };
     let mut reader = run.open_rank(r).map_err(|e| io(&e))?;
+    // Bursts with a recorded CPU time are saved as that (the replay of the trace takes them
+    // so); the form says so, with the traced run's busy cores.
+    let cpu_bursts = reader
+        .info()
+        .and_then(|i| i.options.get("cpu_time_s"))
+        .is_some_and(|v| !v.is_null())
+        .then(|| {
+            crate::workload::trace::traced_busy_cores(run)
+                .get(r as usize)
+                .copied()
+                .unwrap_or(1)
+        });
     let mut symbols = Symbols::default();
     let mut base = 0i64;
     let mut prev_exit: Option<u64> = None;
@@ -153,7 +165,10 @@ fn save_rank(
         events += 1;
         let name = reader.tables().call_name(ev.call).into_owned();
         map_requests(&name, &mut ev, &mut base, true);
-        let gap = prev_exit.map_or(0, |p| ev.t_enter.saturating_sub(p));
+        let mut gap = prev_exit.map_or(0, |p| ev.t_enter.saturating_sub(p));
+        if cpu_bursts.is_some() {
+            gap = ev.cpu_ns.map_or(gap, |c| c.min(gap));
+        }
         symbols.push(
             saved_call(&name, &ev),
             gap as f64,
@@ -193,5 +208,6 @@ fn save_rank(
         parts,
         comms,
         callsites,
+        cpu_bursts,
     })
 }

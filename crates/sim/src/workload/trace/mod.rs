@@ -41,6 +41,64 @@ pub struct TraceOptions {
     /// Read the simulated clock where each rank enters and leaves a part of its record
     /// (its main loop), without changing what is replayed.
     pub marks: Option<PhaseMarks>,
+    /// Replay compute bursts for their wall time even when the trace recorded their CPU
+    /// time (format 1.2): the replay of traces recorded before.
+    pub wall_bursts: bool,
+    /// The platform's per-core speed factors with 1, 2, ... busy cores
+    /// (`mpiscope/core-efficiency`; empty: 1), for bursts replayed as CPU work
+    /// ([`traced_busy_cores`]).
+    pub core_efficiency: Vec<f64>,
+}
+
+/// Per rank, how many cores its host had busy in the traced run: the distinct cores its
+/// host's ranks started on (the manifest's placement), or their number when a core is not
+/// known. Ranks busy-poll inside MPI, so every core a rank runs on counts as busy.
+pub fn traced_busy_cores(run: &RunDir) -> Vec<u32> {
+    let Some(m) = &run.manifest else {
+        return vec![1; run.ranks() as usize];
+    };
+    // Per host: the distinct cores its ranks started on, its ranks, whether a core is
+    // unknown.
+    let mut by_host: std::collections::BTreeMap<&str, (Vec<u32>, u32, bool)> =
+        std::collections::BTreeMap::new();
+    let mut host_of: Vec<Option<&str>> = vec![None; run.ranks() as usize];
+    for p in &m.placement {
+        let e = by_host.entry(p.host.as_str()).or_default();
+        e.1 += 1;
+        match p.core {
+            Some(c) if !e.0.contains(&c) => e.0.push(c),
+            Some(_) => {}
+            None => e.2 = true,
+        }
+        if let Some(h) = host_of.get_mut(p.rank as usize) {
+            *h = Some(p.host.as_str());
+        }
+    }
+    host_of
+        .iter()
+        .map(|h| {
+            h.and_then(|h| by_host.get(h)).map_or(
+                1,
+                |(cores, n, unknown)| {
+                    if *unknown {
+                        *n
+                    } else {
+                        cores.len() as u32
+                    }
+                },
+            )
+        })
+        .collect()
+}
+
+/// The per-core speed factor of `efficiency` (indexed by busy cores - 1) with `busy` cores
+/// busy, as the CPU model reads it (the last entry beyond the table, 1 without one).
+pub(crate) fn efficiency_at(efficiency: &[f64], busy: u32) -> f64 {
+    efficiency
+        .get(busy.max(1) as usize - 1)
+        .or(efficiency.last())
+        .copied()
+        .unwrap_or(1.0)
 }
 
 /// Reads a run directory: one workload per rank.
@@ -61,6 +119,7 @@ pub fn load_with_callsites(
 ) -> Result<(Vec<Box<dyn RankWorkload>>, Callsites), WorkloadError> {
     let shared = Shared::new();
     let n = run.ranks();
+    let busy = traced_busy_cores(run);
     let mut out: Vec<Box<dyn RankWorkload>> = Vec::with_capacity(n as usize);
     for r in 0..n {
         let reader = run.open_rank(r).map_err(|e| WorkloadError::Io {
@@ -70,12 +129,21 @@ pub fn load_with_callsites(
         let speed = options
             .traced_speed
             .unwrap_or_else(|| host_speeds.get(r as usize).copied().unwrap_or(1e9));
-        let tr = shared.translator(
+        let mut tr = shared.translator(
             r,
             reader.path().display().to_string(),
             speed,
             options.callsites_by_size,
         );
+        // The recorder says in its options whether it read the CPU clock.
+        let cpu_recorded = reader
+            .info()
+            .and_then(|i| i.options.get("cpu_time_s"))
+            .is_some_and(|v| !v.is_null());
+        if cpu_recorded && !options.wall_bursts {
+            let traced = busy.get(r as usize).copied().unwrap_or(1);
+            tr.use_cpu_time(efficiency_at(&options.core_efficiency, traced));
+        }
         let marker = options.marks.as_ref().and_then(|m| m.marker(r));
         out.push(Box::new(TraceRank { reader, tr, marker }));
     }

@@ -69,6 +69,9 @@ pub(crate) struct Translator {
     prev_exit: Option<u64>,
     /// Local (non-communicating) MPI time to add to the next computation, ns.
     local_ns: u64,
+    /// The rank's trace records the CPU time of bursts: bursts are its CPU work, times this
+    /// factor ([`Translator::use_cpu_time`]); `None`: their wall time, as recorded.
+    cpu_scale: Option<f64>,
     persistent: HashMap<i64, Persistent>,
     /// Persistent request id -> handle of its active instance.
     active: HashMap<i64, ReqHandle>,
@@ -118,6 +121,7 @@ impl Shared {
             queue: VecDeque::new(),
             prev_exit: None,
             local_ns: 0,
+            cpu_scale: None,
             persistent: HashMap::new(),
             active: HashMap::new(),
             next_synthetic: 1 << 62,
@@ -598,6 +602,24 @@ impl Call<'_> {
 }
 
 impl Translator {
+    /// Makes compute bursts the CPU work the trace recorded (format 1.2), not their wall
+    /// time: a burst whose CPU time is known computes for that long (its wall time when
+    /// the CPU time is longer, which only the clocks' granularity makes), one without (too
+    /// short for the recorder to read the CPU clock, so not stretched by a wait for a core)
+    /// for its wall time. The simulator's core sharing then adds the waiting of ranks that
+    /// share cores, once.
+    ///
+    /// `efficiency` is the per-core speed factor of the platform's calibration
+    /// (`mpiscope/core-efficiency`) with as many cores busy as the traced run kept busy on
+    /// the rank's host. A recorded CPU time was measured on a core slowed that much by its
+    /// busy neighbours, and the simulator slows the replayed burst by the factor of its own
+    /// busy cores: the work is the CPU time times `efficiency`, so that a replay with the
+    /// traced run's busy cores gives back the CPU time (the efficiency is applied once, by
+    /// the simulator), and one with fewer busy cores a shorter burst.
+    pub(crate) fn use_cpu_time(&mut self, efficiency: f64) {
+        self.cpu_scale = Some(efficiency);
+    }
+
     /// The actions of the next event of the rank (`name` is its function): the computation
     /// since the previous call, then the call's own.
     pub(crate) fn event(
@@ -611,10 +633,16 @@ impl Translator {
             return Ok(());
         }
         if let Some(prev) = self.prev_exit {
-            let gap = ev.t_enter.saturating_sub(prev) + std::mem::take(&mut self.local_ns);
-            if gap > 0 {
+            let wall = ev.t_enter.saturating_sub(prev);
+            let local = std::mem::take(&mut self.local_ns);
+            let (ns, factor) = match self.cpu_scale {
+                None => (wall + local, 1.0),
+                Some(e) => (ev.cpu_ns.map_or(wall, |c| c.min(wall)) + local, e),
+            };
+            if ns > 0 {
+                let flops = ns as f64 * 1e-9 * self.speed;
                 self.queue.push_back(Action::Compute {
-                    flops: gap as f64 * 1e-9 * self.speed,
+                    flops: if factor == 1.0 { flops } else { flops * factor },
                 });
             }
         }
