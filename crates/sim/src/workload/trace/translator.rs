@@ -2,7 +2,8 @@
 //! and of structural forms.
 //!
 //! Each event first gives the computation since the previous call (the gap between the two
-//! calls plus the time of local MPI calls in between, at the traced host's speed), then a
+//! calls, or its CPU time, plus the time of local MPI calls in between, at the traced host's
+//! speed; with CPU times a local call counts as the shortest the same call took), then a
 //! callsite mark, then the call's own actions, one method per kind of call: sends and
 //! receives with the peers translated to communicator ranks, `MPI_Sendrecv` as two
 //! non-blocking operations and a wait, persistent requests as templates that each `start`
