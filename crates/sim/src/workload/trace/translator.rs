@@ -2,7 +2,8 @@
 //! and of structural forms.
 //!
 //! Each event first gives the computation since the previous call (the gap between the two
-//! calls plus the time of local MPI calls in between, at the traced host's speed), then a
+//! calls, or its CPU time, plus the time of local MPI calls in between, at the traced host's
+//! speed; with CPU times a local call counts as the shortest the same call took), then a
 //! callsite mark, then the call's own actions, one method per kind of call: sends and
 //! receives with the peers translated to communicator ranks, `MPI_Sendrecv` as two
 //! non-blocking operations and a wait, persistent requests as templates that each `start`
@@ -69,6 +70,10 @@ pub(crate) struct Translator {
     prev_exit: Option<u64>,
     /// Local (non-communicating) MPI time to add to the next computation, ns.
     local_ns: u64,
+    /// With CPU times: the shortest wall time (ns) each local call (call id, callsite,
+    /// bytes) took so far on this rank, which is what it counts as
+    /// ([`Translator::local_call`]).
+    local_min: HashMap<(u32, u32, i64), u64>,
     /// The rank's trace records the CPU time of bursts: bursts are its CPU work, times this
     /// factor ([`Translator::use_cpu_time`]); `None`: their wall time, as recorded.
     cpu_scale: Option<f64>,
@@ -121,6 +126,7 @@ impl Shared {
             queue: VecDeque::new(),
             prev_exit: None,
             local_ns: 0,
+            local_min: HashMap::new(),
             cpu_scale: None,
             persistent: HashMap::new(),
             active: HashMap::new(),
@@ -292,7 +298,7 @@ impl Translator {
             }
             _ => {
                 // Local work (rank queries, timers, datatypes, ...).
-                self.local_ns += ev.duration();
+                self.local_ns += self.local_call(ev);
             }
         }
         Ok(())
@@ -602,6 +608,26 @@ impl Call<'_> {
 }
 
 impl Translator {
+    /// The CPU work (ns) of a local call (a rank query, a timer, a datatype operation):
+    /// its wall time, or with CPU times ([`Translator::use_cpu_time`]) the shortest wall
+    /// time the same call (function, callsite and bytes) took so far on this rank. The
+    /// recorder reads the CPU clock for bursts only, and a rank that shares its core is
+    /// often preempted inside a call: an `MPI_Wtime` that returns after the other rank's
+    /// time slice lasted milliseconds of which it computed a fraction of a microsecond.
+    /// Waiting for a core only lengthens a call, and the same call does the same work, so
+    /// the shortest is its work; taken as its wall time, the wait would be replayed as work
+    /// on the core the simulator shares again (counted twice).
+    fn local_call(&mut self, ev: &Event) -> u64 {
+        let wall = ev.duration();
+        if self.cpu_scale.is_none() {
+            return wall;
+        }
+        let key = (ev.call, ev.callsite, ev.args.get(Slot::Bytes).unwrap_or(-1));
+        let min = self.local_min.entry(key).or_insert(wall);
+        *min = (*min).min(wall);
+        *min
+    }
+
     /// Makes compute bursts the CPU work the trace recorded (format 1.2), not their wall
     /// time: a burst whose CPU time is known computes for that long (its wall time when
     /// the CPU time is longer, which only the clocks' granularity makes), one without (too
