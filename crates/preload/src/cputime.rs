@@ -1,9 +1,14 @@
 //! The thread's CPU time over compute bursts, beside their wall time.
 //!
 //! When ranks share cores, a burst's wall time (the gap between two MPI calls) includes the
-//! time the thread waited for a core; its CPU time does not. The recorder reads the
-//! thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) around bursts, but that clock is a system
-//! call (about 250-300 ns here, not in the vDSO), so it reads it only:
+//! time the thread waited for a core; its CPU time does not. But a burst may also have
+//! blocked (a `sleep`, reading a file from disk, waiting for a lock): that time is not CPU
+//! time either, yet the program needs it on any machine. The two are told apart by the
+//! thread's voluntary context switches: a burst during which the thread gave up its core
+//! (it blocked) gets no CPU time, and is replayed for its wall time as before; one that was
+//! only preempted (involuntary switches) gets its CPU time. Both come from one
+//! `getrusage(RUSAGE_THREAD)` (CPU time to the microsecond), a system call (about 300 ns
+//! here), so the recorder reads it only:
 //!
 //! * at a call's entry when the burst before it lasted at least [`MIN_BURST_TICKS`] (a long
 //!   burst, or one the scheduler stretched: a preempted burst is long);
@@ -12,7 +17,9 @@
 //! Each read is thus paid for by at least that much wall time (1% or less at 50 us), and a
 //! tight polling loop reads once per interval. A long burst's CPU time is measured from the
 //! last reading, which is the previous call's exit or at most one interval before it (the
-//! event carries that lead: [`mpiscope_trace::BurstCpu`]).
+//! event carries that lead: [`mpiscope_trace::BurstCpu`]). A voluntary switch in that
+//! lead (a short call before the burst that yielded its core) also withholds the CPU time:
+//! the burst keeps its wall time, which is never less than what the program needs.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,17 +28,20 @@ use mpiscope_trace::BurstCpu;
 /// Bursts at least this many clock ticks long get their CPU time (`u64::MAX`: off).
 pub static MIN_BURST_TICKS: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// The calling thread's CPU time in ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid pointer to a timespec; the clock id is valid on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+/// The calling thread's CPU time in ns (user and system, to the microsecond) and its
+/// voluntary context switches so far.
+fn thread_usage() -> (u64, u64) {
+    // SAFETY: an all-zero rusage is a valid value of the plain C struct.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a rusage; RUSAGE_THREAD is valid on Linux.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) } != 0 {
+        return (0, u64::MAX);
+    }
+    let us = |t: libc::timeval| (t.tv_sec as u64) * 1_000_000 + t.tv_usec as u64;
+    (
+        (us(u.ru_utime) + us(u.ru_stime)) * 1000,
+        u.ru_nvcsw as u64,
+    )
 }
 
 /// One thread's readings.
@@ -39,6 +49,8 @@ fn thread_cpu_ns() -> u64 {
 pub struct BurstClock {
     /// CPU ns at the last reading.
     ref_ns: u64,
+    /// Voluntary context switches at the last reading.
+    ref_switches: u64,
     /// Clock ticks of the last reading (0: none since the last event not written).
     ref_ticks: u64,
     /// Exit ticks of the thread's last timed call (0: none).
@@ -60,14 +72,18 @@ impl BurstClock {
 
     #[inline(never)]
     fn read_at_entry(&mut self, t_enter: u64) {
-        let now = thread_cpu_ns();
-        if self.ref_ticks != 0 && self.prev_exit != 0 && self.ref_ticks <= self.prev_exit {
+        let (now, switches) = thread_usage();
+        // A thread that blocked since the last reading keeps its burst's wall time.
+        let ran = switches == self.ref_switches;
+        if ran && self.ref_ticks != 0 && self.prev_exit != 0 && self.ref_ticks <= self.prev_exit
+        {
             self.burst = Some(BurstCpu {
                 ns: now.saturating_sub(self.ref_ns),
                 lead_ticks: self.prev_exit - self.ref_ticks,
             });
         }
         self.ref_ns = now;
+        self.ref_switches = switches;
         self.ref_ticks = t_enter;
     }
 
@@ -86,7 +102,7 @@ impl BurstClock {
 
     #[inline(never)]
     fn read_at_exit(&mut self, t_exit: u64) {
-        self.ref_ns = thread_cpu_ns();
+        (self.ref_ns, self.ref_switches) = thread_usage();
         self.ref_ticks = t_exit;
     }
 
@@ -124,13 +140,21 @@ mod tests {
         // start at 10_300.
         assert_eq!(b.lead_ticks, 300);
         assert!(b.ns >= 15_000_000 && b.ns < 2_000_000_000, "{b:?}");
-        // Sleeping takes wall time, not CPU time.
+        // A burst that sleeps blocked: it keeps its wall time (no CPU time), the program
+        // needs it whatever the cores do.
         c.at_exit(50_100);
         std::thread::sleep(std::time::Duration::from_millis(30));
         c.at_entry(90_000);
-        let b = c.burst.unwrap();
-        assert_eq!(b.lead_ticks, 100);
-        assert!(b.ns < 10_000_000, "{b:?}");
+        assert_eq!(c.burst, None);
+        // The next one, spinning again, gets its CPU time.
+        c.at_exit(90_100);
+        let t0 = std::time::Instant::now();
+        while t0.elapsed().as_millis() < 5 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        c.at_entry(130_000);
+        let b = c.burst.expect("a burst that ran has a CPU time");
+        assert!(b.ns >= 3_000_000 && b.ns < 1_000_000_000, "{b:?}");
         c.forget();
         c.at_entry(200_000);
         assert_eq!(c.burst, None);
