@@ -4,11 +4,17 @@
 //! of that iteration applied (symbols added before a body position, body symbols skipped),
 //! so the symbol sequence is the recorded one and only values are means. Memory follows the
 //! form's size, never the run's length.
+//!
+//! A body position kept iteration by iteration (a series) replays its own values; a leaf of
+//! a folded body stands for several positions (each repetition of a nested loop), and
+//! those of them not kept replay the mean of the leaf's other values, so that the kept
+//! values are not counted twice (a slow position kept, its fast siblings given a mean that
+//! includes it).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use mpiscope_structure::approx::Part;
+use mpiscope_structure::approx::{Part, Series};
 use mpiscope_structure::{Node, Stats};
 
 /// The tree flattened into a program: loops as `Loop` ... `End`, sequences inlined.
@@ -147,6 +153,103 @@ fn steps_of(nodes: &[Node]) -> Arc<[Step]> {
     steps.into()
 }
 
+/// Per step, the symbols it stands for: 1 for a leaf, all iterations for a loop, one
+/// iteration for an `End` (saturating: a damaged form may say 10^18 iterations).
+fn expanded_sizes(steps: &[Step]) -> Vec<u64> {
+    let mut out = vec![0u64; steps.len()];
+    // Per open loop: its step and the symbols of one iteration so far.
+    let mut open: Vec<(usize, u64)> = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        let add = match *s {
+            Step::Leaf(..) => {
+                out[i] = 1;
+                1
+            }
+            Step::Loop { .. } => {
+                open.push((i, 0));
+                continue;
+            }
+            Step::End => {
+                let Some((j, once)) = open.pop() else {
+                    continue;
+                };
+                let count = match steps[j] {
+                    Step::Loop { count, .. } => count,
+                    _ => 0,
+                };
+                out[i] = once;
+                out[j] = once.saturating_mul(count);
+                out[j]
+            }
+        };
+        if let Some(o) = open.last_mut() {
+            o.1 = o.1.saturating_add(add);
+        }
+    }
+    out
+}
+
+/// The leaf step at position `at` of the expansion of `steps` (`sizes` from
+/// [`expanded_sizes`]), found without expanding the loops.
+fn locate(steps: &[Step], sizes: &[u64], mut at: u64) -> Option<usize> {
+    let (mut i, mut end) = (0, steps.len());
+    while i < end {
+        match *steps.get(i)? {
+            Step::Leaf(..) => {
+                if at == 0 {
+                    return Some(i);
+                }
+                at -= 1;
+                i += 1;
+            }
+            Step::Loop { len, .. } => {
+                let all = sizes[i];
+                if at < all {
+                    // One iteration's length, kept at the loop's `End`.
+                    let once = *sizes.get(i + len + 1)?;
+                    at %= once.max(1);
+                    end = i + len + 1;
+                    i += 1;
+                } else {
+                    at -= all;
+                    i += len + 2;
+                }
+            }
+            Step::End => i += 1,
+        }
+    }
+    None
+}
+
+/// `body` with each leaf that holds kept positions (`series`) given the statistics of its
+/// other values: the positions not kept replay their own mean, not one raised (or lowered)
+/// by the kept ones.
+fn without_kept(body: &[Step], series: &[Series]) -> Arc<[Step]> {
+    let sizes = expanded_sizes(body);
+    // Per step: kept values and their sum.
+    let mut kept = vec![(0u64, 0.0f64); body.len()];
+    for s in series {
+        let Some(i) = locate(body, &sizes, s.at) else {
+            continue;
+        };
+        for &v in s.values.iter().filter(|&&v| v >= 0.0) {
+            kept[i].0 += 1;
+            kept[i].1 += f64::from(v);
+        }
+    }
+    let mut out = body.to_vec();
+    for (step, &(n, sum)) in out.iter_mut().zip(&kept) {
+        if let Step::Leaf(_, st) = step {
+            // Every value kept: the mean is never used but where an iteration lacks one.
+            if n > 0 && st.n > n {
+                st.n -= n;
+                st.sum = (st.sum - sum).max(0.0);
+            }
+        }
+    }
+    out.into()
+}
+
 impl PartsWalk {
     /// A walk over `parts`.
     pub(super) fn new(parts: &[Part]) -> PartsWalk {
@@ -175,7 +278,7 @@ impl PartsWalk {
                         l.series.iter().map(|x| (x.at, x.values.clone())).collect();
                     series.sort_by_key(|x| x.0);
                     Program::Loop(LoopProgram {
-                        body: steps_of(&l.body),
+                        body: without_kept(&steps_of(&l.body), &l.series),
                         count: l.count,
                         diffs,
                         series,
@@ -297,6 +400,115 @@ impl Iterator for PartsWalk {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mpiscope_structure::approx::{self, Options};
+
+    /// Sums of the values per symbol.
+    fn totals(it: impl Iterator<Item = (u32, f64)>) -> Vec<f64> {
+        let mut out = vec![0.0; 8];
+        for (s, v) in it {
+            out[s as usize] += v;
+        }
+        out
+    }
+
+    #[test]
+    fn kept_positions_of_a_nested_loop_are_not_counted_twice() {
+        // 30 iterations of: call 0, then a nested loop of six (computation 1, call 2) whose
+        // even repetitions compute ~1000 (varying with the iteration) and odd ones 10; every
+        // 5th iteration adds a computation 3. Only 2 positions are kept iteration by
+        // iteration: the third slow one and the fast ones share leaf 1 with them.
+        let mut seq = vec![(4, 7.0)];
+        for r in 0..30 {
+            seq.push((0, 1.0));
+            for j in 0..6 {
+                let v = if j % 2 == 0 {
+                    1000.0 + f64::from(7 * r % 11 + j)
+                } else {
+                    10.0
+                };
+                seq.extend([(1, v), (2, 1.0)]);
+            }
+            if r % 5 == 0 {
+                seq.push((3, 50.0));
+            }
+        }
+        let o = Options {
+            series: 2,
+            ..Default::default()
+        };
+        let parts = approx::approximate_with_series(&seq, &|s| s != 1, &|s| s == 1, &o);
+        let Some(Part::Loop(l)) = parts.iter().find(|p| matches!(p, Part::Loop(_))) else {
+            panic!("no approximate loop in {parts:?}");
+        };
+        assert_eq!(l.series.len(), 2, "{l:?}");
+        assert!(
+            l.body.iter().any(|n| matches!(n, Node::Loop { .. })),
+            "the body has no nested loop: {:?}",
+            l.body
+        );
+        let walked: Vec<(u32, f64)> = PartsWalk::new(&parts).map(|x| (x.0, x.1.mean())).collect();
+        let syms = |v: &[(u32, f64)]| v.iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(syms(&walked), syms(&seq));
+        let (got, want) = (totals(walked.into_iter()), totals(seq.into_iter()));
+        for s in 0..8 {
+            // Kept values have three significant digits.
+            let tol = 1e-3 * want[s] + 1e-9;
+            assert!(
+                (got[s] - want[s]).abs() <= tol,
+                "symbol {s}: walked {} recorded {}",
+                got[s],
+                want[s]
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// `locate` finds the leaf that the walk gives at each position, loops unexpanded.
+        #[test]
+        fn locate_finds_the_walked_leaf(
+            shape in proptest::collection::vec((0u8..4, 0u64..4), 1..12),
+        ) {
+            // Build a tree from the shape: 0 a leaf, 1 open a loop of `count`, 2 close, 3 a
+            // leaf; each leaf's value is its number, so a walked value names its step.
+            let mut stack: Vec<(Vec<Node>, u64)> = vec![(Vec::new(), 1)];
+            let mut leaves = 0u32;
+            for &(op, count) in &shape {
+                match op {
+                    1 => stack.push((Vec::new(), count)),
+                    2 if stack.len() > 1 => {
+                        let (body, count) = stack.pop().unwrap();
+                        stack.last_mut().unwrap().0.push(Node::Loop { body, count });
+                    }
+                    _ => {
+                        let stats = Stats::one(f64::from(leaves));
+                        stack.last_mut().unwrap().0.push(Node::Leaf { sym: leaves, stats });
+                        leaves += 1;
+                    }
+                }
+            }
+            while stack.len() > 1 {
+                let (body, count) = stack.pop().unwrap();
+                stack.last_mut().unwrap().0.push(Node::Loop { body, count });
+            }
+            let steps = steps_of(&stack[0].0);
+            let sizes = expanded_sizes(&steps);
+            let mut n = 0u64;
+            for (at, (sym, _)) in Walk::new(steps.clone()).enumerate() {
+                let i = locate(&steps, &sizes, at as u64);
+                proptest::prop_assert!(
+                    matches!(i.map(|i| &steps[i]), Some(Step::Leaf(s, _)) if *s == sym),
+                    "position {}: {:?} in {:?}", at, i, steps
+                );
+                n += 1;
+            }
+            proptest::prop_assert_eq!(locate(&steps, &sizes, n), None);
         }
     }
 }
