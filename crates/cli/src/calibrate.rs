@@ -410,21 +410,31 @@ impl Calibrated {
 fn compute_text(c: &ComputeModel) -> String {
     let mut s = String::new();
     for (k, one) in c.fits() {
-        let (name, work) = (k.kernel.name(), k.kernel.work_text());
         s += &format!(
-            "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} {} (one thread), R^2 {:.5}, \
-             largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
-            k.seconds_per_work,
-            k.seconds_per_element,
+            "{}: {}: {:.2} {} (one thread), R^2 {:.5}, largest error {} over {} shapes; \
+             t = {:.4e} {}: R^2 {:.5}, largest error {}\n",
+            k.kernel.name(),
+            k.model_text(),
             k.flops / 1e9,
             k.kernel.rate_unit(),
             k.r2,
-            k.max_error * 100.0,
+            k.error_text(),
             k.samples,
             one.seconds_per_work,
+            one.kernel.work_text(),
             one.r2,
-            one.max_error * 100.0,
+            one.error_text(),
         );
+        if k.kernel == mpiscope_calibrate::compute::Kernel::Dgemm {
+            let two = &c.dgemm_two_term;
+            s += &format!(
+                "dgemm without the packing terms: {}: {:.2} Gflop/s, R^2 {:.5}, largest error {}\n",
+                two.model_text(),
+                two.flops / 1e9,
+                two.r2,
+                two.error_text()
+            );
+        }
     }
     if !c.core_efficiency.is_empty() {
         let e: Vec<String> = c
