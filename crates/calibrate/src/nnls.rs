@@ -80,10 +80,12 @@ fn solve_support(x: &[Vec<f64>], y: &[f64], cols: &[usize]) -> Option<Vec<f64>> 
             return None;
         }
         g.swap(c, pivot);
-        for i in c + 1..q {
-            let f = g[i][c] / g[c][c];
-            for j in c..=q {
-                g[i][j] -= f * g[c][j];
+        let (top, below) = g.split_at_mut(c + 1);
+        let row = &top[c];
+        for r in below {
+            let f = r[c] / row[c];
+            for (x, y) in r[c..].iter_mut().zip(&row[c..]) {
+                *x -= f * y;
             }
         }
     }
