@@ -15,7 +15,9 @@
 #    `smpi/bw-factor:1`, `smpi/lat-factor:1`), one OpenBLAS thread: `costs` (HPL as it
 #    comes, SMPI's default probe and test costs) and `free` (HPL_NO_MPI_DATATYPE, free
 #    probes and tests, a time-independent trace; tracing makes it 10-35x slower).
-# 4. Calibrates this host's kernels (`mpiscope calibrate`, one thread), writes the same
+# 4. Calibrates this host's kernels (`mpiscope calibrate`, one thread, on the thread's CPU
+#    clock as SMPI times HPL's computations: the load of a shared machine is not counted),
+#    writes the same
 #    platform in mpiscope's terms with them, runs `mpiscope hpl --network smpi` with the
 #    same options on each case and replays the `free` run's TI trace, and prints case,
 #    SMPI time (HPL's own WR line), SMPI's end date, the replay's, its error, mpiscope
@@ -192,7 +194,7 @@ if [ "${SKIP_CALIBRATE:-0}" != 1 ] || [ ! -s "$out/calibrated.toml" ]; then
   # platform's); calibrate needs a SEND & RECV sweep to run, a short one does.
   "$bin" bench -np 2 --bytes m8 M1048576 K8 --only send_recv T20 R1 --json \
     --output "$out/p2p.json" > /dev/null
-  "$bin" calibrate "$out/p2p.json" --busy-cores 1 --force -q -o "$out/calibrated.toml" \
+  "$bin" calibrate "$out/p2p.json" --busy-cores 1 --kernel-clock thread --force -q -o "$out/calibrated.toml" \
     > "$out/calibrate.txt"
 fi
 # The same cluster in mpiscope's terms, with the calibrated kernels (not the pack cost

@@ -41,6 +41,10 @@ pub struct CalibrateArgs {
     /// rounds of the per-core speed measurement under load.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
     kernel_passes: u32,
+    /// The clock the kernels are timed with: `wall`, or `thread`, the thread's CPU time,
+    /// as SMPI times a program's computations (a shared machine's load is not counted).
+    #[arg(long, value_name = "CLOCK", default_value = "wall", value_parser = ["wall", "thread"])]
+    kernel_clock: String,
     /// Cores busy at once when measuring the per-core speed under load (default: the
     /// benchmark's process count, the platform's cores; 1 skips the measurement).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -88,9 +92,15 @@ fn openblas() -> Result<&'static mpiscope_kernels::OpenBlas> {
 }
 
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
-fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Result<Vec<KernelSample>> {
+fn time_kernels(
+    samples: u32,
+    passes: u32,
+    clock: mpiscope_kernels::Clock,
+    quiet: bool,
+) -> Result<Vec<KernelSample>> {
     let blas = openblas()?;
     blas.use_one_thread();
+    mpiscope_kernels::use_clock(clock);
     let shapes = mpiscope_kernels::default_shapes();
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -244,7 +254,12 @@ fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<Comp
     let kernels = if a.no_compute {
         Vec::new()
     } else {
-        time_kernels(a.kernel_samples, a.kernel_passes, a.quiet)?
+        let clock = if a.kernel_clock == "thread" {
+            mpiscope_kernels::Clock::Thread
+        } else {
+            mpiscope_kernels::Clock::Wall
+        };
+        time_kernels(a.kernel_samples, a.kernel_passes, clock, a.quiet)?
     };
     let compute = if a.no_compute {
         None
