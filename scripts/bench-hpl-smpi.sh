@@ -15,7 +15,9 @@
 #    `smpi/bw-factor:1`, `smpi/lat-factor:1`), one OpenBLAS thread: `costs` (HPL as it
 #    comes, SMPI's default probe and test costs) and `free` (HPL_NO_MPI_DATATYPE, free
 #    probes and tests, a time-independent trace; tracing makes it 10-35x slower).
-# 4. Calibrates this host's kernels (`mpiscope calibrate`, one thread), writes the same
+# 4. Calibrates this host's kernels (`mpiscope calibrate`, one thread, on the thread's CPU
+#    clock as SMPI times HPL's computations: the load of a shared machine is not counted),
+#    writes the same
 #    platform in mpiscope's terms with them, runs `mpiscope hpl --network smpi` with the
 #    same options on each case and replays the `free` run's TI trace, and prints case,
 #    SMPI time (HPL's own WR line), SMPI's end date, the replay's, its error, mpiscope
@@ -23,9 +25,13 @@
 #    actions lined up by the hpl_actions example (crates/hpl/examples/hpl_actions.rs) into
 #    smpi-CASE-free/actions.txt.
 # Usage: scripts/bench-hpl-smpi.sh [CASE ...]   (cases: 16 64; default: both, 16 first)
+# A case may name HPL's broadcast, look-ahead depth and row swaps: 64/b3d0s1 is the 8 x 8
+# case with BCAST 3, DEPTH 0, SWAP 1 (the default is b1d1s2), in smpi-64-b3d0s1-MODE/.
 # Environment: HPL_SRC, HPL_MIRROR; SKIP_SMPI=1 reuses the SMPI runs already in
 # target/bench-hpl-smpi/, SMPI_ONLY=1 stops after them, SKIP_CALIBRATE=1 reuses the
-# calibration; EXTRA_CFG: more KEY:VALUE options for both simulators.
+# calibration; MODES: the runs per case (default "costs free"); NO_TRACE=1: the free runs
+# without a TI trace (no replay, no action comparison; far faster); EXTRA_CFG: more
+# KEY:VALUE options for both simulators.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -114,14 +120,23 @@ cat > "$out/cluster.xml" <<'EOF_XML'
 </platform>
 EOF_XML
 for i in $(seq 0 63); do echo "node-$i"; done > "$out/hosts.txt"
-# case -> "ranks P Q N NB"
+# case -> "ranks P Q N NB BCAST DEPTH SWAP"
 case_params() {
-  case $1 in
-    16) echo "16 4 4 8000 128" ;;
-    64) echo "64 8 8 16000 128" ;;
+  local algo=b1d1s2
+  [[ $1 != */* ]] || algo=${1#*/}
+  [[ $algo =~ ^b([0-5])d([0-9]+)s([0-2])$ ]] ||
+    { echo "unknown algorithms $algo in case $1 (b0-5 d0-9 s0-2, e.g. 64/b3d0s1)" >&2; return 1; }
+  local a="${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]}"
+  case ${1%%/*} in
+    16) echo "16 4 4 8000 128 $a" ;;
+    64) echo "64 8 8 16000 128 $a" ;;
     *) echo "unknown case $1 (16, 64)" >&2; return 1 ;;
   esac
 }
+# case_dir CASE MODE: its runs' directory.
+case_dir() { echo "$out/smpi-${1/\//-}-$2"; }
+read -r -a modes <<< "${MODES:-costs free}"
+for c in "${cases[@]}"; do case_params "$c" > /dev/null; done
 # The options both simulators get: CM02 without SMPI's factors. Two runs per case:
 #   costs  HPL as it comes, SMPI's default cost of a probe and a test (1e-4 s, growing
 #          counters), no trace: the headline comparison;
@@ -143,17 +158,18 @@ mode_cfg() {
 # --- 3. SMPI runs ------------------------------------------------------------------------
 # smpi_run CASE MODE: HPL under smpirun in $out/smpi-CASE-MODE/.
 smpi_run() {
-  local c=$1 mode=$2 r p q n nb
-  read -r r p q n nb <<< "$(case_params "$c")"
-  local dir=$out/smpi-$c-$mode cfg=() o xhpl=$out/hpl/bin/smpi/xhpl trace=()
+  local c=$1 mode=$2 r p q n nb bcast depth swap
+  read -r r p q n nb bcast depth swap <<< "$(case_params "$c")"
+  local dir cfg=() o xhpl=$out/hpl/bin/smpi/xhpl trace=()
+  dir=$(case_dir "$c" "$mode")
   if [ "$mode" = free ]; then
     xhpl=$out/hpl-nodt/bin/smpi/xhpl
-    trace=(-trace-ti --cfg=tracing/filename:ti.txt)
+    [ "${NO_TRACE:-0}" = 1 ] || trace=(-trace-ti --cfg=tracing/filename:ti.txt)
   fi
   rm -rf "$dir" && mkdir -p "$dir"
-  hpl_dat "$n" "$nb" "$p" "$q" > "$dir/HPL.dat"
+  hpl_dat "$n" "$nb" "$p" "$q" "$bcast" "$depth" "$swap" > "$dir/HPL.dat"
   for o in "${base_cfg[@]}" $(mode_cfg "$mode") "${extra_cfg[@]}"; do cfg+=("--cfg=$o"); done
-  echo "smpirun: $r ranks, N = $n, $mode ($(date -u +%H:%M:%S))" >&2
+  echo "smpirun: $c: $r ranks, N = $n, $mode ($(date -u +%H:%M:%S), load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   (cd "$dir" && /usr/bin/time -f "%e s wall, %M KB" -o time.txt smpirun -np "$r" \
     -platform "$out/cluster.xml" -hostfile "$out/hosts.txt" "${cfg[@]}" \
     --cfg=smpi/host-speed:1Gf --cfg=smpi/display-timing:yes "${trace[@]}" \
@@ -162,7 +178,7 @@ smpi_run() {
 }
 if [ "${SKIP_SMPI:-0}" != 1 ]; then
   for c in "${cases[@]}"; do
-    for mode in costs free; do smpi_run "$c" "$mode"; done
+    for mode in "${modes[@]}"; do smpi_run "$c" "$mode"; done
   done
 fi
 
@@ -178,7 +194,7 @@ if [ "${SKIP_CALIBRATE:-0}" != 1 ] || [ ! -s "$out/calibrated.toml" ]; then
   # platform's); calibrate needs a SEND & RECV sweep to run, a short one does.
   "$bin" bench -np 2 --bytes m8 M1048576 K8 --only send_recv T20 R1 --json \
     --output "$out/p2p.json" > /dev/null
-  "$bin" calibrate "$out/p2p.json" --busy-cores 1 --force -q -o "$out/calibrated.toml" \
+  "$bin" calibrate "$out/p2p.json" --busy-cores 1 --kernel-clock thread --force -q -o "$out/calibrated.toml" \
     > "$out/calibrate.txt"
 fi
 # The same cluster in mpiscope's terms, with the calibrated kernels (not the pack cost
@@ -195,28 +211,30 @@ wr_time() {
 sim_time() { grep -o 'Simulated time: [0-9.e+-]*' "$1" | awk '{ print $3 }'; }
 printf '%-30s %9s %9s %10s %9s %12s %8s\n' case "SMPI WR" "SMPI end" "replay TI" "error" "mpiscope hpl" error
 for c in "${cases[@]}"; do
-  read -r r p q n nb <<< "$(case_params "$c")"
-  for mode in costs free; do
-    dir=$out/smpi-$c-$mode
+  read -r r p q n nb bcast depth swap <<< "$(case_params "$c")"
+  for mode in "${modes[@]}"; do
+    dir=$(case_dir "$c" "$mode")
     grep -q "^WR" "$dir/HPL.out" 2>/dev/null || { echo "no finished SMPI run in $dir" >&2; continue; }
     cfg=()
     for o in "${base_cfg[@]}" $(mode_cfg "$mode") "${extra_cfg[@]}"; do cfg+=(--cfg "$o"); done
     "$bin" hpl "$dir/HPL.dat" --platform "$out/cluster.toml" --hostfile "$out/hosts.txt" \
       --network smpi "${cfg[@]}" -q --timeline "$dir/skeleton.json" --force > "$dir/mpiscope-hpl.txt"
-    [ "$mode" != free ] || "$bin" replay "$dir/ti.txt" --platform "$out/cluster.xml" --hostfile "$out/hosts.txt" \
+    traced=0
+    [ "$mode" != free ] || [ ! -s "$dir/ti.txt" ] || traced=1
+    [ "$traced" = 0 ] || "$bin" replay "$dir/ti.txt" --platform "$out/cluster.xml" --hostfile "$out/hosts.txt" \
       --network smpi "${cfg[@]}" --json > "$dir/replay.json" 2> "$dir/replay.err"
     # One rank's actions, the skeleton's beside HPL's (ACTIONS_RANK, default 0).
-    [ "$mode" != free ] || "$root/target/release/examples/hpl_actions" "$dir/HPL.dat" \
+    [ "$traced" = 0 ] || "$root/target/release/examples/hpl_actions" "$dir/HPL.dat" \
       "$out/cluster.toml" "$dir/ti.txt" "${ACTIONS_RANK:-0}" "${base_cfg[@]}" \
       $(mode_cfg "$mode") "${extra_cfg[@]}" > "$dir/actions.txt"
     smpi_wr=$(wr_time "$dir/HPL.out")
     smpi_end=$(sim_time "$dir/stderr.txt")
     rep=-
-    if [ "$mode" = free ]; then
+    if [ "$traced" = 1 ]; then
       rep=$(grep -o '"makespan_s": *[0-9.e+-]*' "$dir/replay.json" | head -1 | awk '{ print $2 }')
     fi
     hpl_t=$(wr_time "$dir/mpiscope-hpl.txt")
-    awk -v c="$r ranks ($p x $q) N=$n $mode" -v a="$smpi_wr" -v e="$smpi_end" -v rp="$rep" -v h="$hpl_t" \
+    awk -v c="$c ($p x $q) N=$n $mode" -v a="$smpi_wr" -v e="$smpi_end" -v rp="$rep" -v h="$hpl_t" \
       'BEGIN {
         if (rp == "-") { rs = sprintf("%10s %9s", "-", "-") }
         else { rs = sprintf("%10.4f %+8.2f%%", rp, (rp - e) / e * 100) }

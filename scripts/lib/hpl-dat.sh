@@ -1,9 +1,10 @@
-# hpl_dat NS NB PS QS: an HPL.dat on stdout with HPL's default algorithm choices
-# (WR11C2R4: depth 1, 1ringM, Crout, NDIV 2, right-looking, NBMIN 4, SWAP mix 64).
+# hpl_dat NS NB PS QS [BCAST [DEPTH [SWAP]]]: an HPL.dat on stdout with HPL's default
+# algorithm choices (WR11C2R4: depth 1, 1ringM, Crout, NDIV 2, right-looking, NBMIN 4,
+# SWAP mix 64) unless BCAST (0-5), DEPTH (0, 1, ...) or SWAP (0-2) say otherwise.
 # NS, PS and QS are space-separated lists (PS and QS of the same length); NB one value.
 # Sourced by the HPL benchmark scripts.
 hpl_dat() {
-  local ns=($1) ps=($3) qs=($4)
+  local ns=($1) ps=($3) qs=($4) bcast=${5:-1} depth=${6:-1} swap=${7:-2}
   cat <<EOF_DAT
 HPLinpack benchmark input file
 Innovative Computing Laboratory, University of Tennessee
@@ -27,10 +28,10 @@ ${qs[*]}     Qs
 1            # of recursive panel fact.
 1            RFACTs (0=left, 1=Crout, 2=Right)
 1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
+$bcast            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
 1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
+$depth            DEPTHs (>=0)
+$swap            SWAP (0=bin-exch,1=long,2=mix)
 64           swapping threshold
 0            L1 in (0=transposed,1=no-transposed) form
 0            U  in (0=transposed,1=no-transposed) form

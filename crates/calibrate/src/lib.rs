@@ -11,6 +11,7 @@ mod bench_json;
 pub mod cold;
 pub mod compute;
 mod large;
+pub mod nnls;
 pub mod prediction;
 pub mod protocol;
 pub mod scheduler;
@@ -275,7 +276,8 @@ impl Network {
     /// A one-host platform (ranks share it, messages use its loopback link) in our TOML
     /// format, with the factors as options for the replay. With `compute`, the host's speed
     /// is the fitted dgemm speed and the kernel models go to `[config]` as
-    /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`) and
+    /// `mpiscope/dgemm` (seconds per `m n k`, then per output element `m n`, then, when
+    /// the fit has them, per element of `A`, `m k`, and of `B`, `n k`) and
     /// `mpiscope/dtrsm` (seconds per `m^2 n`, then per `m n`) and, when timed,
     /// `mpiscope/panel` (seconds per `n^2 (m - n/3)`, then per `m n`), with the per-core speed
     /// factors under load as `mpiscope/core-efficiency` when measured; `extra_config` lines
@@ -302,17 +304,27 @@ impl Network {
                     *slot = Some(f.cost());
                 }
                 kernels += &format!(
-                    "# {}: {:.2} {}, R^2 {:.5}, largest error {:.1}% over {} shapes \
-                     (one-term model: R^2 {:.5}, largest error {:.1}%)\n",
+                    "# {}: {}: {:.2} {}, R^2 {:.5}, largest error {} over {} shapes \
+                     (one-term model: R^2 {:.5}, largest error {})\n",
                     f.kernel.name(),
+                    f.model_text(),
                     f.flops / 1e9,
                     f.kernel.rate_unit(),
                     f.r2,
-                    f.max_error * 100.0,
+                    f.error_text(),
                     f.samples,
                     one.r2,
-                    one.max_error * 100.0,
+                    one.error_text(),
                 );
+                if f.kernel == compute::Kernel::Dgemm {
+                    let two = &c.dgemm_two_term;
+                    kernels += &format!(
+                        "# dgemm without the packing terms: {}: R^2 {:.5}, largest error {}\n",
+                        two.model_text(),
+                        two.r2,
+                        two.error_text()
+                    );
+                }
                 kernels += &model.line(key).unwrap_or_default();
             }
             if !c.core_efficiency.is_empty() {
@@ -446,6 +458,7 @@ mod tests {
             n,
             k,
             seconds: per_work * kernel.work(m, n, k) + 1e-9 * (m * n) as f64,
+            ld: 0,
         };
         let mut samples = Vec::new();
         for (m, n, k) in [

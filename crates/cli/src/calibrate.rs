@@ -41,6 +41,10 @@ pub struct CalibrateArgs {
     /// rounds of the per-core speed measurement under load.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..))]
     kernel_passes: u32,
+    /// The clock the kernels are timed with: `wall`, or `thread`, the thread's CPU time,
+    /// as SMPI times a program's computations (a shared machine's load is not counted).
+    #[arg(long, value_name = "CLOCK", default_value = "wall", value_parser = ["wall", "thread"])]
+    kernel_clock: String,
     /// Cores busy at once when measuring the per-core speed under load (default: the
     /// benchmark's process count, the platform's cores; 1 skips the measurement).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
@@ -88,9 +92,15 @@ fn openblas() -> Result<&'static mpiscope_kernels::OpenBlas> {
 }
 
 /// Times the default kernel shapes on one thread, with a progress bar on a terminal.
-fn time_kernels(samples: u32, passes: u32, quiet: bool) -> Result<Vec<KernelSample>> {
+fn time_kernels(
+    samples: u32,
+    passes: u32,
+    clock: mpiscope_kernels::Clock,
+    quiet: bool,
+) -> Result<Vec<KernelSample>> {
     let blas = openblas()?;
     blas.use_one_thread();
+    mpiscope_kernels::use_clock(clock);
     let shapes = mpiscope_kernels::default_shapes();
     let bar = if quiet {
         indicatif::ProgressBar::hidden()
@@ -244,7 +254,12 @@ fn compute(a: &CalibrateArgs, np: u32) -> Result<(Vec<KernelSample>, Option<Comp
     let kernels = if a.no_compute {
         Vec::new()
     } else {
-        time_kernels(a.kernel_samples, a.kernel_passes, a.quiet)?
+        let clock = if a.kernel_clock == "thread" {
+            mpiscope_kernels::Clock::Thread
+        } else {
+            mpiscope_kernels::Clock::Wall
+        };
+        time_kernels(a.kernel_samples, a.kernel_passes, clock, a.quiet)?
     };
     let compute = if a.no_compute {
         None
@@ -410,21 +425,31 @@ impl Calibrated {
 fn compute_text(c: &ComputeModel) -> String {
     let mut s = String::new();
     for (k, one) in c.fits() {
-        let (name, work) = (k.kernel.name(), k.kernel.work_text());
         s += &format!(
-            "{name}: t = {:.4e} {work} + {:.3e} m n: {:.2} {} (one thread), R^2 {:.5}, \
-             largest error {:.1}% over {} shapes; t = {:.4e} {work}: R^2 {:.5}, largest error {:.1}%\n",
-            k.seconds_per_work,
-            k.seconds_per_element,
+            "{}: {}: {:.2} {} (one thread), R^2 {:.5}, largest error {} over {} shapes; \
+             t = {:.4e} {}: R^2 {:.5}, largest error {}\n",
+            k.kernel.name(),
+            k.model_text(),
             k.flops / 1e9,
             k.kernel.rate_unit(),
             k.r2,
-            k.max_error * 100.0,
+            k.error_text(),
             k.samples,
             one.seconds_per_work,
+            one.kernel.work_text(),
             one.r2,
-            one.max_error * 100.0,
+            one.error_text(),
         );
+        if k.kernel == mpiscope_calibrate::compute::Kernel::Dgemm {
+            let two = &c.dgemm_two_term;
+            s += &format!(
+                "dgemm without the packing terms: {}: {:.2} Gflop/s, R^2 {:.5}, largest error {}\n",
+                two.model_text(),
+                two.flops / 1e9,
+                two.r2,
+                two.error_text()
+            );
+        }
     }
     if !c.core_efficiency.is_empty() {
         let e: Vec<String> = c

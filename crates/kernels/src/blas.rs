@@ -17,6 +17,8 @@ use mpiscope_dynlib::{Library, LoadError, Wanted};
 pub(crate) const COL_MAJOR: c_int = 102;
 /// `CblasNoTrans`.
 pub(crate) const NO_TRANS: c_int = 111;
+/// `CblasTrans`.
+pub(crate) const TRANS: c_int = 112;
 /// `CblasLower`.
 pub(crate) const LOWER: c_int = 122;
 /// `CblasUnit`.

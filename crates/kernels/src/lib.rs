@@ -1,8 +1,9 @@
 //! Times the host's BLAS kernels, the compute half of calibration ([Cornebize 2017]): `dgemm` and
 //! `dtrsm` of Debian's OpenBLAS (`libopenblas0`, through the CBLAS interface), one
-//! thread, over a set of shapes that covers square products and HPL's panel updates.
-//! The samples are fitted by `mpiscope_calibrate::compute` (`t = a m n k` for dgemm,
-//! `t = b m^2 n` for dtrsm), which knows nothing of BLAS.
+//! thread, over a set of shapes that covers square products and HPL's panel updates, the
+//! latter in HPL's own layout (operands inside the local matrix, NB-wide chunks in turn).
+//! The samples are fitted by `mpiscope_calibrate::compute` (`t = a m n k + c m n + d m k +
+//! e n k` for dgemm, `t = b m^2 n + c m n` for dtrsm), which knows nothing of BLAS.
 //!
 //! Only this crate uses OpenBLAS, and it loads it at run time ([`openblas`], in `blas`):
 //! nothing links it, so the `mpiscope` binary starts without it and only the commands that
@@ -18,34 +19,89 @@ mod blas;
 
 pub use blas::{openblas, OpenBlas, OPENBLAS};
 
-/// The shapes timed by default: square dgemm products from 32 to 1024, HPL's trailing
-/// updates (`m x n` times panel width `k` of 32 to 256), triangular solves of order
-/// 32 to 256 with 256 to 4096 right-hand sides, panel factorizations of 512 to 8192
-/// rows and 32 to 256 columns, and row gathers of 64 to 256 rows by 1024 to 4096 columns.
-/// A few seconds on this host.
-pub fn default_shapes() -> Vec<(Kernel, usize, usize, usize)> {
+/// One shape to time: a kernel's dimensions (see [`KernelSample`]) and, for dgemm, the
+/// rows of the matrix its output lies in (`ld`, 0: compact operands).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Which kernel.
+    pub kernel: Kernel,
+    /// Rows (dgemm), triangle order (dtrsm), panel rows, rows gathered.
+    pub m: usize,
+    /// Columns.
+    pub n: usize,
+    /// dgemm's inner dimension (0 for the others).
+    pub k: usize,
+    /// dgemm in HPL's layout ([`time_dgemm_in_matrix`]): the local matrix's rows; 0:
+    /// compact ([`time_dgemm`]).
+    pub ld: usize,
+}
+
+impl Shape {
+    /// A shape with compact operands.
+    pub fn new(kernel: Kernel, m: usize, n: usize, k: usize) -> Shape {
+        Shape {
+            kernel,
+            m,
+            n,
+            k,
+            ld: 0,
+        }
+    }
+
+    /// A dgemm `m x n x k` in HPL's layout inside a local matrix of `ld` rows.
+    pub fn dgemm_in_matrix(m: usize, n: usize, k: usize, ld: usize) -> Shape {
+        Shape {
+            ld: ld.max(m),
+            ..Shape::new(Kernel::Dgemm, m, n, k)
+        }
+    }
+}
+
+/// The rows of the local matrix of most of [`default_shapes`]' HPL updates (N = 8,000 on 4
+/// process rows, 16,000 on 8: 2,000 local rows).
+pub const HPL_LD: usize = 2048;
+
+/// The shapes timed by default: square dgemm products from 32 to 1024 (compact); HPL's
+/// trailing updates in its layout ([`time_dgemm_in_matrix`]): `m` of 64 to 2048 local rows
+/// of a [`HPL_LD`]-row matrix, NB-wide chunks or whole widths `n`, panel widths `k = NB` of
+/// 64, 128 and 256, and the 4096-row products of a small grid; triangular solves of order
+/// 32 to 256 with 256 to 4096 right-hand sides, panel factorizations of 512 to 8192 rows
+/// and 32 to 256 columns, and row gathers of 64 to 256 rows by 1024 to 4096 columns.
+/// Some seconds per pass on this host.
+pub fn default_shapes() -> Vec<Shape> {
     let mut v = Vec::new();
     for s in [32, 64, 128, 256, 384, 512, 768, 1024] {
-        v.push((Kernel::Dgemm, s, s, s));
+        v.push(Shape::new(Kernel::Dgemm, s, s, s));
     }
-    for k in [32, 64, 128, 256] {
-        for (m, n) in [(512, 512), (2048, 512), (2048, 2048)] {
-            v.push((Kernel::Dgemm, m, n, k));
+    v.push(Shape::dgemm_in_matrix(64, 128, 128, HPL_LD));
+    for m in [256, 1024, 2048] {
+        for n in [128, 512, 2048] {
+            v.push(Shape::dgemm_in_matrix(m, n, 128, HPL_LD));
         }
+    }
+    for k in [64, 256] {
+        for m in [1024, 2048] {
+            for n in [k, 2048] {
+                v.push(Shape::dgemm_in_matrix(m, n, k, HPL_LD));
+            }
+        }
+    }
+    for n in [128, 4096] {
+        v.push(Shape::dgemm_in_matrix(4096, n, 128, 4096));
     }
     for order in [32, 64, 128, 256] {
         for n in [256, 1024, 4096] {
-            v.push((Kernel::Dtrsm, order, n, 0));
+            v.push(Shape::new(Kernel::Dtrsm, order, n, 0));
         }
     }
     for n in [32, 64, 128, 256] {
         for m in [512, 2048, 8192] {
-            v.push((Kernel::Panel, m, n, 0));
+            v.push(Shape::new(Kernel::Panel, m, n, 0));
         }
     }
     for rows in [64, 128, 256] {
         for n in [1024, 4096] {
-            v.push((Kernel::Laswp, rows, n, 0));
+            v.push(Shape::new(Kernel::Laswp, rows, n, 0));
         }
     }
     v
@@ -70,15 +126,55 @@ fn lower_unit(order: usize) -> Vec<f64> {
     a
 }
 
-/// Runs `f` until at least `min_seconds` have passed (at least once) and returns the time of
-/// one call, so that short kernels are not lost in the timer's resolution.
+/// The clock the kernels are timed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// Wall time (`std::time::Instant`): what a run on a quiet machine takes.
+    #[default]
+    Wall,
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), as SMPI times the
+    /// computations of the programs it runs: time the thread was descheduled by other
+    /// processes is not counted, so a shared machine's load does not inflate the kernels.
+    Thread,
+}
+
+/// The clock of every timing that follows ([`use_clock`]): 0 wall, 1 thread.
+static CLOCK: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Times the kernels with `clock` from now on (the default is [`Clock::Wall`]).
+pub fn use_clock(clock: Clock) {
+    CLOCK.store(
+        u8::from(clock == Clock::Thread),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Seconds on the chosen clock since an arbitrary origin (`start` for the wall clock).
+fn clock_seconds(start: Instant) -> f64 {
+    if CLOCK.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec to write; the clock id is a constant Linux has.
+        if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } == 0 {
+            return ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9;
+        }
+    }
+    start.elapsed().as_secs_f64()
+}
+
+/// Runs `f` until at least `min_seconds` have passed on the chosen clock (at least once)
+/// and returns the time of one call, so that short kernels are not lost in the timer's
+/// resolution.
 fn time_one(min_seconds: f64, f: &mut dyn FnMut()) -> f64 {
-    let start = Instant::now();
+    let origin = Instant::now();
+    let start = clock_seconds(origin);
     let mut calls = 0u32;
     loop {
         f();
         calls += 1;
-        let t = start.elapsed().as_secs_f64();
+        let t = clock_seconds(origin) - start;
         if t >= min_seconds {
             return t / f64::from(calls);
         }
@@ -93,7 +189,8 @@ fn median_time(samples: usize, f: &mut dyn FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
-/// Times `C = A B + C` with `A` m x k, `B` k x n, column major; median of `samples`.
+/// Times `C = C - A B` with `A` m x k, `B` k x n, column major, each operand compact;
+/// median of `samples`.
 pub fn time_dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, samples: usize) -> f64 {
     let a = matrix(m * k, 1);
     let b = matrix(k * n, 2);
@@ -101,8 +198,57 @@ pub fn time_dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, samples: usize)
     median_time(samples, &mut || dgemm(blas, m, n, k, &a, &b, &mut c))
 }
 
-/// `C = A B + C / 2` (column major, `A` m x k, `B` k x n); C is scaled down each call so
-/// repeated accumulation stays bounded.
+/// Times HPL's trailing update in its layout (HPL_pdupdateTT with more than one process
+/// row): `C -= L U^T`, `L` the m x k panel (leading dimension m), `U` n rows of a
+/// `width x k` block (leading dimension `width`, transposed in the call), `C` the last `m`
+/// rows of n columns of the column-major local matrix of `ld` rows and `width = max(ld, n)`
+/// columns (leading dimension `ld`). Each call takes the next n columns of the matrix and
+/// the next n rows of `U`, as HPL's chunks do, so the output is not in cache from the
+/// call before; median of `samples`.
+pub fn time_dgemm_in_matrix(
+    blas: &OpenBlas,
+    (m, n, k): (usize, usize, usize),
+    ld: usize,
+    samples: usize,
+) -> f64 {
+    let ld = ld.max(m);
+    let width = ld.max(n);
+    let chunks = (width / n.max(1)).max(1);
+    let l = matrix(m * k, 1);
+    let u = matrix(width * k, 2);
+    let mut c = matrix(ld * width, 3);
+    let mut next = 0usize;
+    median_time(samples, &mut || {
+        let j0 = (next % chunks) * n;
+        next += 1;
+        assert!(m <= ld && j0 + n <= width && l.len() >= m * k && u.len() >= width * k);
+        // SAFETY: `l` is m x k with leading dimension m; rows j0..j0+n of `u` (width x k,
+        // leading dimension width) and the m x n block at row ld - m, column j0 of `c`
+        // (ld x width, leading dimension ld) lie inside their buffers (checked above).
+        unsafe {
+            (blas.dgemm)(
+                blas::COL_MAJOR,
+                blas::NO_TRANS,
+                blas::TRANS,
+                m as i32,
+                n as i32,
+                k as i32,
+                -1.0,
+                l.as_ptr(),
+                m as i32,
+                u.as_ptr().add(j0),
+                width as i32,
+                1.0,
+                c.as_mut_ptr().add(j0 * ld + (ld - m)),
+                ld as i32,
+            )
+        }
+    })
+}
+
+/// `C = C - A B` (column major, `A` m x k, `B` k x n): HPL's update, `beta` 1, so OpenBLAS
+/// makes no separate pass to scale `C` (the values drift by about `k / 3` a call, far from
+/// any range where doubles slow down).
 fn dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
     // SAFETY: the slices hold at least m*k, k*n and m*n elements (checked above) with
@@ -115,12 +261,12 @@ fn dgemm(blas: &OpenBlas, m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c:
             m as i32,
             n as i32,
             k as i32,
-            1.0,
+            -1.0,
             a.as_ptr(),
             m as i32,
             b.as_ptr(),
             k as i32,
-            0.5,
+            1.0,
             c.as_mut_ptr(),
             m as i32,
         )
@@ -317,7 +463,7 @@ unsafe fn factor_block(
 /// Times every shape (`samples` per shape), calling `progress(done, total)` after each.
 pub fn measure(
     blas: &OpenBlas,
-    shapes: &[(Kernel, usize, usize, usize)],
+    shapes: &[Shape],
     samples: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Vec<KernelSample> {
@@ -330,7 +476,7 @@ pub fn measure(
 /// every sample of a few shapes. Calls `progress(done, total)` after each shape and pass.
 pub fn measure_in_passes(
     blas: &OpenBlas,
-    shapes: &[(Kernel, usize, usize, usize)],
+    shapes: &[Shape],
     passes: usize,
     samples: usize,
     progress: &mut dyn FnMut(usize, usize),
@@ -338,8 +484,19 @@ pub fn measure_in_passes(
     let passes = passes.max(1);
     let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(passes); shapes.len()];
     for pass in 0..passes {
-        for (i, &(kernel, m, n, k)) in shapes.iter().enumerate() {
+        for (
+            i,
+            &Shape {
+                kernel,
+                m,
+                n,
+                k,
+                ld,
+            },
+        ) in shapes.iter().enumerate()
+        {
             times[i].push(match kernel {
+                Kernel::Dgemm if ld > 0 => time_dgemm_in_matrix(blas, (m, n, k), ld, samples),
                 Kernel::Dgemm => time_dgemm(blas, m, n, k, samples),
                 Kernel::Dtrsm => time_dtrsm(blas, m, n, samples),
                 Kernel::Panel => time_panel(blas, m, n, samples),
@@ -351,14 +508,15 @@ pub fn measure_in_passes(
     shapes
         .iter()
         .zip(times)
-        .map(|(&(kernel, m, n, k), mut t)| {
+        .map(|(s, mut t)| {
             t.sort_by(f64::total_cmp);
             KernelSample {
-                kernel,
-                m: m as u64,
-                n: n as u64,
-                k: k as u64,
+                kernel: s.kernel,
+                m: s.m as u64,
+                n: s.n as u64,
+                k: s.k as u64,
                 seconds: t[t.len() / 2],
+                ld: s.ld as u64,
             }
         })
         .collect()
@@ -592,7 +750,17 @@ mod tests {
         assert!(small > 0.0 && large > small, "{small} {large}");
         let t = time_dtrsm(blas, 64, 256, 3);
         assert!(t > 0.0);
-        let got = measure(blas, &[(Kernel::Dtrsm, 32, 64, 0)], 1, &mut |_, _| {});
+        let got = measure(
+            blas,
+            &[Shape::new(Kernel::Dtrsm, 32, 64, 0)],
+            1,
+            &mut |_, _| {},
+        );
         assert_eq!((got[0].m, got[0].n, got[0].kernel), (32, 64, Kernel::Dtrsm));
+        // In HPL's layout: the chunks cycle over the matrix, the sample says where it was.
+        let shape = Shape::dgemm_in_matrix(64, 32, 16, 100);
+        let got = measure(blas, &[shape], 1, &mut |_, _| {});
+        assert_eq!((got[0].m, got[0].n, got[0].k, got[0].ld), (64, 32, 16, 100));
+        assert!(got[0].seconds > 0.0);
     }
 }

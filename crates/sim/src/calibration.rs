@@ -14,11 +14,17 @@
 //! | `mpiscope/loggp` | `"L,o,g,G"` | LogGP's parameters, seconds (G: seconds per byte) |
 //! | `mpiscope/core-efficiency` | `"1 0.8 ..."` | per-core speed factor with 1, 2, ... cores busy |
 //! | `mpiscope/oversubscribed-wake-up` | seconds | how late a waiting rank gets its oversubscribed core back |
-//! | `mpiscope/dgemm` | `"a c"` | dgemm time `a m n k + c m n` |
+//! | `mpiscope/dgemm` | `"a c [d [e]]"` | dgemm time `a m n k + c m n + d m k + e n k` (`d`, `e`: 0 when absent) |
 //! | `mpiscope/dtrsm` | `"b c"` | dtrsm time `b m^2 n + c m n` (`m` the triangle's order) |
 //! | `mpiscope/panel` | `"p c"` | LU panel factorization time `p n^2 (m - n/3) + c m n` |
 //! | `mpiscope/pack` | seconds per byte | a strided message's extra cost over a contiguous one |
 //! | `mpiscope/laswp` | `"g c"` | HPL's row gather, `(g + c)` seconds per element moved |
+//!
+//! The dgemm model's `d m k` and `e n k` terms are the per-call packing of its operands
+//! `A` (m x k) and `B` (k x n), which an HPL update of NB-wide chunks pays once per chunk;
+//! a value of two numbers (what calibrations before these terms wrote) reads as `d = e =
+//! 0`, and a model without them is written with two numbers, so old platforms read and
+//! simulate as before.
 //!
 //! Errors name the key and its value, as the readers print them after the platform file.
 
@@ -95,13 +101,44 @@ pub struct LogGpValues {
 }
 
 /// A kernel's time model: `per_work` seconds per unit of its work (`m n k` for dgemm) plus
-/// `per_element` seconds per element of its output (`m n`).
+/// `per_element` seconds per element of its output (`m n`), and for dgemm
+/// `per_a_element` seconds per element of `A` (`m k`) plus `per_b_element` per element of
+/// `B` (`k n`): the packing of both operands that each call makes.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct KernelCost {
     /// Seconds per unit of work (at least 0).
     pub per_work: f64,
     /// Seconds per output element (may be negative: a fit's lower-order term).
     pub per_element: f64,
+    /// Seconds per element of dgemm's `A`, `m k` (0 for the other kernels).
+    pub per_a_element: f64,
+    /// Seconds per element of dgemm's `B`, `k n` (0 for the other kernels).
+    pub per_b_element: f64,
+}
+
+impl KernelCost {
+    /// A two-term model `per_work`, `per_element` (the packing terms 0).
+    pub fn new(per_work: f64, per_element: f64) -> KernelCost {
+        KernelCost {
+            per_work,
+            per_element,
+            ..KernelCost::default()
+        }
+    }
+
+    /// Seconds for a dgemm of `m x n x k` under this model: `a m n k + c m n + d m k +
+    /// e n k`, the packing terms only when set (so that a two-term model gives exactly
+    /// `a m n k + c m n`); may be negative with a negative `c`.
+    pub fn dgemm_seconds(&self, m: f64, n: f64, k: f64) -> f64 {
+        let mut t = self.per_work * m * n * k + self.per_element * m * n;
+        if self.per_a_element != 0.0 {
+            t += self.per_a_element * m * k;
+        }
+        if self.per_b_element != 0.0 {
+            t += self.per_b_element * n * k;
+        }
+        t
+    }
 }
 
 /// The `mpiscope/*` values of a platform; `None` (or empty) for a key it does not carry.
@@ -144,7 +181,7 @@ impl Calibration {
                 Key::CoreEfficiency => c.core_efficiency = Some(parse_efficiency(v)?),
                 Key::OversubscribedWakeUp => c.oversubscribed_wake_up = Some(parse_wake_up(v)?),
                 Key::Pack => c.pack = Some(parse_pack(v)?),
-                Key::Dgemm => c.dgemm = Some(parse_kernel(key, v)?),
+                Key::Dgemm => c.dgemm = Some(parse_dgemm(v)?),
                 Key::Dtrsm => c.dtrsm = Some(parse_kernel(key, v)?),
                 Key::Panel => c.panel = Some(parse_kernel(key, v)?),
                 Key::Laswp => c.laswp = Some(parse_kernel(key, v)?),
@@ -194,7 +231,14 @@ impl Calibration {
             Key::Pack => format!("{:e}", self.pack?),
             Key::Dgemm | Key::Dtrsm | Key::Panel | Key::Laswp => {
                 let k = self.kernel(key)?;
-                format!("\"{:e} {:e}\"", k.per_work, k.per_element)
+                if k.per_a_element == 0.0 && k.per_b_element == 0.0 {
+                    format!("\"{:e} {:e}\"", k.per_work, k.per_element)
+                } else {
+                    format!(
+                        "\"{:e} {:e} {:e} {:e}\"",
+                        k.per_work, k.per_element, k.per_a_element, k.per_b_element
+                    )
+                }
             }
         };
         Some(format!("\"{}\" = {value}\n", key.name()))
@@ -270,23 +314,45 @@ fn parse_kernel(key: Key, v: &str) -> Result<KernelCost, String> {
         .collect::<Result<_, _>>()
         .map_err(|_| format!("{key} `{v}` is not two numbers"))?;
     match x[..] {
-        [a, c] if a.is_finite() && c.is_finite() && a >= 0.0 => Ok(KernelCost {
-            per_work: a,
-            per_element: c,
-        }),
+        [a, c] if a.is_finite() && c.is_finite() && a >= 0.0 => Ok(KernelCost::new(a, c)),
         _ => Err(format!("{key} `{v}` is not two numbers (seconds)")),
     }
+}
+
+/// `a c [d [e]]`: dgemm's two terms, then its packing terms (absent: 0); `a`, `d` and `e`
+/// non-negative.
+fn parse_dgemm(v: &str) -> Result<KernelCost, String> {
+    let bad = || {
+        format!(
+            "mpiscope/dgemm `{v}` is not two to four numbers `a c [d [e]]` (seconds; a, d, e \
+             non-negative)"
+        )
+    };
+    let x: Vec<f64> = v
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    if !(2..=4).contains(&x.len()) || x.iter().any(|t| !t.is_finite()) {
+        return Err(bad());
+    }
+    let term = |i: usize| x.get(i).copied().unwrap_or(0.0);
+    let cost = KernelCost {
+        per_work: x[0],
+        per_element: x[1],
+        per_a_element: term(2),
+        per_b_element: term(3),
+    };
+    if cost.per_work < 0.0 || cost.per_a_element < 0.0 || cost.per_b_element < 0.0 {
+        return Err(bad());
+    }
+    Ok(cost)
 }
 
 /// A calibration with every key set, to values that are not round in decimal (tests).
 #[cfg(test)]
 pub(crate) fn sample() -> Calibration {
-    let cost = |a: f64, c: f64| {
-        Some(KernelCost {
-            per_work: a,
-            per_element: c,
-        })
-    };
+    let cost = |a: f64, c: f64| Some(KernelCost::new(a, c));
     Calibration {
         loggp: Some(LogGpValues {
             l: 1.7999999999999986e-7,
@@ -296,7 +362,11 @@ pub(crate) fn sample() -> Calibration {
         }),
         core_efficiency: Some(vec![1.0, 0.9512, 0.75]),
         oversubscribed_wake_up: Some(1.3996e-3),
-        dgemm: cost(2.0 / 3.1e10, 1.0 / 7e9),
+        dgemm: Some(KernelCost {
+            per_a_element: 2.2e-10,
+            per_b_element: 3.0e-10 / 7.0,
+            ..KernelCost::new(2.0 / 3.1e10, 1.0 / 7e9)
+        }),
         dtrsm: cost(1.0 / 1.7e10, -3.3e-12),
         panel: cost(1.0 / 6e9, 0.0),
         pack: Some(1.9298245614035085e-10),
@@ -379,7 +449,11 @@ mod tests {
                 "non-negative number of seconds",
             ),
             ("mpiscope/pack", "x", "seconds per byte"),
-            ("mpiscope/dgemm", "1 x", "is not two numbers"),
+            ("mpiscope/dgemm", "1 x", "is not two to four numbers"),
+            ("mpiscope/dgemm", "1", "is not two to four numbers"),
+            ("mpiscope/dgemm", "1 2 3 4 5", "is not two to four numbers"),
+            ("mpiscope/dgemm", "1 2 -3", "a, d, e non-negative"),
+            ("mpiscope/dgemm", "1 2 0 inf", "is not two to four numbers"),
             ("mpiscope/dtrsm", "1", "is not two numbers (seconds)"),
             ("mpiscope/panel", "-1 0", "is not two numbers (seconds)"),
             ("mpiscope/laswp", "nan 0", "is not two numbers (seconds)"),
@@ -393,5 +467,45 @@ mod tests {
         // A negative lower-order term is a fit's, and kept.
         let c = Calibration::from_config(&config(&[("mpiscope/dgemm", "1e-11 -2e-10")]));
         assert_eq!(c.unwrap().dgemm.unwrap().per_element, -2e-10);
+    }
+
+    /// A dgemm value of two numbers (what calibrations wrote before the packing terms)
+    /// reads as the same model with those terms 0 and is written back as two numbers;
+    /// three and four numbers add `d m k`, then `e n k`.
+    #[test]
+    fn dgemm_reads_two_to_four_terms() {
+        let read = |v: &str| {
+            Calibration::from_config(&config(&[("mpiscope/dgemm", v)]))
+                .unwrap()
+                .dgemm
+                .unwrap()
+        };
+        let old = read("2.5e-11 1.5e-10");
+        assert_eq!(old, KernelCost::new(2.5e-11, 1.5e-10));
+        let line = Calibration {
+            dgemm: Some(old),
+            ..Calibration::default()
+        }
+        .line(Key::Dgemm);
+        assert_eq!(line.unwrap(), "\"mpiscope/dgemm\" = \"2.5e-11 1.5e-10\"\n");
+        // The two-term model's time is exactly a m n k + c m n, bit for bit.
+        for (m, n, k) in [
+            (2000.0, 128.0, 128.0),
+            (1.0, 3.0, 7.0),
+            (4000.0, 4000.0, 64.0),
+        ] {
+            let t: f64 = 2.5e-11 * m * n * k + 1.5e-10 * m * n;
+            assert_eq!(old.dgemm_seconds(m, n, k).to_bits(), t.to_bits());
+        }
+        let three = read("2.5e-11 1.5e-10 4e-10");
+        assert_eq!((three.per_a_element, three.per_b_element), (4e-10, 0.0));
+        let four = read("2.5e-11 1.5e-10 4e-10 5e-10");
+        assert_eq!((four.per_a_element, four.per_b_element), (4e-10, 5e-10));
+        let t = four.dgemm_seconds(100.0, 10.0, 20.0);
+        let want = 2.5e-11 * 2e4 + 1.5e-10 * 1e3 + 4e-10 * 2e3 + 5e-10 * 200.0;
+        assert!((t / want - 1.0).abs() < 1e-12, "{t} {want}");
+        // The other kernels keep two numbers.
+        let e = Calibration::from_config(&config(&[("mpiscope/dtrsm", "1e-11 0 1e-10")]));
+        assert!(e.unwrap_err().contains("is not two numbers"));
     }
 }

@@ -10,7 +10,8 @@ use mpiscope_sim::calibration::{Calibration, KernelCost, Key};
 /// [`mpiscope_sim::calibration`]); `None`: the kernel's flop count at the host speed.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Kernels {
-    /// `mpiscope/dgemm`: t = a m n k + c m n.
+    /// `mpiscope/dgemm`: t = a m n k + c m n + d m k + e n k (`d`, `e`: the packing of
+    /// the operands per call, 0 in a two-number model).
     pub dgemm: Option<KernelCost>,
     /// `mpiscope/dtrsm`: t = b m^2 n + c m n (m the triangle's order).
     pub dtrsm: Option<KernelCost>,
@@ -40,14 +41,13 @@ impl Kernels {
         })
     }
 
-    /// Flops to compute at `speed` for a dgemm m x n x k.
+    /// Flops to compute at `speed` for one dgemm call of m x n x k (the skeleton charges
+    /// each call HPL makes, a chunk of the update or the whole of it, as one: the packing
+    /// terms are paid per call).
     pub fn dgemm_flops(&self, m: u64, n: u64, k: u64, speed: f64) -> f64 {
         let (m, n, k) = (m as f64, n as f64, k as f64);
         match self.dgemm {
-            Some(KernelCost {
-                per_work: a,
-                per_element: c,
-            }) => ((a * m * n * k + c * m * n) * speed).max(0.0),
+            Some(cost) => (cost.dgemm_seconds(m, n, k) * speed).max(0.0),
             None => 2.0 * m * n * k,
         }
     }
@@ -59,6 +59,7 @@ impl Kernels {
             Some(KernelCost {
                 per_work: p,
                 per_element: c,
+                ..
             }) => ((p * flops + c * rows as f64) * speed).max(0.0),
             None => flops,
         }
@@ -71,6 +72,7 @@ impl Kernels {
             Some(KernelCost {
                 per_work: g,
                 per_element: c,
+                ..
             }) => ((g + c) * rows as f64 * n as f64 * speed).max(0.0),
             None => 0.0,
         }
@@ -83,6 +85,7 @@ impl Kernels {
             Some(KernelCost {
                 per_work: b,
                 per_element: c,
+                ..
             }) => ((b * t * t * n + c * t * n) * speed).max(0.0),
             None => t * t * n,
         }
@@ -99,13 +102,7 @@ mod tests {
         config.insert("mpiscope/dgemm".to_owned(), "1e-10 2e-9".to_owned());
         config.insert("mpiscope/dtrsm".to_owned(), "3e-10 0".to_owned());
         let k = Kernels::from_config(&config).unwrap();
-        assert_eq!(
-            k.dgemm,
-            Some(KernelCost {
-                per_work: 1e-10,
-                per_element: 2e-9
-            })
-        );
+        assert_eq!(k.dgemm, Some(KernelCost::new(1e-10, 2e-9)));
         // dgemm 100 x 10 x 10: 1e-10 * 1e4 + 2e-9 * 1e3 = 3e-6 s, at 1 Gf/s 3000 flops.
         assert!((k.dgemm_flops(100, 10, 10, 1e9) - 3000.0).abs() < 1e-6);
         // dtrsm triangle 10, 100 columns: 3e-10 * 1e4 = 3e-6 s.
@@ -123,5 +120,37 @@ mod tests {
         assert!(Kernels::from_config(&config)
             .unwrap_err()
             .contains("mpiscope/dtrsm"));
+    }
+
+    /// The packing terms: `d m k` and `e n k` seconds added per call.
+    #[test]
+    fn dgemm_packing_terms_are_paid_per_call() {
+        let mut config = BTreeMap::new();
+        config.insert(
+            "mpiscope/dgemm".to_owned(),
+            "1e-10 2e-9 3e-9 4e-9".to_owned(),
+        );
+        let k = Kernels::from_config(&config).unwrap();
+        // 100 x 10 x 10: 1e-6 + 2e-6 + 3e-6 (m k = 1000) + 4e-7 (n k = 100) = 6.4e-6 s.
+        assert!((k.dgemm_flops(100, 10, 10, 1e9) - 6400.0).abs() < 1e-6);
+        // Two chunks of 5 columns pay A's packing twice, B's once in all.
+        let halves = 2.0 * k.dgemm_flops(100, 5, 10, 1e9);
+        assert!((halves - 6400.0 - 3000.0).abs() < 1e-6, "{halves}");
+    }
+
+    proptest::proptest! {
+        /// A two-number `mpiscope/dgemm` gives exactly the flops of the model before the
+        /// packing terms, `(a m n k + c m n) speed`, bit for bit.
+        #[test]
+        fn two_number_dgemm_is_the_old_model(a in 1e-12f64..1e-9, c in -1e-9f64..1e-8,
+                                             m in 1u64..20_000, n in 1u64..20_000,
+                                             k in 1u64..1024, speed in 1e8f64..1e12) {
+            let mut config = BTreeMap::new();
+            config.insert("mpiscope/dgemm".to_owned(), format!("{a:e} {c:e}"));
+            let got = Kernels::from_config(&config).unwrap().dgemm_flops(m, n, k, speed);
+            let (m, n, k) = (m as f64, n as f64, k as f64);
+            let old = ((a * m * n * k + c * m * n) * speed).max(0.0);
+            proptest::prop_assert_eq!(got.to_bits(), old.to_bits());
+        }
     }
 }

@@ -150,10 +150,7 @@ fn strided_panels_pay_the_pack_cost_on_both_sides() {
 #[test]
 fn row_swaps_copy_rows_around_their_messages() {
     let kernels = Kernels {
-        laswp: Some(KernelCost {
-            per_work: 1e-9,
-            per_element: 0.0,
-        }),
+        laswp: Some(KernelCost::new(1e-9, 0.0)),
         ..Kernels::default()
     };
     // 2 x 1, N 1000, NB 100, spread-roll swaps: panel 0's U is 100 rows of the 901 columns
