@@ -17,8 +17,8 @@ use std::io::BufWriter;
 use std::path::Path;
 
 use mpiscope_trace::{
-    Args, CallDef, ClockInfo, CommDef, CommKind, Definition, Lang, ListKind, RankInfo, RankWriter,
-    RawEvent, RawList, Slot, Trailer, NO_CORE,
+    Args, CallDef, CommDef, CommKind, Definition, Lang, ListKind, RankInfo, RankWriter, RawEvent,
+    RawList, Slot, Trailer, NO_CORE,
 };
 
 const PERIOD: u64 = 320_000;
@@ -52,24 +52,11 @@ const CALLS: [&str; 7] = [
 
 fn write_rank(dir: &Path, rank: u32, size: u32, iterations: u64) -> std::io::Result<()> {
     let info = RankInfo {
-        rank,
-        size,
         pid: 10_000 + rank,
         host: format!("node{:03}", rank / 32),
         core: Some(rank % 32),
-        clock: ClockInfo {
-            source: "monotonic".into(),
-            sync_ticks: 0,
-            sync_ns: 0,
-            ticks_per_second: 1e9,
-            resolution_ns: 1.0,
-        },
-        epoch_ns: 0,
-        offset_ns: 0,
-        mpi_library: "synthetic".into(),
-        thread_level: "single".into(),
         executable: "/synthetic/stencil".into(),
-        options: serde_json::json!({}),
+        ..RankInfo::synthetic(rank, size)
     };
     let f = BufWriter::new(File::create(
         dir.join(mpiscope_trace::rank_file_name(rank)),

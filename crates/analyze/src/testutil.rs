@@ -94,28 +94,9 @@ impl RankFile {
 /// Writes a synthetic run of `size` ranks into `dir` (rank files only, no manifest), each
 /// rank's calls given by `f`.
 pub fn write_run(dir: &std::path::Path, size: u32, mut f: impl FnMut(u32, &mut RankFile)) {
-    use mpiscope_trace::{ClockInfo, CommDef, CommKind, Definition, RankInfo, RankWriter, Trailer};
+    use mpiscope_trace::{CommDef, CommKind, Definition, RankInfo, RankWriter, Trailer};
     for rank in 0..size {
-        let info = RankInfo {
-            rank,
-            size,
-            pid: 100 + rank,
-            host: "node".into(),
-            core: None,
-            clock: ClockInfo {
-                source: "monotonic".into(),
-                sync_ticks: 0,
-                sync_ns: 0,
-                ticks_per_second: 1e9,
-                resolution_ns: 1.0,
-            },
-            epoch_ns: 0,
-            offset_ns: 0,
-            mpi_library: "synthetic".into(),
-            thread_level: "single".into(),
-            executable: "/bin/synthetic".into(),
-            options: serde_json::json!({}),
-        };
+        let info = RankInfo::synthetic(rank, size);
         let path = dir.join(mpiscope_trace::rank_file_name(rank));
         let file = std::fs::File::create(&path).expect("create a rank file");
         let mut w = RankWriter::new(std::io::BufWriter::new(file), &info, 1 << 16)

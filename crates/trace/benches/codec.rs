@@ -54,26 +54,7 @@ fn bench_push(n: u64) -> f64 {
 }
 
 fn bench_decode(n: u64) -> (f64, f64) {
-    let info = mpiscope_trace::RankInfo {
-        rank: 0,
-        size: 1,
-        pid: 1,
-        host: "h".into(),
-        core: None,
-        clock: mpiscope_trace::ClockInfo {
-            source: "monotonic".into(),
-            sync_ticks: 0,
-            sync_ns: 0,
-            ticks_per_second: 1e9,
-            resolution_ns: 1.0,
-        },
-        epoch_ns: 0,
-        offset_ns: 0,
-        mpi_library: String::new(),
-        thread_level: "single".into(),
-        executable: String::new(),
-        options: serde_json::Value::Null,
-    };
+    let info = mpiscope_trace::RankInfo::synthetic(0, 1);
     let mut w = RankWriter::new(Vec::new(), &info, 256 << 10).unwrap();
     let args = probe_args();
     let mut t = 0u64;

@@ -17,6 +17,19 @@ pub struct ClockInfo {
     pub resolution_ns: f64,
 }
 
+impl ClockInfo {
+    /// `CLOCK_MONOTONIC` read directly: a tick is a nanosecond, from 0.
+    pub fn nanoseconds() -> ClockInfo {
+        ClockInfo {
+            source: "monotonic".into(),
+            sync_ticks: 0,
+            sync_ns: 0,
+            ticks_per_second: 1e9,
+            resolution_ns: 1.0,
+        }
+    }
+}
+
 /// The description of one rank, written once at the start of its file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RankInfo {
@@ -44,6 +57,28 @@ pub struct RankInfo {
     pub executable: String,
     /// Recorder options in effect (environment settings).
     pub options: serde_json::Value,
+}
+
+impl RankInfo {
+    /// Rank `rank` of `size` in a run made up by a program (tests, benchmarks, synthetic
+    /// traces): host `node`, pid `100 + rank`, a nanosecond clock from 0, no core, no
+    /// recorder options.
+    pub fn synthetic(rank: u32, size: u32) -> RankInfo {
+        RankInfo {
+            rank,
+            size,
+            pid: 100 + rank,
+            host: "node".into(),
+            core: None,
+            clock: ClockInfo::nanoseconds(),
+            epoch_ns: 0,
+            offset_ns: 0,
+            mpi_library: "synthetic".into(),
+            thread_level: "single".into(),
+            executable: "/bin/synthetic".into(),
+            options: serde_json::json!({}),
+        }
+    }
 }
 
 /// Count and time of every call of one function, recorded or not.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mpiscope_trace::{
-    Args, CallDef, ClockInfo, CommDef, CommKind, Definition, Lang, ListKind, RankInfo, RankWriter,
-    RawEvent, RawList, Slot, Trailer, NO_CORE,
+    Args, CallDef, CommDef, CommKind, Definition, Lang, ListKind, RankInfo, RankWriter, RawEvent,
+    RawList, Slot, Trailer, NO_CORE,
 };
 
 /// Id of the world communicator in synthetic traces.
@@ -30,24 +30,8 @@ pub struct RankBuilder {
 impl RankBuilder {
     fn new(dir: &Path, rank: u32, size: u32) -> RankBuilder {
         let info = RankInfo {
-            rank,
-            size,
             pid: 1000 + rank,
-            host: "node".into(),
-            core: None,
-            clock: ClockInfo {
-                source: "monotonic".into(),
-                sync_ticks: 0,
-                sync_ns: 0,
-                ticks_per_second: 1e9,
-                resolution_ns: 1.0,
-            },
-            epoch_ns: 0,
-            offset_ns: 0,
-            mpi_library: "synthetic".into(),
-            thread_level: "single".into(),
-            executable: "/bin/synthetic".into(),
-            options: serde_json::json!({}),
+            ..RankInfo::synthetic(rank, size)
         };
         let path = dir.join(mpiscope_trace::rank_file_name(rank));
         let f = BufWriter::new(File::create(&path).expect("create rank file"));

@@ -8,8 +8,8 @@ use mpiscope_sim::platform::{cluster, ClusterSpec, HostSpec};
 use mpiscope_sim::workload::trace;
 use mpiscope_sim::{SimConfig, Simulation};
 use mpiscope_trace::{
-    Args, BurstCpu, CallDef, ClockInfo, CommDef, CommKind, Definition, Lang, RankInfo, RankWriter,
-    RawEvent, RunDir, Trailer, NO_CORE,
+    Args, BurstCpu, CallDef, CommDef, CommKind, Definition, Lang, RankInfo, RankWriter, RawEvent,
+    RunDir, Trailer, NO_CORE,
 };
 
 const SECOND: u64 = 1_000_000_000;
@@ -18,28 +18,14 @@ const SECOND: u64 = 1_000_000_000;
 /// `MPI_Finalize`; `recorded` says whether the recorder read CPU times at all.
 fn write_rank(dir: &Path, rank: u32, size: u32, cpu: Option<u64>, recorded: bool) {
     let info = RankInfo {
-        rank,
-        size,
-        pid: 100 + rank,
-        host: "node".into(),
         core: Some(rank % 2),
-        clock: ClockInfo {
-            source: "monotonic".into(),
-            sync_ticks: 0,
-            sync_ns: 0,
-            ticks_per_second: 1e9,
-            resolution_ns: 1.0,
-        },
-        epoch_ns: 0,
-        offset_ns: 0,
-        mpi_library: "synthetic".into(),
-        thread_level: "single".into(),
         executable: "/bin/bursts".into(),
         options: if recorded {
             serde_json::json!({ "cpu_time_s": 0.00005 })
         } else {
             serde_json::json!({})
         },
+        ..RankInfo::synthetic(rank, size)
     };
     let mut w = RankWriter::new(Vec::new(), &info, 1 << 16).unwrap();
     w.define(&[

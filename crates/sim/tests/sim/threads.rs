@@ -10,8 +10,8 @@ use mpiscope_sim::workload::{structural, trace, RankWorkload, WorkloadError};
 use mpiscope_sim::{SimConfig, SimError, Simulation};
 use mpiscope_trace::block::{frame, BlockKind};
 use mpiscope_trace::{
-    Args, BlockEncoder, CallDef, ClockInfo, CommDef, CommKind, Definition, Lang, RankInfo,
-    RankWriter, RawEvent, RunDir, Slot, Trailer, NO_CORE,
+    Args, BlockEncoder, CallDef, CommDef, CommKind, Definition, Lang, RankInfo, RankWriter,
+    RawEvent, RunDir, Slot, Trailer, NO_CORE,
 };
 
 const CALLS: [&str; 6] = [
@@ -37,24 +37,9 @@ type Ev = (u16, &'static str, i64);
 /// thread's MPI_Finalize), then the trailer. Events are numbered in file order.
 fn write_rank(dir: &Path, rank: u32, size: u32, events: &[Ev]) {
     let info = RankInfo {
-        rank,
-        size,
-        pid: 100 + rank,
-        host: "node".into(),
-        core: None,
-        clock: ClockInfo {
-            source: "monotonic".into(),
-            sync_ticks: 0,
-            sync_ns: 0,
-            ticks_per_second: 1e9,
-            resolution_ns: 1.0,
-        },
-        epoch_ns: 0,
-        offset_ns: 0,
-        mpi_library: "synthetic".into(),
         thread_level: "multiple".into(),
         executable: "/bin/threads".into(),
-        options: serde_json::json!({}),
+        ..RankInfo::synthetic(rank, size)
     };
     let mut w = RankWriter::new(Vec::new(), &info, 1 << 16).unwrap();
     let mut defs = vec![Definition::Comm(CommDef {
