@@ -102,9 +102,10 @@ fn four_ranks_on_two_cores_replay_their_cpu_work() {
         "with wall bursts {wall} s, with CPU times {cpu} s"
     );
     // The replay models a dedicated host: never much longer than the measured run, and on
-    // a quiet machine (the run took about its work) near it, closer than the wall bursts.
+    // a quiet machine (the run took its work within 10%: the other tests of the suite load
+    // it too) near it, closer than the wall bursts.
     assert!(cpu < 1.1 * measured, "{cpu} against {measured}");
-    if measured < 1.25 * work {
+    if measured < 1.1 * work {
         assert!(err_cpu.abs() < 0.15, "{cpu} against {measured}");
         assert!(
             err_cpu.abs() < err_wall.abs() / 2.0,
