@@ -29,6 +29,8 @@ pub static MIN_BYTES: AtomicUsize =
 pub static WAS_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Collectives that took the overlapped path.
 pub static OVERLAPPED: AtomicUsize = AtomicUsize::new(0);
+/// Their send and receive bytes.
+static OVERLAPPED_BYTES: AtomicUsize = AtomicUsize::new(0);
 /// Duplicates of the application's communicators, by handle (dropped in MPI_Comm_free).
 static DUPS: Mutex<Vec<Dup>> = Mutex::new(Vec::new());
 /// The private duplicate of an application communicator and the node of each of its ranks.
@@ -149,6 +151,13 @@ pub static INIT_NS: [AtomicU64; 4] = [
     AtomicU64::new(0),
     AtomicU64::new(0),
 ];
+
+/// The initiation time of every overlapped call so far (nanoseconds, [`INIT_NS`] summed)
+/// and their bytes.
+pub fn initiation_per_bytes() -> (u64, usize) {
+    let ns = INIT_NS.iter().map(|a| a.load(Ordering::Relaxed)).sum();
+    (ns, OVERLAPPED_BYTES.load(Ordering::Relaxed))
+}
 
 pub static STOP: AtomicBool = AtomicBool::new(false);
 static OUTSTANDING: AtomicUsize = AtomicUsize::new(0);
@@ -460,7 +469,8 @@ pub fn stop() {
 /// cannot), and returns once the pieces on its receive region's unaligned edge pages are in
 /// place; `None`, having changed nothing, when the ranks run the blocking collective instead.
 unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
-    let want = policy::wants();
+    let bytes = call.as_ref().map_or(0, Call::bytes);
+    let want = policy::wants(bytes);
     if skipping(comm) {
         policy::took_forced();
         return None;
@@ -489,6 +499,7 @@ unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
         op.progress(false);
         if op.edges_done() {
             OVERLAPPED.fetch_add(1, Ordering::Relaxed);
+            OVERLAPPED_BYTES.fetch_add(bytes, Ordering::Relaxed);
             let t4 = std::time::Instant::now();
             for (slot, d) in INIT_NS.iter().zip([t1 - t0, t2 - t1, t3 - t2, t4 - t3]) {
                 slot.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);

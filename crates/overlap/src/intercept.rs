@@ -166,10 +166,9 @@ pub unsafe extern "C" fn MPI_Alltoall(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let pc = policy::caller_pc();
-    policy::enter_site(pc);
-    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
+        let pc = policy::caller_pc();
+        let site = engine::wants_site().then(|| policy::site_name(pc));
         let rc = PMPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         );
@@ -183,11 +182,15 @@ pub unsafe extern "C" fn MPI_Alltoall(
         }
         return rc;
     }
-    engine::set_site(site);
     if eligible_comm(comm) && !std::ptr::eq(sendbuf, consts().in_place) {
         let size = comm_size(comm);
         if let Some(block) = type_bytes(recvtype, recvcount) {
             if block <= MAX_BLOCK && big_enough(block * size as usize) {
+                // The call site only for calls that may overlap: unwinding the stack costs
+                // a microsecond or two, a large share of a small collective.
+                let pc = policy::caller_pc();
+                policy::enter_site(pc);
+                engine::set_site(engine::wants_site().then(|| policy::site_name(pc)));
                 let s = contiguous(sendtype, sendcount);
                 let local =
                     (s == contiguous(recvtype, recvcount) && s == Some(block)).then_some(block);
@@ -201,9 +204,11 @@ pub unsafe extern "C" fn MPI_Alltoall(
             }
         }
     }
-    PMPI_Alltoall(
+    let rc = PMPI_Alltoall(
         sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-    )
+    );
+    policy::left();
+    rc
 }
 
 /// Per-peer `(displacement, length)` in bytes from MPI counts and displacements of a
@@ -284,9 +289,11 @@ pub unsafe extern "C" fn MPI_Alltoallv(
             return consts().success;
         }
     }
-    PMPI_Alltoallv(
+    let rc = PMPI_Alltoallv(
         sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,
-    )
+    );
+    policy::left();
+    rc
 }
 
 /// MPI_Bcast: overlapped when eligible, otherwise the blocking collective.
@@ -299,10 +306,9 @@ pub unsafe extern "C" fn MPI_Bcast(
     comm: MPI_Comm,
 ) -> c_int {
     complete_all();
-    let pc = policy::caller_pc();
-    policy::enter_site(pc);
-    let site = engine::wants_site().then(|| policy::site_name(pc));
     if tracing() {
+        let pc = policy::caller_pc();
+        let site = engine::wants_site().then(|| policy::site_name(pc));
         let rc = PMPI_Bcast(buf, count, datatype, root, comm);
         let mut rank = 0;
         PMPI_Comm_rank(comm, &mut rank);
@@ -316,10 +322,12 @@ pub unsafe extern "C" fn MPI_Bcast(
         }
         return rc;
     }
-    engine::set_site(site);
     if eligible_comm(comm) && root >= 0 {
         if let Some(n) = type_bytes(datatype, count) {
             if n <= MAX_BLOCK && big_enough(n) {
+                let pc = policy::caller_pc();
+                policy::enter_site(pc);
+                engine::set_site(engine::wants_site().then(|| policy::site_name(pc)));
                 let local = (contiguous(datatype, count) == Some(n)).then_some(n);
                 if engine::inside(|| engine::bcast(buf as *mut u8, local, root as usize, comm))
                     .is_some()
@@ -329,7 +337,9 @@ pub unsafe extern "C" fn MPI_Bcast(
             }
         }
     }
-    PMPI_Bcast(buf, count, datatype, root, comm)
+    let rc = PMPI_Bcast(buf, count, datatype, root, comm);
+    policy::left();
+    rc
 }
 
 /// Declares MPI entry points that only complete outstanding operations and pass through.

@@ -19,6 +19,29 @@ thread_local! {
     static SITE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Entry time of that collective, seconds since the origin.
     static ENTRY: std::cell::Cell<f64> = const { std::cell::Cell::new(0.0) };
+    /// Whether that collective runs blocking and its return is to be timed ([`left`]).
+    static TIMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// T-NBC's cost of a call before this process has measured one: a fixed part (agreement,
+/// waking the progress thread, publication) and a part per byte of the call's send and
+/// receive regions (moving pages aside and registering them, a transfer slower than the
+/// MPI's own). Starting estimates of the order a probe measures on shared memory
+/// (docs/BENCHMARKS.md, "T-NBC: doing no harm"); a site's own probe adds what it measures.
+const PRIOR_FIXED_S: f64 = 30e-6;
+const PRIOR_PER_BYTE_S: f64 = 50e-6 / (1 << 20) as f64;
+
+/// The cost the model charges an overlapped call of `bytes`: the starting estimate, or what
+/// this process's overlapped calls measured for their initiation per byte when that is more
+/// (the initiation is only part of the cost: the site's probe measures the rest).
+fn cost_estimate(bytes: usize) -> f64 {
+    let prior = PRIOR_FIXED_S + PRIOR_PER_BYTE_S * bytes as f64;
+    let (ns, moved) = crate::engine::initiation_per_bytes();
+    if moved == 0 {
+        prior
+    } else {
+        prior.max(ns as f64 * 1e-9 * bytes as f64 / moved as f64)
+    }
 }
 
 extern "C" {
@@ -84,17 +107,32 @@ pub fn enter_site(pc: usize) {
     SITE.with(|s| s.set(pc));
 }
 
-/// Whether this rank wants the current call overlapped (its vote); starts the site's
-/// iteration clock.
-pub fn wants() -> bool {
+/// Whether this rank wants the current call, moving `bytes` (send and receive regions),
+/// overlapped (its vote); starts the site's iteration clock.
+pub fn wants(bytes: usize) -> bool {
     if !ADAPTIVE.load(Ordering::Relaxed) {
         return true;
     }
     let t = now();
     ENTRY.with(|e| e.set(t));
     let pc = SITE.with(|s| s.get());
+    let cost = cost_estimate(bytes);
     let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(Sites::default).site(pc).enter(t)
+    g.get_or_insert_with(Sites::default)
+        .site(pc)
+        .enter(t, cost)
+}
+
+/// The blocking collective the current call ran returned (call after the MPI library's
+/// collective; nothing when the call was not timed).
+pub fn left() {
+    if !TIMED.with(|t| t.replace(false)) {
+        return;
+    }
+    let t = now();
+    let pc = SITE.with(|s| s.get());
+    let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
+    g.get_or_insert_with(Sites::default).site(pc).left(t);
 }
 
 /// The path the current call took, as the ranks agreed.
@@ -109,6 +147,7 @@ pub fn took(overlapped: bool) {
     } else {
         Mode::Blocking
     };
+    TIMED.with(|c| c.set(!overlapped));
     let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
     g.get_or_insert_with(Sites::default).site(pc).took(mode, t);
 }
@@ -152,12 +191,15 @@ pub fn stats_lines(rank: i32) -> String {
         };
         let us = |s: Option<f64>| s.map_or("-".to_string(), |s| format!("{:.1}", s * 1e6));
         out.push_str(&format!(
-            "mpiscope-overlap: rank {rank} site {} calls {} overlapping {} decision {state} iteration_us blocking {} overlapping {}\n",
+            "mpiscope-overlap: rank {rank} site {} calls {} overlapping {} decision {state} iteration_us blocking {} overlapping {} collective_us {} model_gain_us {} ruled_out {}\n",
             site_name(pc),
             r.calls,
             r.overlapped,
             us(r.blocking_s),
             us(r.overlapped_s),
+            us(r.collective_s),
+            us(r.predicted_gain_s),
+            r.ruled_out,
         ));
     }
     out

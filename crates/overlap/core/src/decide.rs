@@ -9,14 +9,22 @@
 //! directly: the time from one call at a site to the next call at the same site (one
 //! iteration of the program's loop), with the collective blocking and overlapped in turn.
 //!
-//! A site's life: its first call runs blocking (nothing to compare yet); then the calls
-//! alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations (or at
+//! A site's life: its first calls run blocking, [`SAMPLES`] iterations and as many blocking
+//! collectives timed (the collective's own time `T_comm` and the rest of the iteration, the
+//! computation an overlapped call could hide behind). From these the model predicts the best
+//! gain per call, `min(T_comm, computation) - cost`, with `cost` what T-NBC spends to start
+//! and finish a call (its caller's estimate, or what the site's last probe measured, halved
+//! per reprobe): a site whose predicted gain is not positive never overlaps a call and
+//! blocks as after a loss (a collective with no computation around it, or one whose
+//! transfer is shorter than T-NBC's fixed costs, costs nothing to rule out). Otherwise the
+//! calls alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations (or at
 //! once when the overlapped ones are clearly slower, [`CLEAR_LOSS`]); the site
 //! overlaps when the median overlapped iteration is shorter than the median blocking one by
 //! more than [`MARGIN`], and blocks otherwise. An overlapping site is reviewed every
 //! [`SAMPLES`] calls: when its recent iterations are no longer shorter than the blocking ones
 //! (the machine got busy, the progress thread lags), it blocks. A blocking site probes again
-//! after [`REPROBE`] calls, then after twice as many, and so on.
+//! after [`REPROBE`] calls, then after twice as many, and so on (the model is asked again
+//! first, on fresh blocking samples).
 //!
 //! What a rank wants is only its vote: the engine takes the minimum over the ranks of the
 //! communicator in the agreement it runs for every call anyway, so a call overlaps only when
@@ -84,6 +92,21 @@ pub struct Site {
     wanted: bool,
     /// Overlapped calls in a row that the agreement refused.
     vetoed: u32,
+    /// The blocking collectives' own times (entry to return) of this probe.
+    spans: Vec<f64>,
+    /// Entry time of the current call while it runs blocking (until [`Site::left`]).
+    open: Option<f64>,
+    /// T-NBC's cost per call as the caller estimates it for the current call, seconds.
+    cost: f64,
+    /// T-NBC's cost per call as the last probe measured it (overlapped iteration minus the
+    /// blocking one plus what the model says was hidden), seconds.
+    measured_cost: Option<f64>,
+    /// Whether the model allowed overlapped calls in the current probe.
+    gauged: bool,
+    /// The model's last prediction of the gain per call, seconds.
+    predicted: Option<f64>,
+    /// Probes the model ruled out without overlapping a call.
+    ruled_out: u32,
 }
 
 impl Default for Site {
@@ -101,6 +124,13 @@ impl Default for Site {
             last_overlapped: None,
             wanted: false,
             vetoed: 0,
+            spans: Vec::new(),
+            open: None,
+            cost: 0.0,
+            measured_cost: None,
+            gauged: false,
+            predicted: None,
+            ruled_out: 0,
         }
     }
 }
@@ -120,6 +150,12 @@ pub struct Report {
     pub overlapped_s: Option<f64>,
     /// Decisions taken (probes concluded and reviews that changed the state).
     pub decisions: u32,
+    /// Median blocking collective (entry to return), seconds, of the last measurement.
+    pub collective_s: Option<f64>,
+    /// The model's last predicted gain per call, seconds (negative: not worth a probe).
+    pub predicted_gain_s: Option<f64>,
+    /// Probes the model ruled out without overlapping a call.
+    pub ruled_out: u32,
 }
 
 /// Keeps at most four windows of samples (a probe another rank keeps vetoing must not grow).
@@ -139,10 +175,20 @@ fn median(v: &[f64]) -> Option<f64> {
     Some(s[s.len() / 2])
 }
 
+/// The model's best gain per call: an overlapped call hides at most the shorter of the
+/// blocking collective (`span`) and the rest of the iteration (`iteration - span`), and pays
+/// `cost` ([Li 2010]'s T_overlap, bounded by the computation the call can hide behind).
+pub fn predicted_gain(iteration: f64, span: f64, cost: f64) -> f64 {
+    let span = span.clamp(0.0, iteration.max(0.0));
+    span.min(iteration - span) - cost
+}
+
 impl Site {
     /// A call enters the site at `now` (seconds, any fixed origin): records the previous
-    /// call's iteration and returns whether this rank wants this call overlapped.
-    pub fn enter(&mut self, now: f64) -> bool {
+    /// call's iteration and returns whether this rank wants this call overlapped. `cost` is
+    /// the caller's estimate of what overlapping this call would cost T-NBC (seconds).
+    pub fn enter(&mut self, now: f64, cost: f64) -> bool {
+        self.cost = cost.max(0.0);
         if let Some((t, mode)) = self.last.take() {
             let dt = (now - t).max(0.0);
             match (self.state, mode) {
@@ -168,19 +214,57 @@ impl Site {
                 self.state = State::Probing;
                 self.blocking.clear();
                 self.overlapping.clear();
+                self.spans.clear();
                 self.probe_calls = 0;
                 self.vetoed = 0;
+                self.gauged = false;
                 self.want_in_probe()
             }
             State::Probing => self.want_in_probe(),
         }
     }
 
-    /// The first call of a site (and of each probe) blocks; then overlapped and blocking
-    /// alternate.
+    /// The cost the model charges an overlapped call: the larger of the caller's estimate
+    /// and half what the last probe measured (a busy machine's losses are remembered, but
+    /// fade, so the site is asked again when the machine may have quietened).
+    fn model_cost(&self) -> f64 {
+        self.cost.max(self.measured_cost.map_or(0.0, |c| c / 2.0))
+    }
+
+    /// Whether the blocking samples of this probe are enough to ask the model, and its
+    /// answer; `None` while measuring.
+    fn gauge(&mut self) -> Option<bool> {
+        if self.gauged {
+            return Some(true);
+        }
+        let (Some(b), Some(span)) = (median(&self.blocking), median(&self.spans)) else {
+            return None;
+        };
+        if self.blocking.len() < SAMPLES || self.spans.len() < SAMPLES {
+            return None;
+        }
+        let gain = predicted_gain(b, span, self.model_cost());
+        self.predicted = Some(gain);
+        self.gauged = gain > MARGIN * b;
+        Some(self.gauged)
+    }
+
+    /// The first calls of a site (and of each probe) block until the model has its
+    /// samples; then, if it predicts a gain, overlapped and blocking alternate.
     fn want_in_probe(&mut self) -> bool {
-        self.probe_calls += 1;
-        self.probe_calls % 2 == 0
+        match self.gauge() {
+            None => false,
+            Some(false) => {
+                self.ruled_out += 1;
+                self.decisions += 1;
+                self.block();
+                false
+            }
+            Some(true) => {
+                self.probe_calls += 1;
+                self.probe_calls % 2 == 0
+            }
+        }
     }
 
     /// The mode the call just entered actually took (the ranks' agreement), timed from `now`.
@@ -202,12 +286,24 @@ impl Site {
             }
             Mode::Blocking => {}
         }
+        self.open = (mode == Mode::Blocking).then_some(now);
         self.last = Some((now, mode));
+    }
+
+    /// The blocking collective of the current call returned at `now`: its own time is a
+    /// sample for the model while the site measures.
+    pub fn left(&mut self, now: f64) {
+        if let Some(t) = self.open.take() {
+            if self.state == State::Probing {
+                push_bounded(&mut self.spans, (now - t).max(0.0));
+            }
+        }
     }
 
     /// The call just entered ran blocking because the ranks agreed to skip their agreement
     /// for a while (not a refusal: nothing counts against the site's wish).
     pub fn took_forced(&mut self, now: f64) {
+        self.open = None;
         self.last = Some((now, Mode::Blocking));
     }
 
@@ -228,6 +324,7 @@ impl Site {
             // every blocking one by more than the noise.
             State::Probing if fastest_overlapped > slowest_blocking * (1.0 + CLEAR_LOSS) => {
                 self.last_overlapped = Some(o);
+                self.note_cost(b, o);
                 self.decisions += 1;
                 self.block();
             }
@@ -236,6 +333,7 @@ impl Site {
             {
                 self.decisions += 1;
                 self.last_overlapped = Some(o);
+                self.note_cost(b, o);
                 if o < b * (1.0 - MARGIN) {
                     self.state = State::Overlap;
                     self.backoff = REPROBE;
@@ -256,6 +354,15 @@ impl Site {
         }
     }
 
+    /// What the overlapped calls of this probe cost, by the model: the overlapped
+    /// iteration `o` is the blocking one `b` less what was hidden plus the cost.
+    fn note_cost(&mut self, b: f64, o: f64) {
+        if let Some(span) = median(&self.spans) {
+            let hidden = predicted_gain(b, span, 0.0);
+            self.measured_cost = Some((o - b + hidden).max(0.0));
+        }
+    }
+
     fn block(&mut self) {
         self.state = State::Blocking {
             until: self.calls + self.backoff,
@@ -272,6 +379,9 @@ impl Site {
             blocking_s: median(&self.blocking),
             overlapped_s: self.last_overlapped.or_else(|| median(&self.overlapping)),
             decisions: self.decisions,
+            collective_s: median(&self.spans),
+            predicted_gain_s: self.predicted,
+            ruled_out: self.ruled_out,
         }
     }
 }
@@ -300,23 +410,101 @@ impl Sites {
 mod tests {
     use super::*;
 
-    /// Runs `n` calls of a loop whose iteration takes `iter(mode, call)` seconds; every call
-    /// takes the mode the site wants. Returns the site and the modes taken.
-    fn run(n: usize, iter: impl Fn(Mode, usize) -> f64) -> (Site, Vec<Mode>) {
+    /// Runs `n` calls of a loop whose iteration takes `iter(mode, call)` seconds, the blocking
+    /// collective `span` of it, T-NBC estimated to cost `cost` per call; every call takes the
+    /// mode the site wants. Returns the site and the modes taken.
+    fn run_costed(
+        n: usize,
+        span: f64,
+        cost: f64,
+        iter: impl Fn(Mode, usize) -> f64,
+    ) -> (Site, Vec<Mode>) {
         let mut s = Site::default();
         let mut now = 0.0;
         let mut modes = Vec::new();
         for i in 0..n {
-            let m = if s.enter(now) {
+            let m = if s.enter(now, cost) {
                 Mode::Overlapped
             } else {
                 Mode::Blocking
             };
             s.took(m, now);
             modes.push(m);
-            now += iter(m, i);
+            let dt = iter(m, i);
+            if m == Mode::Blocking {
+                s.left(now + span * dt);
+            }
+            now += dt;
         }
         (s, modes)
+    }
+
+    /// [`run_costed`] with the collective half of the blocking iteration and no fixed cost:
+    /// the model lets every site probe.
+    fn run(n: usize, iter: impl Fn(Mode, usize) -> f64) -> (Site, Vec<Mode>) {
+        run_costed(n, 0.5, 0.0, iter)
+    }
+
+    fn overlapped(modes: &[Mode]) -> usize {
+        modes.iter().filter(|&&m| m == Mode::Overlapped).count()
+    }
+
+    #[test]
+    fn the_gain_is_bounded_by_the_collective_and_the_computation() {
+        assert!((predicted_gain(1.0, 0.3, 0.1) - 0.2).abs() < 1e-12);
+        assert!((predicted_gain(1.0, 0.8, 0.1) - 0.1).abs() < 1e-12);
+        assert!(predicted_gain(1.0, 1.0, 0.0) <= 0.0);
+        // A span longer than the iteration (clock noise) hides nothing.
+        assert!(predicted_gain(1.0, 1.5, 0.0) <= 0.0);
+    }
+
+    #[test]
+    fn a_collective_without_computation_never_overlaps() {
+        // The collective is the whole iteration: nothing to hide behind, however fast an
+        // overlapped call would claim to be.
+        let (s, modes) = run_costed(3000, 0.99, 0.0, |m, _| {
+            if m == Mode::Overlapped {
+                0.5
+            } else {
+                1.0
+            }
+        });
+        assert_eq!(overlapped(&modes), 0);
+        let r = s.report();
+        assert!(r.ruled_out >= 2, "{r:?}");
+        assert!(r.predicted_gain_s.unwrap() <= MARGIN);
+        assert!((r.collective_s.unwrap() - 0.99).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fixed_costs_above_the_hideable_time_never_overlap() {
+        let (s, modes) = run_costed(3000, 0.5, 0.6, |_, _| 1.0);
+        assert_eq!(overlapped(&modes), 0);
+        assert!(matches!(s.report().state, State::Blocking { .. }));
+    }
+
+    #[test]
+    fn a_gain_the_model_allows_is_found() {
+        let (s, modes) = run_costed(100, 0.5, 0.1, |m, _| {
+            if m == Mode::Overlapped {
+                0.7
+            } else {
+                1.0
+            }
+        });
+        assert_eq!(s.report().state, State::Overlap);
+        assert!(modes[..SAMPLES + 1].iter().all(|&m| m == Mode::Blocking));
+        assert!(modes[30..].iter().all(|&m| m == Mode::Overlapped));
+    }
+
+    #[test]
+    fn a_measured_loss_rules_out_later_probes() {
+        // The first probe finds an overlapped call costs 2.5 (3.0 against 1.0 with 0.5
+        // hidden): half of it still exceeds the 0.5 the model can hide, so no reprobe
+        // overlaps again.
+        let (s, modes) = run(5000, |m, _| if m == Mode::Overlapped { 3.0 } else { 1.0 });
+        assert_eq!(overlapped(&modes), 1);
+        assert!(s.report().ruled_out >= 3, "{:?}", s.report());
     }
 
     #[test]
@@ -338,13 +526,14 @@ mod tests {
         // A clear loss: each probe overlaps one call; probes come after 256, 512, ...
         // calls.
         assert!(over <= 6, "{over} overlapped calls");
-        assert_eq!(modes[1], Mode::Overlapped);
-        assert!(modes[2..60].iter().all(|&m| m == Mode::Blocking));
+        assert!(modes[..=SAMPLES].iter().all(|&m| m == Mode::Blocking));
+        assert_eq!(modes[SAMPLES + 1], Mode::Overlapped);
+        assert!(modes[SAMPLES + 2..60].iter().all(|&m| m == Mode::Blocking));
     }
 
     #[test]
     fn a_small_loss_is_measured_in_full() {
-        let (s, modes) = run(12, |m, _| if m == Mode::Overlapped { 1.05 } else { 1.0 });
+        let (s, modes) = run(20, |m, _| if m == Mode::Overlapped { 1.05 } else { 1.0 });
         assert!(matches!(s.report().state, State::Blocking { .. }));
         let over = modes.iter().filter(|&&m| m == Mode::Overlapped).count();
         assert_eq!(over, SAMPLES);
@@ -352,7 +541,7 @@ mod tests {
 
     #[test]
     fn no_gain_within_the_margin_blocks() {
-        let (s, _) = run(12, |m, _| if m == Mode::Overlapped { 0.995 } else { 1.0 });
+        let (s, _) = run(20, |m, _| if m == Mode::Overlapped { 0.995 } else { 1.0 });
         assert!(matches!(s.report().state, State::Blocking { .. }));
     }
 
@@ -380,8 +569,9 @@ mod tests {
         let mut s = Site::default();
         let mut now = 0.0;
         for _ in 0..40 {
-            let _ = s.enter(now);
+            let _ = s.enter(now, 0.0);
             s.took(Mode::Blocking, now); // the agreement said no every time
+            s.left(now + 0.5);
             now += 1.0;
         }
         assert_eq!(s.report().overlapped, 0);
