@@ -77,6 +77,13 @@ struct RunArgs {
     /// `always`. `--stats` prints each site's decision.
     #[arg(long, default_value = "adaptive", value_parser = ["adaptive", "always"])]
     policy: String,
+    /// The adaptive policy's starting estimate of what overlapping a call costs, in
+    /// microseconds: a fixed part and a part per MiB sent and received (`FIXED[,PER_MIB]`;
+    /// default 30,50, of the order measured on shared memory). A site probes only where the
+    /// program's computation around its collective could hide more than this; its probe
+    /// then measures the real cost. `--stats` prints each site's predicted gain.
+    #[arg(long, value_name = "FIXED[,PER_MIB]", value_parser = parse_cost)]
+    cost: Option<(f64, f64)>,
     /// With `--order`: which ranks share a node (and its network), when host names do not
     /// tell: world ranks grouped by N. Only one rank per node sends at a time, the one whose
     /// data is read first ([Li 2010], section 5.2.2).
@@ -91,6 +98,13 @@ struct RunArgs {
     /// The command: a launcher and its arguments (`mpirun -np 4 ./app`), or a program.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+/// `--cost FIXED[,PER_MIB]`: two non-negative microsecond figures.
+fn parse_cost(s: &str) -> Result<(f64, f64), String> {
+    mpiscope_overlap_core::model::parse_cost_us(s).ok_or_else(|| {
+        format!("expected FIXED[,PER_MIB] in microseconds, two non-negative numbers, got {s:?}")
+    })
 }
 
 /// Options of `mpiscope overlap bench`.
@@ -212,6 +226,12 @@ fn run(a: RunArgs) -> Result<i32> {
     }
     if a.policy != "adaptive" {
         env.push(("MPISCOPE_OVERLAP_POLICY".into(), a.policy.clone()));
+    }
+    if let Some((fixed, per_mib)) = a.cost {
+        env.push((
+            "MPISCOPE_OVERLAP_COST_US".into(),
+            format!("{fixed},{per_mib}"),
+        ));
     }
     if a.guard != "auto" {
         env.push(("MPISCOPE_OVERLAP_GUARD".into(), a.guard.clone()));

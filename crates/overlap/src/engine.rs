@@ -411,7 +411,7 @@ pub fn start() {
     if let (_, Some(w)) = uffd::init(choice) {
         warn(&w);
     }
-    if let Some(w) = policy::init() {
+    for w in policy::init() {
         warn(&w);
     }
     consts();
@@ -468,15 +468,22 @@ pub fn stop() {
 /// Runs a collective overlapped if every rank can (`call` is this rank's part, `None` when it
 /// cannot), and returns once the pieces on its receive region's unaligned edge pages are in
 /// place; `None`, having changed nothing, when the ranks run the blocking collective instead.
-unsafe fn run(comm: MPI_Comm, call: Option<Call>) -> Option<()> {
-    let bytes = call.as_ref().map_or(0, Call::bytes);
+///
+/// `bytes` is what this rank's part would send and receive (0 when it cannot overlap);
+/// `call` builds that part, only when this rank wants the call overlapped (a call that runs
+/// blocking allocates nothing).
+unsafe fn run(comm: MPI_Comm, bytes: usize, call: impl FnOnce() -> Option<Call>) -> Option<()> {
     let want = policy::wants(bytes);
     if skipping(comm) {
         policy::took_forced();
         return None;
     }
     let t0 = std::time::Instant::now();
-    let prepared = call.filter(|_| want).and_then(|c| Op::prepare(c));
+    let prepared = if want {
+        call().and_then(|c| Op::prepare(c))
+    } else {
+        None
+    };
     let t1 = std::time::Instant::now();
     let op = agree(comm, prepared, policy::settled_blocking());
     policy::took(op.is_some());
@@ -593,20 +600,22 @@ pub unsafe fn alltoall(
 ) -> Option<()> {
     let (rank, size) = rank_size(comm);
     let (dup, nodes) = dup_of(comm);
-    let call = block.map(|block| {
-        let at = |base: usize| (0..size).map(move |j| Block::new(j, base + j * block, block));
-        Call {
-            kind: Kind::Alltoall,
-            comm: dup,
-            rank,
-            size,
-            send: at(sendbuf as usize).collect(),
-            recv: at(recvbuf as usize).collect(),
-            order: order_for(size),
-            nodes,
-        }
-    });
-    run(dup, call)
+    let bytes = block.map_or(0, |b| 2 * b * size);
+    run(dup, bytes, || {
+        block.map(|block| {
+            let at = |base: usize| (0..size).map(move |j| Block::new(j, base + j * block, block));
+            Call {
+                kind: Kind::Alltoall,
+                comm: dup,
+                rank,
+                size,
+                send: at(sendbuf as usize).collect(),
+                recv: at(recvbuf as usize).collect(),
+                order: order_for(size),
+                nodes,
+            }
+        })
+    })
 }
 
 /// Per peer `(displacement, length)` in bytes.
@@ -628,9 +637,13 @@ pub unsafe fn alltoallv(
             .map(|(j, &(d, n))| Block::new(j, base + d, n))
             .collect()
     };
-    let call = layouts
-        .filter(|(s, r)| s.len() == size && r.len() == size && s[rank].1 == r[rank].1)
-        .map(|(s, r)| Call {
+    let layouts =
+        layouts.filter(|(s, r)| s.len() == size && r.len() == size && s[rank].1 == r[rank].1);
+    let bytes = layouts
+        .as_ref()
+        .map_or(0, |(s, r)| s.iter().chain(r).map(|b| b.1).sum());
+    run(dup, bytes, || {
+        layouts.map(|(s, r)| Call {
             kind: Kind::Alltoallv,
             comm: dup,
             rank,
@@ -639,8 +652,8 @@ pub unsafe fn alltoallv(
             recv: blocks(recvbuf as usize, &r),
             order: order_for(size),
             nodes,
-        });
-    run(dup, call)
+        })
+    })
 }
 
 /// MPI_Bcast of `len` bytes from `root` (`None`: this rank's layout cannot be overlapped).
@@ -650,23 +663,24 @@ pub unsafe fn bcast(buf: *mut u8, len: Option<usize>, root: usize, comm: MPI_Com
         return None;
     }
     let (dup, nodes) = dup_of(comm);
-    let call = len.map(|len| {
-        let block = vec![Block::new(root, buf as usize, len)];
-        let (send, recv) = if rank == root {
-            (block, Vec::new())
-        } else {
-            (Vec::new(), block)
-        };
-        Call {
-            kind: Kind::Bcast { root },
-            comm: dup,
-            rank,
-            size,
-            send,
-            recv,
-            order: order_for(crate::op::pieces_of(len).len()),
-            nodes,
-        }
-    });
-    run(dup, call)
+    run(dup, len.unwrap_or(0), || {
+        len.map(|len| {
+            let block = vec![Block::new(root, buf as usize, len)];
+            let (send, recv) = if rank == root {
+                (block, Vec::new())
+            } else {
+                (Vec::new(), block)
+            };
+            Call {
+                kind: Kind::Bcast { root },
+                comm: dup,
+                rank,
+                size,
+                send,
+                recv,
+                order: order_for(crate::op::pieces_of(len).len()),
+                nodes,
+            }
+        })
+    })
 }

@@ -313,13 +313,6 @@ pub struct Call {
     pub nodes: Vec<usize>,
 }
 
-impl Call {
-    /// The bytes of this rank's send and receive blocks.
-    pub fn bytes(&self) -> usize {
-        self.send.iter().chain(&self.recv).map(Block::len).sum()
-    }
-}
-
 /// The pieces a broadcast of `len` bytes is cut into (the segments access tracing reports).
 pub fn pieces_of(len: usize) -> Vec<(usize, usize)> {
     Block::new(0, 0, len).pieces

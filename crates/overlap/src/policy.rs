@@ -3,7 +3,7 @@
 //! program finishes sooner (`mpiscope_overlap_core::decide`). This rank's wish is its vote in
 //! the agreement every call runs; the path taken is recorded against the site.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -23,19 +23,32 @@ thread_local! {
     static TIMED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// T-NBC's cost of a call before this process has measured one: a fixed part (agreement,
-/// waking the progress thread, publication) and a part per byte of the call's send and
-/// receive regions (moving pages aside and registering them, a transfer slower than the
-/// MPI's own). Starting estimates of the order a probe measures on shared memory
-/// (docs/BENCHMARKS.md, "T-NBC: doing no harm"); a site's own probe adds what it measures.
-const PRIOR_FIXED_S: f64 = 30e-6;
-const PRIOR_PER_BYTE_S: f64 = 50e-6 / (1 << 20) as f64;
+/// T-NBC's cost of a call before a site has measured one: a fixed part (agreement, waking
+/// the progress thread, publication) and a part per byte of the call's send and receive
+/// regions (moving pages aside and registering them, a transfer slower than the MPI's own),
+/// [`mpiscope_overlap_core::model::DEFAULT_COST_US`] unless `MPISCOPE_OVERLAP_COST_US` says
+/// otherwise; f64 bits, seconds.
+static COST_FIXED_S: AtomicU64 = AtomicU64::new(0);
+static COST_PER_BYTE_S: AtomicU64 = AtomicU64::new(0);
+
+fn prior(bytes: usize) -> f64 {
+    f64::from_bits(COST_FIXED_S.load(Ordering::Relaxed))
+        + f64::from_bits(COST_PER_BYTE_S.load(Ordering::Relaxed)) * bytes as f64
+}
+
+fn set_prior((fixed_us, per_mib_us): (f64, f64)) {
+    COST_FIXED_S.store((fixed_us * 1e-6).to_bits(), Ordering::Relaxed);
+    COST_PER_BYTE_S.store(
+        (per_mib_us * 1e-6 / (1 << 20) as f64).to_bits(),
+        Ordering::Relaxed,
+    );
+}
 
 /// The cost the model charges an overlapped call of `bytes`: the starting estimate, or what
 /// this process's overlapped calls measured for their initiation per byte when that is more
 /// (the initiation is only part of the cost: the site's probe measures the rest).
 fn cost_estimate(bytes: usize) -> f64 {
-    let prior = PRIOR_FIXED_S + PRIOR_PER_BYTE_S * bytes as f64;
+    let prior = prior(bytes);
     let (ns, moved) = crate::engine::initiation_per_bytes();
     if moved == 0 {
         prior
@@ -48,21 +61,31 @@ extern "C" {
     fn backtrace(buffer: *mut *mut libc::c_void, size: libc::c_int) -> libc::c_int;
 }
 
-/// Reads `MPISCOPE_OVERLAP_POLICY` (`adaptive`, the default, or `always`); a message for
-/// anything else.
-pub fn init() -> Option<String> {
+/// Reads `MPISCOPE_OVERLAP_POLICY` (`adaptive`, the default, or `always`) and
+/// `MPISCOPE_OVERLAP_COST_US` (`FIXED[,PER_MIB]`, the model's starting estimate of T-NBC's
+/// cost per call in microseconds); a message for anything malformed.
+pub fn init() -> Vec<String> {
     ORIGIN.get_or_init(Instant::now);
+    let mut warnings = Vec::new();
     let v = std::env::var("MPISCOPE_OVERLAP_POLICY").unwrap_or_default();
     match v.trim().to_ascii_lowercase().as_str() {
-        "" | "adaptive" => None,
-        "always" => {
-            ADAPTIVE.store(false, Ordering::Relaxed);
-            None
-        }
-        _ => Some(format!(
+        "" | "adaptive" => {}
+        "always" => ADAPTIVE.store(false, Ordering::Relaxed),
+        _ => warnings.push(format!(
             "MPISCOPE_OVERLAP_POLICY={v}: expected adaptive or always; using adaptive"
         )),
     }
+    set_prior(mpiscope_overlap_core::model::DEFAULT_COST_US);
+    if let Ok(v) = std::env::var("MPISCOPE_OVERLAP_COST_US") {
+        match mpiscope_overlap_core::model::parse_cost_us(&v) {
+            Some(cost) => set_prior(cost),
+            None => warnings.push(format!(
+                "MPISCOPE_OVERLAP_COST_US={v}: expected FIXED[,PER_MIB] microseconds (two \
+                 non-negative numbers); using the starting estimate"
+            )),
+        }
+    }
+    warnings
 }
 
 /// The return address in the application of the intercepted MPI function that called this
@@ -118,9 +141,7 @@ pub fn wants(bytes: usize) -> bool {
     let pc = SITE.with(|s| s.get());
     let cost = cost_estimate(bytes);
     let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
-    g.get_or_insert_with(Sites::default)
-        .site(pc)
-        .enter(t, cost)
+    g.get_or_insert_with(Sites::default).site(pc).enter(t, cost)
 }
 
 /// The blocking collective the current call ran returned (call after the MPI library's

@@ -485,13 +485,18 @@ mod tests {
 
     #[test]
     fn a_gain_the_model_allows_is_found() {
-        let (s, modes) = run_costed(100, 0.5, 0.1, |m, _| {
-            if m == Mode::Overlapped {
-                0.7
-            } else {
-                1.0
-            }
-        });
+        let (s, modes) = run_costed(
+            100,
+            0.5,
+            0.1,
+            |m, _| {
+                if m == Mode::Overlapped {
+                    0.7
+                } else {
+                    1.0
+                }
+            },
+        );
         assert_eq!(s.report().state, State::Overlap);
         assert!(modes[..SAMPLES + 1].iter().all(|&m| m == Mode::Blocking));
         assert!(modes[30..].iter().all(|&m| m == Mode::Overlapped));
