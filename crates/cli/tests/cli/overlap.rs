@@ -260,62 +260,93 @@ fn mpich_syscalls_on_in_flight_buffers() {
     syscalls_on_in_flight_buffers(Mpi::Mpich);
 }
 
-/// The per-site statistics lines: (site, rank) -> calls overlapped.
-fn site_decisions(stderr: &str) -> std::collections::BTreeMap<String, Vec<(u32, u64, String)>> {
-    let mut sites = std::collections::BTreeMap::<String, Vec<(u32, u64, String)>>::new();
+/// One rank's statistics line for a site.
+#[derive(Debug)]
+struct SiteLine {
+    rank: u32,
+    overlapped: u64,
+    decision: String,
+    ruled_out: u32,
+}
+
+/// The per-site statistics lines, by site.
+fn site_decisions(stderr: &str) -> std::collections::BTreeMap<String, Vec<SiteLine>> {
+    let mut sites = std::collections::BTreeMap::<String, Vec<SiteLine>>::new();
     for l in stderr.lines().filter(|l| l.contains(" site ")) {
         let w: Vec<&str> = l.split_whitespace().collect();
         let at = |k: &str| w[w.iter().position(|x| *x == k).unwrap() + 1];
-        sites.entry(at("site").to_string()).or_default().push((
-            at("rank").parse().unwrap(),
-            at("overlapping").parse().unwrap(),
-            at("decision").to_string(),
-        ));
+        sites
+            .entry(at("site").to_string())
+            .or_default()
+            .push(SiteLine {
+                rank: at("rank").parse().unwrap(),
+                overlapped: at("overlapping").parse().unwrap(),
+                decision: at("decision").to_string(),
+                ruled_out: at("ruled_out").parse().unwrap(),
+            });
     }
     sites
 }
 
 /// The adaptive policy (the default) on an FT-like loop: the results are those of every
 /// call overlapped, every rank reports every site, and the ranks overlapped the same calls
-/// of each site (their votes are joined, so they never take different paths).
+/// of each site (their votes are joined, so they never take different paths). With no cost
+/// charged, the model lets the sites probe (and some calls overlap); with a cost no
+/// computation can hide, it rules every site out before any call overlaps.
 fn adaptive_policy(mpi: Mpi) {
     let exe = build(mpi, "overlap/ft_like.c", &[]);
     let _g = mpi_lock();
     let mut sums = Vec::new();
-    let mut adaptive_err = String::new();
-    for policy in ["always", "adaptive"] {
+    let mut stats = Vec::new();
+    for (policy, cost) in [("always", "0"), ("adaptive", "0"), ("adaptive", "1e9")] {
         let (code, out, err) = run_with(
             mpi,
             4,
             &exe,
             &["24", "262144"],
-            &[("MPISCOPE_OVERLAP_POLICY", policy)],
+            &[
+                ("MPISCOPE_OVERLAP_POLICY", policy),
+                ("MPISCOPE_OVERLAP_COST_US", cost),
+            ],
         );
         assert_eq!(code, Some(0), "{policy}: stdout:\n{out}\nstderr:\n{err}");
         sums.push(checksum(&out));
-        if policy == "adaptive" {
-            adaptive_err = err;
-        }
+        stats.push(err);
     }
-    assert_eq!(sums[0], sums[1]);
-    let sites = site_decisions(&adaptive_err);
-    assert_eq!(
-        sites.len(),
-        2,
-        "an Alltoall and a Bcast site:\n{adaptive_err}"
-    );
-    for (site, ranks) in &sites {
-        assert_eq!(ranks.len(), 4, "{site}:\n{adaptive_err}");
-        assert!(
-            ranks.iter().all(|r| r.1 == ranks[0].1),
-            "ranks overlapped different numbers of calls at {site}:\n{adaptive_err}"
-        );
-        assert!(
-            ranks
-                .iter()
-                .all(|r| ["overlap", "blocking", "measuring"].contains(&r.2.as_str())),
-            "{adaptive_err}"
-        );
+    assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
+    for (k, err) in stats.iter().enumerate().skip(1) {
+        let sites = site_decisions(err);
+        assert_eq!(sites.len(), 2, "an Alltoall and a Bcast site:\n{err}");
+        for (site, ranks) in &sites {
+            assert_eq!(ranks.len(), 4, "{site}:\n{err}");
+            let mut seen: Vec<u32> = ranks.iter().map(|r| r.rank).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, [0, 1, 2, 3], "{err}");
+            assert!(
+                ranks.iter().all(|r| r.overlapped == ranks[0].overlapped),
+                "ranks overlapped different numbers of calls at {site}:\n{err}"
+            );
+            assert!(
+                ranks
+                    .iter()
+                    .all(|r| ["overlap", "blocking", "measuring"].contains(&r.decision.as_str())),
+                "{err}"
+            );
+            if k == 2 {
+                assert!(
+                    ranks
+                        .iter()
+                        .all(|r| r.overlapped == 0 && r.ruled_out >= 1 && r.decision == "blocking"),
+                    "a cost no computation hides must rule the site out:\n{err}"
+                );
+            }
+        }
+        if k == 1 {
+            assert!(
+                sites.values().any(|r| r[0].overlapped > 0),
+                "with no cost charged some site must probe:\n{err}"
+            );
+        }
     }
 }
 
