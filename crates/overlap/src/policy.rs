@@ -181,6 +181,7 @@ pub fn took_forced() {
     }
     let t = ENTRY.with(|e| e.get());
     let pc = SITE.with(|s| s.get());
+    TIMED.with(|c| c.set(true));
     let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
     g.get_or_insert_with(Sites::default).site(pc).took_forced(t);
 }

@@ -301,9 +301,10 @@ impl Site {
     }
 
     /// The call just entered ran blocking because the ranks agreed to skip their agreement
-    /// for a while (not a refusal: nothing counts against the site's wish).
+    /// for a while (not a refusal: nothing counts against the site's wish; its collective is
+    /// timed like any blocking one).
     pub fn took_forced(&mut self, now: f64) {
-        self.open = None;
+        self.open = Some(now);
         self.last = Some((now, Mode::Blocking));
     }
 
