@@ -539,4 +539,13 @@ fn overlap_cli_errors() {
     let o = Command::new(mpiscope()).arg("overlap").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no command"));
+    for bad in ["-5", "1,2,3", "x"] {
+        let o = Command::new(mpiscope())
+            .args(["overlap", &format!("--cost={bad}"), "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--cost") && err.contains("FIXED[,PER_MIB]"), "{err}");
+    }
 }
