@@ -510,9 +510,12 @@ fn predict_from_a_trace() {
             assert!(hidden <= x["after_ns"].as_f64().unwrap() + 1.0, "{x:#}");
             // At slowdown 1 the saving is what is hidden minus the initializations.
             assert!(x["saved_ns"].as_f64().unwrap() <= hidden + 1.0, "{x:#}");
+            // Three calls a site: the adaptive policy times its first calls blocking.
+            assert_eq!(x["adaptive_calls"].as_u64(), Some(0), "{x:#}");
         }
     }
     assert!(p["mean_hidden_ns"].as_f64().unwrap() > 0.0, "{p:#}");
+    assert_eq!(p["adaptive_min_saved_ns"].as_f64(), Some(0.0), "{p:#}");
     let text = Command::new(mpiscope())
         .args(["overlap", "predict"])
         .arg(&run)
@@ -546,6 +549,9 @@ fn overlap_cli_errors() {
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("--cost") && err.contains("FIXED[,PER_MIB]"), "{err}");
+        assert!(
+            err.contains("--cost") && err.contains("FIXED[,PER_MIB]"),
+            "{err}"
+        );
     }
 }
