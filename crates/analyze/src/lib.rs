@@ -61,4 +61,7 @@ pub enum AnalyzeError {
     /// Writing the output failed.
     #[error("writing output: {0}")]
     Write(#[from] std::io::Error),
+    /// A second input does not belong with the run (what differs, naming the rank).
+    #[error("{0}")]
+    Mismatch(String),
 }

@@ -156,6 +156,11 @@ struct PredictArgs {
     /// `mpiscope overlap --min-bytes`).
     #[arg(long, default_value_t = mpiscope_overlap_core::DEFAULT_MIN_BYTES)]
     min_bytes: u64,
+    /// The output directory of `mpiscope overlap --trace-access` for the same program and
+    /// inputs: only the computation before each call's data is first read then counts as
+    /// hiding it (T-NBC's interiors arrive in one piece).
+    #[arg(long, value_name = "DIR")]
+    access: Option<PathBuf>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -359,7 +364,28 @@ fn predict(p: PredictArgs) -> Result<i32> {
     if !(p.slowdown > 0.0 && p.slowdown.is_finite()) {
         bail!("--slowdown {}: expected a positive factor", p.slowdown);
     }
-    let pred = mpiscope_analyze::overlap::predict(&run, init, p.min_bytes)?;
+    let reads = match &p.access {
+        Some(dir) => {
+            let records =
+                read_access(dir).with_context(|| format!("--access {}", dir.display()))?;
+            if records.is_empty() {
+                bail!(
+                    "--access {}: no access records (access-<rank>.jsonl of `mpiscope overlap \
+                     --trace-access`)",
+                    dir.display()
+                );
+            }
+            Some(mpiscope_analyze::overlap::FirstReads::from_records(
+                &records,
+            ))
+        }
+        None => None,
+    };
+    let pred = mpiscope_analyze::overlap::predict(&run, init, p.min_bytes, reads.as_ref())
+        .with_context(|| match &p.access {
+            Some(dir) => format!("{} with --access {}", p.run.display(), dir.display()),
+            None => p.run.display().to_string(),
+        })?;
     if p.json {
         crate::outputs::write_stdout(&crate::outputs::json(&pred)?)?;
     } else {

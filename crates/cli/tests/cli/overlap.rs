@@ -522,6 +522,62 @@ fn predict_from_a_trace() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&text.stdout).contains("MPI_Alltoall"));
+
+    // With the first reads of an access trace of the same program and inputs: every call
+    // that receives is covered, and less computation hides each.
+    let acc = dir.path().join("access");
+    let acc4 = dir.path().join("access4");
+    {
+        let _g = mpi_lock();
+        for (out, iters) in [(&acc, "3"), (&acc4, "4")] {
+            let (code, o, e) = overlap_cli(
+                Mpi::OpenMpi,
+                4,
+                &["--trace-access", "-o", out.to_str().unwrap()],
+                &exe,
+                &[iters, "262144"],
+            );
+            assert_eq!(code, Some(0), "{o}\n{e}");
+        }
+    }
+    let predict_with = |access: &std::path::Path| {
+        Command::new(mpiscope())
+            .args(["overlap", "predict"])
+            .arg(&run)
+            .args(["--json", "--min-bytes", "65536", "--access"])
+            .arg(access)
+            .output()
+            .unwrap()
+    };
+    let o = predict_with(&acc);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bounded: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for (r, b) in ranks.iter().zip(bounded["ranks"].as_array().unwrap()) {
+        for (x, y) in r["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b["functions"].as_array().unwrap())
+        {
+            assert_eq!(x["function"], y["function"]);
+            let (hx, hy) = (
+                x["hidden_ns"].as_f64().unwrap(),
+                y["hidden_ns"].as_f64().unwrap(),
+            );
+            assert!(hy <= hx + 1.0, "{x:#}\n{y:#}");
+            if y["function"] == "MPI_Alltoall" {
+                assert_eq!(y["read_bounded"], 3, "{y:#}");
+            }
+        }
+    }
+    // An access trace of another run (four iterations) is refused, naming the counts.
+    let o = predict_with(&acc4);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("access trace has 4") && err.contains("--access"),
+        "{err}"
+    );
 }
 
 /// Bad input: an unreadable order file is named; a missing command is explained.
