@@ -168,6 +168,107 @@ impl FirstReads {
     }
 }
 
+/// One rank's walk through the first reads of an access trace, call by call.
+struct ReadCursor<'a> {
+    reads: Option<&'a FirstReads>,
+    rank: u32,
+    /// Per function: calls seen that an access trace records.
+    ordinal: [usize; 3],
+    mismatch: Option<String>,
+}
+
+impl<'a> ReadCursor<'a> {
+    fn new(reads: Option<&'a FirstReads>, rank: u32) -> Self {
+        Self {
+            reads,
+            rank,
+            ordinal: [0; 3],
+            mismatch: None,
+        }
+    }
+
+    /// The first read of the next call of function `f` (`u64::MAX`: none before the next
+    /// MPI call); `None` without an access trace or for a broadcast's root (which reads
+    /// nothing it received).
+    fn next(&mut self, f: usize, is_root: bool) -> Option<u64> {
+        let r = self.reads.filter(|_| !is_root)?;
+        let list = r.of(self.rank, f).unwrap_or(&[]);
+        let k = self.ordinal[f];
+        self.ordinal[f] += 1;
+        match list.get(k) {
+            Some(&first) => Some(first.unwrap_or(u64::MAX)),
+            None => {
+                self.mismatch.get_or_insert_with(|| {
+                    format!(
+                        "rank {}: the access trace has {} {} calls, the run more",
+                        self.rank,
+                        list.len(),
+                        OVERLAPPED[f]
+                    )
+                });
+                None
+            }
+        }
+    }
+
+    /// Whether every traced call of the rank was matched.
+    fn finish(mut self) -> Result<(), AnalyzeError> {
+        if let Some(r) = self.reads {
+            for (f, &n) in self.ordinal.iter().enumerate() {
+                let traced = r.of(self.rank, f).map_or(0, <[_]>::len);
+                if traced != n {
+                    self.mismatch.get_or_insert_with(|| {
+                        format!(
+                            "rank {}: the access trace has {traced} {} calls, the run {n}",
+                            self.rank, OVERLAPPED[f]
+                        )
+                    });
+                }
+            }
+        }
+        match self.mismatch {
+            Some(m) => Err(AnalyzeError::Mismatch(format!(
+                "{m}: the access trace is of another run (same program, same inputs needed)"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An overlapped function's call waiting for the rank's next MPI call (which ends the
+/// computation that can hide it).
+struct Pending {
+    f: usize,
+    bytes: u64,
+    comm_ns: u64,
+    exit: u64,
+    /// Whether the adaptive policy overlaps it.
+    adaptive: bool,
+    /// Its data's first read after it returned, ns.
+    read: Option<u64>,
+}
+
+impl Pending {
+    /// Adds the call's gain to `acc` now that the next MPI call enters at `next`.
+    fn settle(self, next: u64, init: &InitModel, acc: &mut [FunctionGain], p: &mut PolicyReplay) {
+        let after = next.saturating_sub(self.exit);
+        let a = &mut acc[self.f];
+        a.after_ns += after;
+        let hideable = self.read.map_or(after, |r| r.min(after));
+        if self.read.is_some() {
+            a.read_bounded += 1;
+        }
+        let (hidden, saved) = call_gain(init, self.comm_ns, self.bytes, hideable);
+        a.hidden_ns += hidden;
+        a.saved_ns += saved;
+        if self.adaptive {
+            a.adaptive_calls += 1;
+            a.adaptive_saved_ns += saved;
+            p.saved(saved);
+        }
+    }
+}
+
 /// The adaptive policy replayed on one rank's calls: every call site (function and
 /// callsite) is a [`Site`] fed the rank's timeline as it would run, overlapped calls
 /// shortened by what the model says they save.
@@ -220,17 +321,14 @@ pub fn predict(
     reads: Option<&FirstReads>,
 ) -> Result<OverlapPrediction, AnalyzeError> {
     let results = per_rank(run, |mut reader, rank| {
-        // Per function: calls seen that an access trace records (a broadcast's root has none).
-        let mut ordinal = [0usize; 3];
-        let mut mismatch: Option<String> = None;
+        let mut cursor = ReadCursor::new(reads, rank);
         let mut g = RankGain {
             rank,
             ..RankGain::default()
         };
         let (mut first, mut last) = (u64::MAX, 0u64);
-        // The last overlapped call of thread 0: function index, bytes, duration, exit time,
-        // whether the adaptive policy overlaps it, its data's first read.
-        let mut pending: Option<(usize, u64, u64, u64, bool, Option<u64>)> = None;
+        // The last overlapped call of thread 0.
+        let mut pending: Option<Pending> = None;
         let mut policy = PolicyReplay::default();
         let mut names: std::collections::HashMap<u32, Option<usize>> = Default::default();
         let mut acc: Vec<FunctionGain> = OVERLAPPED
@@ -246,22 +344,8 @@ pub fn predict(
             if ev.thread != 0 {
                 continue;
             }
-            if let Some((f, bytes, comm, exit, adaptive, read)) = pending.take() {
-                let after = ev.t_enter.saturating_sub(exit);
-                let a = &mut acc[f];
-                a.after_ns += after;
-                let hideable = read.map_or(after, |r| r.min(after));
-                if read.is_some() {
-                    a.read_bounded += 1;
-                }
-                let (hidden, saved) = call_gain(&init, comm, bytes, hideable);
-                a.hidden_ns += hidden;
-                a.saved_ns += saved;
-                if adaptive {
-                    a.adaptive_calls += 1;
-                    a.adaptive_saved_ns += saved;
-                    policy.saved(saved);
-                }
+            if let Some(p) = pending.take() {
+                p.settle(ev.t_enter, &init, &mut acc, &mut policy);
             }
             let idx = *names.entry(ev.call).or_insert_with(|| {
                 let n = reader.tables().call_name(ev.call);
@@ -281,30 +365,10 @@ pub fn predict(
                         c.size
                     }
                 });
-            // The call's place among those the access trace recorded (a broadcast's root
-            // reads nothing it received), counted before the size threshold.
+            // The call's place among those the access trace recorded, counted before the
+            // size threshold.
             let is_root = f == 2 && ev.args.get(Slot::Root) == Some(i64::from(rank));
-            let read = match reads {
-                Some(r) if !is_root => {
-                    let list = r.of(rank, f).unwrap_or(&[]);
-                    let k = ordinal[f];
-                    ordinal[f] += 1;
-                    match list.get(k) {
-                        Some(&first) => Some(first.unwrap_or(u64::MAX)),
-                        None => {
-                            mismatch.get_or_insert_with(|| {
-                                format!(
-                                    "rank {rank}: the access trace has {} {} calls, the run more",
-                                    list.len(),
-                                    OVERLAPPED[f]
-                                )
-                            });
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            };
+            let read = cursor.next(f, is_root);
             let v = volume::volume(OVERLAPPED[f], &ev, rank, peers);
             let bytes = if f == 2 {
                 v.received.max(v.sent)
@@ -321,26 +385,16 @@ pub fn predict(
             // What the library's cost estimate counts: both regions of an all-to-all.
             let moved = if f == 2 { bytes } else { v.received + v.sent };
             let adaptive = policy.call((f, ev.callsite), ev.t_enter, ev.t_exit, moved);
-            pending = Some((f, bytes, ev.duration(), ev.t_exit, adaptive, read));
+            pending = Some(Pending {
+                f,
+                bytes,
+                comm_ns: ev.duration(),
+                exit: ev.t_exit,
+                adaptive,
+                read,
+            });
         }
-        if let Some(r) = reads {
-            for (f, &n) in ordinal.iter().enumerate() {
-                let traced = r.of(rank, f).map_or(0, <[_]>::len);
-                if traced != n {
-                    mismatch.get_or_insert_with(|| {
-                        format!(
-                            "rank {rank}: the access trace has {traced} {} calls, the run {n}",
-                            OVERLAPPED[f]
-                        )
-                    });
-                }
-            }
-        }
-        if let Some(m) = mismatch {
-            return Err(AnalyzeError::Mismatch(format!(
-                "{m}: the access trace is of another run (same program, same inputs needed)"
-            )));
-        }
+        cursor.finish()?;
         g.span_ns = last.saturating_sub(first.min(last));
         g.functions = acc.into_iter().filter(|a| a.calls > 0).collect();
         g.hidden_ns = g.functions.iter().map(|a| a.hidden_ns).sum();

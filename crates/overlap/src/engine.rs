@@ -154,7 +154,7 @@ pub static INIT_NS: [AtomicU64; 4] = [
 
 /// The initiation time of every overlapped call so far (nanoseconds, [`INIT_NS`] summed)
 /// and their bytes.
-pub fn initiation_per_bytes() -> (u64, usize) {
+fn initiation_per_bytes() -> (u64, usize) {
     let ns = INIT_NS.iter().map(|a| a.load(Ordering::Relaxed)).sum();
     (ns, OVERLAPPED_BYTES.load(Ordering::Relaxed))
 }
@@ -473,7 +473,7 @@ pub fn stop() {
 /// `call` builds that part, only when this rank wants the call overlapped (a call that runs
 /// blocking allocates nothing).
 unsafe fn run(comm: MPI_Comm, bytes: usize, call: impl FnOnce() -> Option<Call>) -> Option<()> {
-    let want = policy::wants(bytes);
+    let want = policy::wants(bytes, initiation_per_bytes());
     if skipping(comm) {
         policy::took_forced();
         return None;

@@ -47,9 +47,8 @@ fn set_prior((fixed_us, per_mib_us): (f64, f64)) {
 /// The cost the model charges an overlapped call of `bytes`: the starting estimate, or what
 /// this process's overlapped calls measured for their initiation per byte when that is more
 /// (the initiation is only part of the cost: the site's probe measures the rest).
-fn cost_estimate(bytes: usize) -> f64 {
+fn cost_estimate(bytes: usize, (ns, moved): (u64, usize)) -> f64 {
     let prior = prior(bytes);
-    let (ns, moved) = crate::engine::initiation_per_bytes();
     if moved == 0 {
         prior
     } else {
@@ -131,15 +130,16 @@ pub fn enter_site(pc: usize) {
 }
 
 /// Whether this rank wants the current call, moving `bytes` (send and receive regions),
-/// overlapped (its vote); starts the site's iteration clock.
-pub fn wants(bytes: usize) -> bool {
+/// overlapped (its vote); starts the site's iteration clock. `initiated` is what this
+/// process's overlapped calls took to start (nanoseconds) for how many bytes.
+pub fn wants(bytes: usize, initiated: (u64, usize)) -> bool {
     if !ADAPTIVE.load(Ordering::Relaxed) {
         return true;
     }
     let t = now();
     ENTRY.with(|e| e.set(t));
     let pc = SITE.with(|s| s.get());
-    let cost = cost_estimate(bytes);
+    let cost = cost_estimate(bytes, initiated);
     let mut g = SITES.lock().unwrap_or_else(|e| e.into_inner());
     g.get_or_insert_with(Sites::default).site(pc).enter(t, cost)
 }
