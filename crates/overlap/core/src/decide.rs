@@ -13,8 +13,8 @@
 //! collectives timed (the collective's own time `T_comm` and the rest of the iteration, the
 //! computation an overlapped call could hide behind). From these the model predicts the best
 //! gain per call, `min(T_comm, computation) - cost`, with `cost` what T-NBC spends to start
-//! and finish a call (its caller's estimate, or what the site's last probe measured, halved
-//! per reprobe): a site whose predicted gain is not positive never overlaps a call and
+//! and finish a call (its caller's estimate, or half what the site's last probe measured
+//! when that is more): a site whose predicted gain is not positive never overlaps a call and
 //! blocks as after a loss (a collective with no computation around it, or one whose
 //! transfer is shorter than T-NBC's fixed costs, costs nothing to rule out). Otherwise the
 //! calls alternate, overlapped and blocking, until each mode has [`SAMPLES`] iterations (or at
