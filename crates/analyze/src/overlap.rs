@@ -136,9 +136,10 @@ pub fn call_gain(init: &InitModel, comm_ns: u64, bytes: u64, after_ns: u64) -> (
 
 /// When each traced call's received data was first read, from the records of
 /// `mpiscope overlap --trace-access` (a run of the same program with the same inputs): per
-/// world rank and function, the delay from each call's return to its first read, in call
-/// order (`None`: nothing read before the rank's next MPI call). Only the computation before
-/// that read can hide a transfer that arrives in one piece.
+/// world rank and function, in call order, the delay from each call's return to its first
+/// read (`Some(u64::MAX)`: nothing read before the rank's next MPI call; `None`: a call the
+/// tracer could not watch). Only the computation before that read can hide a transfer that
+/// arrives in one piece.
 #[derive(Debug, Default, Clone)]
 pub struct FirstReads {
     by_rank: std::collections::HashMap<u32, [Vec<Option<u64>>; 3]>,
@@ -157,7 +158,9 @@ impl FirstReads {
                 "bcast" => 2,
                 _ => continue,
             };
-            let first = r.touches.iter().map(|t| t.1).min();
+            let first = r
+                .covered
+                .then(|| r.touches.iter().map(|t| t.1).min().unwrap_or(u64::MAX));
             by_rank.entry(r.rank).or_default()[f].push(first);
         }
         Self { by_rank }
@@ -188,15 +191,15 @@ impl<'a> ReadCursor<'a> {
     }
 
     /// The first read of the next call of function `f` (`u64::MAX`: none before the next
-    /// MPI call); `None` without an access trace or for a broadcast's root (which reads
-    /// nothing it received).
+    /// MPI call); `None` without an access trace, for a call it could not watch, or for a
+    /// broadcast's root (which reads nothing it received).
     fn next(&mut self, f: usize, is_root: bool) -> Option<u64> {
         let r = self.reads.filter(|_| !is_root)?;
         let list = r.of(self.rank, f).unwrap_or(&[]);
         let k = self.ordinal[f];
         self.ordinal[f] += 1;
         match list.get(k) {
-            Some(&first) => Some(first.unwrap_or(u64::MAX)),
+            Some(&first) => first,
             None => {
                 self.mismatch.get_or_insert_with(|| {
                     format!(
@@ -354,20 +357,26 @@ pub fn predict(
             let Some(f) = idx else {
                 continue;
             };
-            let peers = ev
+            let comm = ev
                 .args
                 .get(Slot::Comm)
-                .and_then(|c| reader.tables().comms.get(&(c as u32)))
-                .map_or(1, |c| {
-                    if c.kind == CommKind::Inter {
-                        c.remote.len() as u32
-                    } else {
-                        c.size
-                    }
-                });
+                .and_then(|c| reader.tables().comms.get(&(c as u32)));
+            let peers = comm.map_or(1, |c| {
+                if c.kind == CommKind::Inter {
+                    c.remote.len() as u32
+                } else {
+                    c.size
+                }
+            });
             // The call's place among those the access trace recorded, counted before the
-            // size threshold.
-            let is_root = f == 2 && ev.args.get(Slot::Root) == Some(i64::from(rank));
+            // size threshold (the root is a rank of the call's communicator).
+            let is_root = f == 2
+                && ev
+                    .args
+                    .get(Slot::Root)
+                    .and_then(|r| u32::try_from(r).ok())
+                    .and_then(|r| comm.map_or(Some(r), |c| c.world_rank(r)))
+                    == Some(rank);
             let read = cursor.next(f, is_root);
             let v = volume::volume(OVERLAPPED[f], &ev, rank, peers);
             let bytes = if f == 2 {

@@ -262,16 +262,35 @@ static ORDERS: OnceLock<BTreeMap<String, SiteOrder>> = OnceLock::new();
 /// region `[lo, hi)`) of a completed collective until the next MPI call.
 pub fn access_arm(kind: &'static str, site: String, subs: &[Range], region: Range) {
     let page = guard::page_size();
+    let n = subs.len().min(access::CAPACITY) as u32;
     let Ok(Some((lo, hi))) = pages::protectable(region.0, region.1 - region.0, page) else {
-        return;
+        return access_uncovered(kind, site, n);
     };
-    let call = ACCESS_CALLS.fetch_add(1, Ordering::Relaxed) as u64;
-    *ACCESS_CALL.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some((call, kind, site, subs.len().min(access::CAPACITY) as u32));
     ACCESS.arm(subs, lo, hi);
     if guard::protect(lo, hi, false).is_err() {
         ACCESS.drain();
+        return access_uncovered(kind, site, n);
     }
+    let call = ACCESS_CALLS.fetch_add(1, Ordering::Relaxed) as u64;
+    *ACCESS_CALL.lock().unwrap_or_else(|e| e.into_inner()) = Some((call, kind, site, n));
+}
+
+/// Records a traced call whose received data cannot be watched (no whole page, not
+/// contiguous), so that the rank's records still number every call.
+pub fn access_uncovered(kind: &'static str, site: String, subs: u32) {
+    let rec = access::Record {
+        rank: world_rank(),
+        call: ACCESS_CALLS.fetch_add(1, Ordering::Relaxed) as u64,
+        kind: kind.into(),
+        callsite: site,
+        subs,
+        touches: Vec::new(),
+        covered: false,
+    };
+    ACCESS_LOG
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(rec.to_line());
 }
 
 /// Closes the traced call: records its first touches and reopens its pages.
@@ -293,6 +312,7 @@ pub fn access_flush() {
             callsite,
             subs,
             touches,
+            covered: true,
         };
         ACCESS_LOG
             .lock()

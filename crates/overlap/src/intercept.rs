@@ -173,12 +173,16 @@ pub unsafe extern "C" fn MPI_Alltoall(
             sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
         );
         let size = comm_size(comm);
-        if let (Some(site), Some(b)) = (site, contiguous(recvtype, recvcount)) {
-            let base = recvbuf as usize;
-            let subs: Vec<(usize, usize)> = (0..size as usize)
-                .map(|j| (base + j * b, base + (j + 1) * b))
-                .collect();
-            engine::access_arm("alltoall", site, &subs, (base, base + b * size as usize));
+        match (site, contiguous(recvtype, recvcount)) {
+            (Some(site), Some(b)) => {
+                let base = recvbuf as usize;
+                let subs: Vec<(usize, usize)> = (0..size as usize)
+                    .map(|j| (base + j * b, base + (j + 1) * b))
+                    .collect();
+                engine::access_arm("alltoall", site, &subs, (base, base + b * size as usize));
+            }
+            (Some(site), None) => engine::access_uncovered("alltoall", site, size as u32),
+            _ => {}
         }
         return rc;
     }
@@ -256,15 +260,14 @@ pub unsafe extern "C" fn MPI_Alltoallv(
         let size = comm_size(comm);
         let layout = contiguous(recvtype, 1)
             .and_then(|t| byte_layout(recvcounts, rdispls, size as usize, t));
-        if let (Some(site), Some(layout)) = (site, layout) {
+        if let Some(site) = site {
             let base = recvbuf as usize;
-            let subs: Vec<(usize, usize)> = layout
-                .iter()
-                .map(|&(d, n)| (base + d, base + d + n))
-                .collect();
+            let subs: Option<Vec<(usize, usize)>> =
+                layout.map(|l| l.iter().map(|&(d, n)| (base + d, base + d + n)).collect());
             // Only a buffer the blocks tile: a gap's pages may hold other data.
-            if let Some(region) = tiling(&subs) {
-                engine::access_arm("alltoallv", site, &subs, region);
+            match subs.as_ref().and_then(|s| tiling(s).map(|r| (s, r))) {
+                Some((subs, region)) => engine::access_arm("alltoallv", site, subs, region),
+                None => engine::access_uncovered("alltoallv", site, size as u32),
             }
         }
         return rc;
@@ -312,13 +315,18 @@ pub unsafe extern "C" fn MPI_Bcast(
         let rc = PMPI_Bcast(buf, count, datatype, root, comm);
         let mut rank = 0;
         PMPI_Comm_rank(comm, &mut rank);
-        if let (Some(site), Some(n), true) = (site, contiguous(datatype, count), rank != root) {
-            let base = buf as usize;
-            let subs: Vec<(usize, usize)> = crate::op::pieces_of(n)
-                .iter()
-                .map(|&(o, l)| (base + o, base + o + l))
-                .collect();
-            engine::access_arm("bcast", site, &subs, (base, base + n));
+        // The root receives nothing: no record.
+        match (site, contiguous(datatype, count), rank != root) {
+            (Some(site), Some(n), true) => {
+                let base = buf as usize;
+                let subs: Vec<(usize, usize)> = crate::op::pieces_of(n)
+                    .iter()
+                    .map(|&(o, l)| (base + o, base + o + l))
+                    .collect();
+                engine::access_arm("bcast", site, &subs, (base, base + n));
+            }
+            (Some(site), None, true) => engine::access_uncovered("bcast", site, 0),
+            _ => {}
         }
         return rc;
     }

@@ -175,6 +175,15 @@ pub struct Record {
     pub subs: u32,
     /// First touches: sub-message and nanoseconds after the call returned, in touch order.
     pub touches: Vec<Touch>,
+    /// Whether the touches were watched (false: a call whose received data could not be
+    /// guarded, too small to fill a page or not contiguous, recorded so that every call
+    /// keeps its place in the rank's sequence).
+    #[serde(default = "watched")]
+    pub covered: bool,
+}
+
+fn watched() -> bool {
+    true
 }
 
 impl Record {
@@ -221,7 +230,7 @@ pub struct SiteOrder {
 /// the key is then `callsite#subs`).
 pub fn orders(records: &[Record]) -> BTreeMap<String, SiteOrder> {
     let mut groups: BTreeMap<(String, u32), Vec<&Record>> = BTreeMap::new();
-    for r in records {
+    for r in records.iter().filter(|r| r.covered) {
         groups
             .entry((r.callsite.clone(), r.subs))
             .or_default()
@@ -304,7 +313,24 @@ mod tests {
                 .enumerate()
                 .map(|(k, &i)| (i, 100 * (k as u64 + 1)))
                 .collect(),
+            covered: true,
         }
+    }
+
+    #[test]
+    fn uncovered_calls_keep_their_place_but_give_no_order() {
+        let mut small = rec(0, 1, &[]);
+        small.covered = false;
+        small.subs = 2;
+        let recs = vec![rec(0, 0, &[1, 0, 2, 3]), small.clone()];
+        let o = orders(&recs);
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert_eq!(o["app+0x10"].calls, 1);
+        // Older records, without the field, were all watched.
+        let line = r#"{"rank":0,"call":0,"kind":"bcast","callsite":"a+0x1","subs":1,"touches":[]}"#;
+        assert!(Record::parse_lines(line).unwrap()[0].covered);
+        let back = Record::parse_lines(&small.to_line()).unwrap();
+        assert_eq!(back, vec![small]);
     }
 
     #[test]
