@@ -589,3 +589,24 @@ fn bench(b: BenchArgs) -> Result<i32> {
     print_bench(&b, t, &rows)?;
     Ok(if rows.iter().all(|r| r.data_ok) { 0 } else { 1 })
 }
+
+#[cfg(test)]
+mod tests {
+    /// `--cost`'s help states the library's default estimate: the two must not drift.
+    #[test]
+    fn the_cost_help_states_the_library_default() {
+        use clap::CommandFactory;
+        let mut cmd = crate::Cli::command();
+        let overlap = cmd.find_subcommand_mut("overlap").expect("overlap");
+        let cost = overlap
+            .get_arguments()
+            .find(|a| a.get_id() == "cost")
+            .expect("--cost");
+        let help = cost.get_help().expect("a help text").to_string();
+        let (fixed, per_mib) = mpiscope_overlap_core::model::DEFAULT_COST_US;
+        assert!(
+            help.contains(&format!("default {fixed},{per_mib}")),
+            "{help}"
+        );
+    }
+}
