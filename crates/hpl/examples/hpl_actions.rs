@@ -240,11 +240,11 @@ fn print(
     speed: f64,
 ) {
     let (a, b) = (&skel.0, &ti.0);
-    println!("{:<36} {:>14} {:>14}", "", "skeleton", "HPL (TI trace)");
-    println!(
-        "{:<36} {:>14.6} {:>14.6}",
-        "simulated end date, s", skel.2, ti.2
-    );
+    // One line of the side-by-side table: a label, the skeleton's figure, the trace's.
+    let row = |label: &str, x: String, y: String| println!("{label:<36} {x:>14} {y:>14}");
+    let secs = |v: f64| format!("{v:.6}");
+    row("", "skeleton".into(), "HPL (TI trace)".into());
+    row("simulated end date, s", secs(skel.2), secs(ti.2));
     let mut keys: Vec<_> = a.messages.keys().chain(b.messages.keys()).collect();
     keys.sort();
     keys.dedup();
@@ -260,32 +260,29 @@ fn print(
             format!("{} {} {}", k.0, k.1, k.2)
         );
     }
-    let total = |t: &Tally| t.messages.values().sum::<u64>();
-    println!("{:<36} {:>14} {:>14}", "messages, all", total(a), total(b));
+    let total = |t: &Tally| t.messages.values().sum::<u64>().to_string();
+    row("messages, all", total(a), total(b));
     for kind in ["send", "isend", "recv", "irecv", "sendrecv"] {
-        let n = |t: &Tally| t.calls.get(kind).copied().unwrap_or(0);
-        println!("{:<36} {:>14} {:>14}", format!("{kind} calls"), n(a), n(b));
+        let n = |t: &Tally| t.calls.get(kind).copied().unwrap_or(0).to_string();
+        row(&format!("{kind} calls"), n(a), n(b));
     }
-    println!("{:<36} {:>14} {:>14}", "probes", a.probes, b.probes);
-    println!("{:<36} {:>14} {:>14}", "tests", a.tests, b.tests);
-    println!("{:<36} {:>14} {:>14}", "waits", a.waits, b.waits);
-    println!(
-        "{:<36} {:>14.6} {:>14.6}",
+    row("probes", a.probes.to_string(), b.probes.to_string());
+    row("tests", a.tests.to_string(), b.tests.to_string());
+    row("waits", a.waits.to_string(), b.waits.to_string());
+    row(
         "computation, s",
-        a.flops / speed,
-        b.flops / speed
+        secs(a.flops / speed),
+        secs(b.flops / speed),
     );
-    println!(
-        "{:<36} {:>14.6} {:>14.6}",
+    row(
         "  of which in the factorization, s",
-        a.timed / speed,
-        b.timed / speed
+        secs(a.timed / speed),
+        secs(b.timed / speed),
     );
-    println!(
-        "{:<36} {:>14} {:>14}",
+    row(
         "pieces of computation",
-        a.pieces.len(),
-        b.pieces.len()
+        a.pieces.len().to_string(),
+        b.pieces.len().to_string(),
     );
     let by_bucket = |t: &Tally| {
         let mut m: BTreeMap<&str, (u64, f64)> = BTreeMap::new();
