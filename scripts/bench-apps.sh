@@ -28,6 +28,7 @@
 #   use instead of calibrating this host first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/apps.sh
 STEPS=${1:-2000}
 ROUNDS=${2:-3}
 LSTEPS=${3:-1000}
@@ -87,26 +88,7 @@ gmx_inputs() {
 lmp_inputs() {
   local d=$out/lmp-input
   rm -rf "$d" && mkdir -p "$d"
-  # A Lennard-Jones liquid, 16,384 atoms (fcc 16 x 16 x 16), NVE (LAMMPS's bench/in.lj at a
-  # larger size); thermo printed with 15 digits so that any change of a result shows.
-  cat > "$d/in.lj" <<EOF
-units lj
-atom_style atomic
-lattice fcc 0.8442
-region box block 0 16 0 16 0 16
-create_box 1 box
-create_atoms 1 box
-mass 1 1.0
-velocity all create 1.44 87287 loop geom
-pair_style lj/cut 2.5
-pair_coeff 1 1 1.0 1.0 2.5
-neighbor 0.3 bin
-neigh_modify delay 0 every 20 check no
-fix 1 all nve
-thermo 100
-thermo_modify format float %22.15g
-run $LSTEPS
-EOF
+  apps_lj_input "$d/in.lj" "$LSTEPS"
 }
 
 # The command line of application $1 (run in its run directory).
@@ -125,10 +107,6 @@ app_result() {
   esac
 }
 
-launcher() {
-  echo "mpirun --oversubscribe --mca btl self,vader --mca mpi_yield_when_idle 1 --bind-to core:overload-allowed --map-by core -np $1"
-}
-
 now() { date +%s.%N; }
 
 # --- Calibration ------------------------------------------------------------------------
@@ -145,12 +123,7 @@ if [ -z "$PLATFORM" ]; then
   # Bound as the application runs are; the wake-up delay of ranks sharing a core for the
   # 4-rank runs. Compute bursts keep their traced durations in the replay, so the BLAS
   # kernels are not timed (--no-compute).
-  "$M" bench -np 2 --bind-to core --bytes m8 M4194304 K4 \
-    --only send_recv,eager_send,message_rate T100 R3 --json --output "$out/p2p.json" > /dev/null
-  "$M" bench -np 4 --bind-to core --only busy_signal T100 --json \
-    --output "$out/wake-up.json" > /dev/null
-  "$M" calibrate "$out/p2p.json" --wake-up "$out/wake-up.json" --no-compute \
-    -o "$PLATFORM" > "$out/calibrate.txt"
+  apps_calibrate "$out" "$PLATFORM" --no-compute
 fi
 
 # --- Runs -------------------------------------------------------------------------------
@@ -160,7 +133,7 @@ run_one() {
   local d=$out/$app/np$np/r$r-$mode
   rm -rf "$d" && mkdir -p "$d"
   local cmd t0 t1
-  read -r -a cmd <<< "$(launcher "$np") $(app_cmd "$app")"
+  read -r -a cmd <<< "$(apps_launcher "$np") $(app_cmd "$app")"
   t0=$(now)
   if [ "$mode" = traced ]; then
     (cd "$d" && "$M" trace -q -o trace -- "${cmd[@]}" > run.out 2>&1)

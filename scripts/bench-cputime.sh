@@ -13,6 +13,7 @@
 #   PLATFORM: a calibrated platform to use instead of calibrating first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/apps.sh
 ROUNDS=${1:-3}
 TPR=${2:-$PWD/target/bench-apps/gmx-input/topol.tpr}
 LSTEPS=${3:-1000}
@@ -29,30 +30,9 @@ mkdir -p "$out"
 [ -f "$TPR" ] || { echo "bench-cputime: no $TPR (run scripts/bench-apps.sh once, or give TPR)" >&2; exit 1; }
 if [ -z "$PLATFORM" ]; then
   PLATFORM=$out/calibrated.toml
-  "$M" bench -np 2 --bind-to core --bytes m8 M4194304 K4 \
-    --only send_recv,eager_send,message_rate T100 R3 --json --output "$out/p2p.json" > /dev/null
-  "$M" bench -np 4 --bind-to core --only busy_signal T100 --json \
-    --output "$out/wake-up.json" > /dev/null
-  "$M" calibrate "$out/p2p.json" --wake-up "$out/wake-up.json" -o "$PLATFORM" --force \
-    > "$out/calibrate.txt"
+  apps_calibrate "$out" "$PLATFORM" --force
 fi
-cat > "$out/in.lj" <<EOF2
-units lj
-atom_style atomic
-lattice fcc 0.8442
-region box block 0 16 0 16 0 16
-create_box 1 box
-create_atoms 1 box
-mass 1 1.0
-velocity all create 1.44 87287 loop geom
-pair_style lj/cut 2.5
-pair_coeff 1 1 1.0 1.0 2.5
-neighbor 0.3 bin
-neigh_modify delay 0 every 20 check no
-fix 1 all nve
-thermo 100
-run $LSTEPS
-EOF2
+apps_lj_input "$out/in.lj" "$LSTEPS"
 makespan() { "$M" replay "$@" --json --quiet | python3 -c 'import json, sys; print(json.load(sys.stdin)["makespan_s"])'; }
 apps=(gmx)
 command -v lmp > /dev/null && apps+=(lmp)
@@ -67,9 +47,8 @@ for r in $(seq "$ROUNDS"); do
         lmp) cmd=(lmp -in "$out/in.lj" -log log.lammps -screen none) ;;
       esac
       load=$(cut -d' ' -f1 /proc/loadavg)
-      (cd "$d" && "$M" trace -q -o trace -- mpirun --oversubscribe --mca btl self,vader \
-        --mca mpi_yield_when_idle 1 --bind-to core:overload-allowed --map-by core -np "$np" \
-        "${cmd[@]}" > run.out 2>&1)
+      read -r -a launch <<< "$(apps_launcher "$np")"
+      (cd "$d" && "$M" trace -q -o trace -- "${launch[@]}" "${cmd[@]}" > run.out 2>&1)
       "$M" report "$d/trace" --json > "$d/report.json"
       span=$(python3 -c 'import json, sys; print(max(p["app_s"] for p in json.load(open(sys.argv[1]))["per_rank"]))' "$d/report.json")
       flags=(--platform "$PLATFORM" --mapping "sequential:$np" --bind-to core)
