@@ -3,7 +3,8 @@
 //! change no result (the energy file, byte for byte, with `-reprod`); the trace must hold
 //! the PME 3D-FFT's `MPI_Alltoall`s that `md.log` counts; `report` and `structure` read it;
 //! and its SimGrid TI export replays under `smpirun -replay` to the time `mpiscope replay`
-//! gives the same export. The heavier measurements (1, 2 and 4 ranks, LAMMPS, overhead,
+//! gives the same export. Under T-NBC (`mpiscope overlap`), every Alltoall overlapped or as
+//! the adaptive policy decides, the energies stay the same, byte for byte. The heavier measurements (1, 2 and 4 ranks, LAMMPS, overhead,
 //! replay against the measured time) are `scripts/bench-apps.sh`'s.
 
 use std::path::{Path, PathBuf};
@@ -340,4 +341,53 @@ fn replay_export(trace: &Path, dir: &Path) -> (f64, f64) {
         .as_f64()
         .unwrap();
     (simgrid, ours)
+}
+
+/// T-NBC on a real application: mdrun's PME transposes the 3D-FFT's grid with
+/// `MPI_Alltoall` at every step. Under `mpiscope overlap`, every one of them overlapped
+/// (`--policy always`, every size) and as the default, adaptive policy decides, the energy
+/// file must be the untraced run's, byte for byte (`-reprod`).
+#[test]
+fn mdrun_under_tnbc_gives_the_same_energies() {
+    let Some(g) = gmx_mpi() else { return };
+    let tmp = tempdir();
+    let dir = tmp.path();
+    let tpr = inputs(&g, dir);
+    let lib = common::profile_dir().join("libmpiscope_overlap_openmpi.so");
+    assert!(lib.is_file(), "{} missing", lib.display());
+    let _g = mpi_lock();
+    let args = mdrun_args(&tpr, &dir.join("plain"));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = common::run_plain(Mpi::OpenMpi, 2, &g, &args);
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let plain = std::fs::read(dir.join("plain.edr")).unwrap();
+    for (name, policy) in [("always", "always"), ("adaptive", "adaptive")] {
+        let args = mdrun_args(&tpr, &dir.join(name));
+        let o = Command::new(mpiscope())
+            .args(["overlap", "--preload"])
+            .arg(&lib)
+            .args(["--policy", policy, "--min-bytes", "1", "--stats", "--"])
+            .args(Mpi::OpenMpi.launcher(2))
+            .arg(&g)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{policy}:\n{err}");
+        assert!(
+            std::fs::read(dir.join(format!("{name}.edr"))).unwrap() == plain,
+            "{policy}: the energy file differs from the run without T-NBC"
+        );
+        let overlapped: Vec<u64> = err
+            .lines()
+            .filter_map(|l| l.split(" overlapped ").nth(1))
+            .filter_map(|r| r.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(overlapped.len(), 2, "{err}");
+        if policy == "always" {
+            // Every PME step's transposes.
+            assert!(overlapped.iter().all(|&n| n > u64::from(STEPS)), "{err}");
+        }
+        eprintln!("mdrun under T-NBC ({policy}): {overlapped:?} collectives overlapped");
+    }
 }
