@@ -1,7 +1,7 @@
 //! A real application: Debian's HPC Challenge (`/usr/bin/hpcc`: HPL, PTRANS, FFT,
 //! RandomAccess, ...) on 4 ranks under Open MPI with `MPI_Iprobe` sampled; the trailer's
 //! counts, the sampling, `report --window` over the HPL section, and the structure and HTML
-//! report of the whole run.
+//! report of the whole run; and under T-NBC, every collective overlapped, its checks pass.
 
 use crate::common;
 
@@ -286,5 +286,58 @@ fn hpcc_openmpi() {
     assert!(
         shot.share_of([0xe0, 0x80, 0x30], 6) > 0.001,
         "no MPI time rendered"
+    );
+}
+
+/// The same HPC Challenge under T-NBC (`mpiscope overlap`) with every eligible collective
+/// overlapped, whatever its size (HPL's broadcasts, PTRANS, FFT's and RandomAccess's
+/// all-to-alls): every check hpcc makes still passes.
+#[test]
+fn hpcc_under_tnbc_passes_its_checks() {
+    let _g = common::mpi_lock();
+    let hpcc = Path::new("/usr/bin/hpcc");
+    assert!(hpcc.is_file(), "/usr/bin/hpcc is missing (CI installs it)");
+    let lib = common::profile_dir().join("libmpiscope_overlap_openmpi.so");
+    assert!(lib.is_file(), "{} missing", lib.display());
+    let tmp = common::tempdir();
+    let work = tmp.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    std::fs::write(work.join("hpccinf.txt"), HPCC_INPUT).unwrap();
+    let mut c = Command::new(common::mpiscope());
+    c.current_dir(&work)
+        .args(["overlap", "--preload"])
+        .arg(&lib)
+        .args(["--policy", "always", "--min-bytes", "1", "--stats", "--"])
+        .args(Mpi::OpenMpi.launcher(4))
+        .arg(hpcc);
+    let t0 = Instant::now();
+    let (run, timed_out) = run_limited(c, tmp.path(), "hpcc-tnbc", Duration::from_secs(300));
+    assert!(
+        !timed_out,
+        "hpcc under T-NBC did not finish in 300 s:\n{}",
+        run.stderr
+    );
+    assert_eq!(run.code, Some(0), "{}\n{}", run.stdout, run.stderr);
+    let out =
+        std::fs::read_to_string(work.join("hpccoutf.txt")).expect("hpcc wrote no hpccoutf.txt");
+    assert!(!out.contains("FAILED"), "hpcc reports a failure:\n{out}");
+    for line in ["Success=1", "HPL_N=800", "MPIRandomAccess_Errors=0"] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "no {line} in hpccoutf.txt:\n{out}"
+        );
+    }
+    assert!(out.contains("0 tests completed and failed residual checks"));
+    let overlapped: Vec<u64> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split(" overlapped ").nth(1))
+        .filter_map(|r| r.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(overlapped.len(), 4, "{}", run.stderr);
+    assert!(overlapped.iter().all(|&n| n > 100), "{overlapped:?}");
+    eprintln!(
+        "hpcc under T-NBC in {:.1} s, {overlapped:?} collectives overlapped",
+        t0.elapsed().as_secs_f64()
     );
 }
