@@ -39,19 +39,19 @@ launch() {
   local exe=$out/noharm-$flavour lib=target/release/libmpiscope_overlap_$flavour.so
   if [ "$flavour" = openmpi ]; then
     local pre=()
-    [ "$tnbc" = 1 ] && pre=(-x "LD_PRELOAD=$PWD/$lib")
+    [ "$tnbc" = 1 ] && pre=(-x "LD_PRELOAD=$PWD/$lib" -x MPISCOPE_OVERLAP_STATS=1)
     mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np "$np" "${pre[@]}" "$exe" "$@"
   else
     local pre=()
-    [ "$tnbc" = 1 ] && pre=(-genv LD_PRELOAD "$PWD/$lib")
+    [ "$tnbc" = 1 ] && pre=(-genv LD_PRELOAD "$PWD/$lib" -genv MPISCOPE_OVERLAP_STATS 1)
     mpirun.mpich -np "$np" "${pre[@]}" "$exe" "$@"
   fi
 }
 field() { sed -n "s/.*$1 \([0-9.]*\).*/\1/p"; }
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-echo "| load | MPI | ranks | bytes/peer | kind | scenario | iters | without T-NBC (s) | with T-NBC (s) | difference |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| load | MPI | ranks | bytes/peer | kind | scenario | iters | without T-NBC (s) | with T-NBC (s) | difference | rank 0: calls overlapped, decision (last run) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for load in $loads; do
   if [ "$load" = loaded ]; then
     for _ in $(seq "$(nproc)"); do
@@ -76,16 +76,18 @@ for load in $loads; do
               line=$(launch "$flavour" "$np" 0 "$bytes" "$iters" "$curc" "$crc" "$kind")
               [[ $line == *"data ok"* ]] || { echo "wrong data without T-NBC: $line" >&2; exit 1; }
               without+=("$(field total_s <<<"$line")")
-              line=$(launch "$flavour" "$np" 1 "$bytes" "$iters" "$curc" "$crc" "$kind")
+              line=$(launch "$flavour" "$np" 1 "$bytes" "$iters" "$curc" "$crc" "$kind" 2> "$out/stats.txt")
+              # Rank 0's site: calls overlapped and the decision at the end of the run.
+              decided=$(sed -n 's/.*rank 0 site .* overlapping \([0-9]*\) decision \([a-z]*\).*/\1 \2/p' "$out/stats.txt" | head -1)
               [[ $line == *"data ok"* ]] || { echo "wrong data with T-NBC: $line" >&2; exit 1; }
               with+=("$(field total_s <<<"$line")")
             done
             a=$(printf '%s\n' "${without[@]}" | median)
             b=$(printf '%s\n' "${with[@]}" | median)
             awk -v l="$load" -v f="$flavour" -v n="$np" -v by="$bytes" -v k="$kind" -v s="$sc" \
-              -v i="$iters" -v a="$a" -v b="$b" 'BEGIN {
+              -v i="$iters" -v a="$a" -v b="$b" -v dec="${decided:-below the threshold}" 'BEGIN {
                 d = 100 * (b / a - 1); mark = d > 3 ? " **over 3%**" : "";
-                printf "| %s | %s | %d | %d | %s | %s | %d | %.4f | %.4f | %+.1f%%%s |\n", l, f, n, by, k, s, i, a, b, d, mark }'
+                printf "| %s | %s | %d | %d | %s | %s | %d | %.4f | %.4f | %+.1f%%%s | %s |\n", l, f, n, by, k, s, i, a, b, d, mark, dec }'
           done
         done
       done
