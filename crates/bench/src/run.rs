@@ -202,6 +202,7 @@ impl<'a> Sweep<'a> {
                 // Only the sender's clock counts: one timer read is the correction.
                 let per = match op {
                     Op::MessageRate => ops::RATE_WINDOW as f64,
+                    Op::ReduceLocal => ops::REDUCE_LOCAL_CALLS as f64,
                     Op::BusySignal => 2.0,
                     _ => 1.0,
                 };

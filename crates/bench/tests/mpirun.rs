@@ -259,3 +259,46 @@ fn vector_send_cold_send_and_busy_signal() {
     assert_eq!(busy.len(), 1, "{j}");
     assert!(busy[0] > 0.0 && busy[0] < 30e-3, "{j}");
 }
+
+/// REDUCE LOCAL: the library's sum of integers on one process, checked (`--validate`),
+/// per call, and slower for a large vector than for a small one; a single process runs it.
+#[test]
+fn reduce_local_times_the_operator() {
+    for np in [1, 2] {
+        let r = mpirun(
+            np,
+            &[
+                "--bytes",
+                "m64",
+                "M262144",
+                "K64",
+                "--only",
+                "reduce_local",
+                "T20",
+                "--validate",
+                "--json",
+            ],
+        );
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let rows = j["results"].as_array().unwrap();
+        let times: Vec<(u64, f64)> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r["operation"], "REDUCE LOCAL", "{r}");
+                assert_eq!(r["valid"], true, "{r}");
+                (
+                    r["bytes"].as_u64().unwrap(),
+                    r["time"]["median"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            times.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [64, 4096, 262144],
+            "{j}"
+        );
+        // 256 KiB of sums take longer than 64 bytes of them, and less than a millisecond.
+        assert!(times[2].1 > times[0].1 && times[2].1 < 1e-3, "{j}");
+    }
+}

@@ -104,8 +104,12 @@ pub enum POp {
     Wait(u32),
     /// Wait for every request posted and not yet waited.
     WaitAll,
-    /// Computation of this many flops (a reduction operator's work, when modeled).
+    /// Computation of this many flops.
     Compute(f64),
+    /// The reduction operator applied to this many bytes: a buffer received (or this
+    /// rank's own) combined into the partial result. The engine charges the platform's
+    /// measured cost per byte (`mpiscope/reduction`), nothing without it.
+    Combine(u64),
 }
 
 /// The operations one rank performs in one collective.

@@ -1,6 +1,8 @@
 //! MPI_Reduce algorithms (SimGrid 3.32 `reduce/reduce-ompi.cpp`, `reduce-binomial.cpp`,
 //! `smpi_default_selector.cpp`; MPICH 3.3 `reduce_intra_reduce_scatter_gather.c`; design note
-//! §7.3, §7.6). Reductions cost nothing (replay passes `MPI_OP_NULL`).
+//! §7.3, §7.6). Every buffer a rank reduces into its partial result is a
+//! [`super::POp::Combine`], after the receive that brought it (free unless the platform
+//! measured the operator's cost).
 //!
 //! * Open MPI's generic segmented tree reduce on four trees: `ompi_chain` (fanout ⌊p/2⌋,
 //!   64 KiB segments), `ompi_pipeline` (linear chain, 1/32/64 KiB), `ompi_binary` (binary
@@ -135,7 +137,7 @@ fn simgrid_default(a: &CollArgs, _cx: &mut Cx) -> Built {
 
 /// Open MPI's generic segmented tree reduce (`smpi_coll_tuned_ompi_reduce_generic`, note
 /// §7.3): segments of `sc` elements of `ts` bytes, two receive slots on inner nodes, blocking
-/// sends of each segment to the parent.
+/// sends of each segment to the parent; each child's segment is combined once received.
 fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
     let nseg = if count == 0 {
         0
@@ -157,15 +159,17 @@ fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
         };
         return Lazy::steps(nseg, move |s, o| o.send(parent, seg(s), TAG));
     }
-    let mut slot: [Option<u32>; 2] = [None, None];
+    // Each slot: the request and its segment's bytes.
+    let mut slot: [Option<(u32, u64)>; 2] = [None, None];
     let mut inbi = 0usize;
     Lazy::steps(nseg + 1, move |s, o| {
         for (i, &child) in children.iter().enumerate() {
             if s < nseg {
-                slot[inbi] = Some(o.irecv(child, seg(s), TAG));
+                slot[inbi] = Some((o.irecv(child, seg(s), TAG), seg(s)));
             }
-            if let Some(r) = slot[inbi ^ 1].take() {
+            if let Some((r, bytes)) = slot[inbi ^ 1].take() {
                 o.wait(r);
+                o.combine(bytes);
             }
             if i == 0 && s > 0 {
                 if let Some(parent) = parent {
@@ -180,7 +184,8 @@ fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
     })
 }
 
-/// Open MPI's basic linear reduce: the root receives from p−1 first, then p−2, …, 0.
+/// Open MPI's basic linear reduce: the root receives from p−1 first (into its result), then
+/// p−2, …, 0, combining each (its own buffer in its turn).
 fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let bytes = a.bytes();
@@ -194,6 +199,9 @@ fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
         let src = p - 1 - i as u32;
         if src != root {
             o.recv(src, bytes, TAG);
+        }
+        if i > 0 {
+            o.combine(bytes);
         }
     }))
 }
@@ -213,6 +221,7 @@ fn mpich_binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
             let src = rel | mask;
             if src < p {
                 o.recv(((src + root as u64) % p) as u32, bytes, TAG);
+                o.combine(bytes);
             }
         } else {
             o.send((((rel & !mask) + root as u64) % p) as u32, bytes, TAG);
@@ -254,6 +263,7 @@ fn scatter_gather(a: &CollArgs, _cx: &mut Cx) -> Built {
             newrank = -1;
         } else {
             o.recv((rank + 1) as u32, count * ts, TAG);
+            o.combine(count * ts);
             newrank = (rank / 2) as i64;
         }
     } else {
@@ -270,6 +280,7 @@ fn scatter_gather(a: &CollArgs, _cx: &mut Cx) -> Built {
                 rab_halving_step(nr < nd, mask, pof2, &mut send_idx, &mut recv_idx, last_idx);
             let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(rank as u32, dst, sc, TAG, dst, rc, TAG);
+            o.combine(rc);
             send_idx = recv_idx;
             mask <<= 1;
             if mask < pof2 {
@@ -341,6 +352,7 @@ pub(crate) fn flat(a: &CollArgs) -> Box<dyn Program> {
     Lazy::steps(p as u64, move |i, o| {
         if i + 1 == p as u64 {
             o.waitall();
+            o.combine(bytes * (p as u64 - 1));
         } else {
             let src = if (i as u32) < root {
                 i as u32

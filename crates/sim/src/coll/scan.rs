@@ -5,6 +5,10 @@
 //!   each lower rank and isends to each higher rank, all started at once, then waits for
 //!   them in posting order (SimGrid takes the non-commutative path with `MPI_OP_NULL`).
 //! * `rdb`: MPICH's recursive doubling (sendrecv with `rank xor mask`), for scan and exscan.
+//!
+//! Reductions are [`super::POp::Combine`]s: `linear` combines the buffer of every lower
+//! rank once they are all in; `rdb` combines each received buffer into its partial scan,
+//! and again into its result when it comes from a lower rank.
 
 use super::ops::{Lazy, Ops};
 use super::{tag, Algorithm, Built, CollArgs, Cx};
@@ -32,6 +36,9 @@ fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
             o.isend(i as u32 + 1, b, tag::SCAN);
         } else {
             o.wait((i - n) as u32);
+            if i + 1 == 2 * n {
+                o.combine(b * r);
+            }
         }
     }))
 }
@@ -45,6 +52,7 @@ fn rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
         let dst = rank as u64 ^ mask;
         if dst < p as u64 {
             o.sendrecv(rank, dst as u32, b, tag::SCAN, dst as u32, b, tag::SCAN);
+            o.combine(if dst < rank as u64 { 2 * b } else { b });
         }
         mask <<= 1;
     }

@@ -291,6 +291,18 @@ impl Simulation<'_> {
             }
             Some(POp::Compute(flops)) if flops > 0.0 => CollStep::Compute(flops),
             Some(POp::Compute(_)) => CollStep::Continue,
+            Some(POp::Combine(bytes)) => {
+                // Seconds on a core of its own, as flops at the host's nominal speed (so a
+                // shared core stretches it as it does any computation).
+                let seconds = bytes as f64 * self.config.reduction_per_byte;
+                let speed = self.platform.hosts[self.ranks[r as usize].host as usize].speed;
+                let flops = seconds * speed;
+                if flops > 0.0 {
+                    CollStep::Compute(flops)
+                } else {
+                    CollStep::Continue
+                }
+            }
         })
     }
 }
