@@ -23,7 +23,8 @@ pub struct BenchArgs {
     /// more launcher argument, repeatable), `--binary PATH` (default: `mpiscope-bench` next
     /// to `mpiscope`), `--bind-to core` (rank i bound to core i modulo the cores, as
     /// `busy_signal` needs; default: the launcher's choice), `--predict PLATFORM` (trace
-    /// the run, replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results
+    /// the run, replay it on PLATFORM and compare), `--collectives NAME` (the replay's
+    /// decision rules, as `mpiscope replay --collectives`), `--keep DIR` (keep the trace, results
     /// and replay of `--predict` in DIR), `--force` (replace an output file of another
     /// kind; with `--keep`, an earlier trace there too), `-q`, `--quiet` (no messages of
     /// mpiscope's own), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or
@@ -45,6 +46,8 @@ struct Parsed {
     binary: Option<PathBuf>,
     bind_to_core: bool,
     predict: Option<PathBuf>,
+    /// `--collectives` of the replay (`None`: replay's default).
+    collectives: Option<String>,
     keep: Option<PathBuf>,
     force: bool,
     rest: Vec<String>,
@@ -59,6 +62,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
         binary: None,
         bind_to_core: false,
         predict: None,
+        collectives: None,
         keep: None,
         force: false,
         rest: Vec::new(),
@@ -108,6 +112,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
                 }
             }
             "--predict" => p.predict = Some(PathBuf::from(value(i)?)),
+            "--collectives" => p.collectives = Some(value(i)?),
             "--keep" => p.keep = Some(PathBuf::from(value(i)?)),
             _ => {
                 p.rest = args[i..].to_vec();
@@ -122,6 +127,13 @@ fn parse(args: &[String]) -> Result<Parsed> {
 /// Runs `mpiscope bench`; returns the benchmark's exit code.
 pub fn bench(args: BenchArgs) -> Result<i32> {
     let a = parse(&args.args)?;
+    if let Some(c) = &a.collectives {
+        if a.predict.is_none() {
+            bail!("--collectives {c}: the replay's decision rules, only with --predict");
+        }
+        c.parse::<mpiscope_sim::coll::Selector>()
+            .map_err(|e| anyhow::anyhow!("--collectives {c}: {e}"))?;
+    }
     if a.predict.is_some() {
         return predict(a);
     }
@@ -360,6 +372,13 @@ fn predict_in(
             .arg(platform)
             .arg("--mapping")
             .arg(format!("sequential:{}", a.np))
+            .args(
+                a.collectives
+                    .as_deref()
+                    .map(|c| ["--collectives", c])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(["--callsites-by-size", "--json", "--quiet"]),
         "mpiscope replay",
     )?;

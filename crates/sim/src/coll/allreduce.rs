@@ -6,8 +6,8 @@
 //! * `lr`: logical ring (reduce-scatter then allgather of ⌊count/p⌋-element blocks, tags
 //!   `tag+i`); `count < p` runs `redbcast`; the `count mod p` remainder is allreduced again
 //!   through the selector.
-//! * `ompi_ring_segmented`: Open MPI's segmented ring (1 MiB segments); runs `lr` when the
-//!   count is below p segments.
+//! * `ompi_ring_segmented`: Open MPI's segmented ring (1 MiB segments, none under
+//!   `openmpi4`); runs `lr` when the count is below p segments.
 //! * `rab_rdb`: Rabenseifner (recursive-halving reduce-scatter, recursive-doubling
 //!   allgather), blocks of ⌊count/P⌋ with the remainder on the last one (SimGrid).
 //! * `mpich_rab`: the same with MPICH's block sizes (the remainder spread over the first
@@ -146,7 +146,7 @@ fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Built {
     let p = a.size as u64;
     let ts = a.dtype_size;
     let count = a.count;
-    let sc = segcount(1 << 20, ts, count);
+    let sc = segcount(cx.segment(1 << 20), ts, count);
     if sc == 0 || count < p * sc {
         // (count 0 divides by zero in SimGrid; we run lr, hence redbcast)
         cx.enter("lr");

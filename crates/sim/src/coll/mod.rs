@@ -214,6 +214,12 @@ pub enum Selector {
     Ompi,
     /// MPICH's decision rules.
     Mpich,
+    /// Open MPI 4.1's `tuned` component as it runs: the same fixed decision rules as
+    /// [`Selector::Ompi`], with Open MPI's own parameters where SimGrid substitutes its
+    /// own: no segmentation (the fixed rules pass a segment size of 0, so the pipelined
+    /// trees send each buffer whole) and a broadcast's `basic_linear` as the root sending
+    /// to every rank (SimGrid's `NTSL` is a chain of 8 KiB segments).
+    OpenMpi4,
 }
 
 /// Why a collective could not be built.
@@ -341,6 +347,17 @@ impl<'f> Cx<'f> {
                 })
             }
             _ => Ok(select::choose(args, self.selector)),
+        }
+    }
+
+    /// The segment size (bytes) of a segmented algorithm whose SimGrid version uses
+    /// `bytes`: 0 (one segment: the whole buffer) under [`Selector::OpenMpi4`], whose fixed
+    /// rules pass no segment size.
+    pub(crate) fn segment(&self, bytes: u64) -> u64 {
+        if self.selector == Selector::OpenMpi4 {
+            0
+        } else {
+            bytes
         }
     }
 

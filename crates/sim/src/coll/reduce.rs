@@ -8,6 +8,8 @@
 //!   64 KiB segments), `ompi_pipeline` (linear chain, 1/32/64 KiB), `ompi_binary` (binary
 //!   tree, 32 KiB), `ompi_binomial` (in-order binomial tree, unsegmented or 1 KiB);
 //!   `ompi_in_order_binary` (in-order binary tree rooted at p−1, then p−1 sends to the root).
+//!   Under [`super::Selector::OpenMpi4`] the trees send each buffer whole (Open MPI 4.1's
+//!   fixed rules pass no segment size).
 //! * `ompi_basic_linear`: everyone sends to the root, which receives from p−1, p−2, …, 0.
 //! * `binomial`: MPICH's binomial reduce.
 //! * `scatter_gather`: MPICH's Rabenseifner reduce (recursive-halving reduce-scatter, then
@@ -51,9 +53,9 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 const TAG: i32 = tag::REDUCE;
 
 /// Open MPI's chain reduce: fanout ⌊p/2⌋, 64 KiB segments.
-fn chain(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn chain(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
-    let sc = segcount(64 << 10, a.dtype_size, a.count);
+    let sc = segcount(cx.segment(64 << 10), a.dtype_size, a.count);
     Ok(generic(
         chain_tree(p / 2, p, rank, root),
         sc,
@@ -63,7 +65,7 @@ fn chain(a: &CollArgs, _cx: &mut Cx) -> Built {
 }
 
 /// Open MPI's pipeline reduce: the linear chain, 1, 32 or 64 KiB segments.
-fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn pipeline(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
     let size = p as f64;
@@ -76,25 +78,25 @@ fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
     };
     Ok(generic(
         chain_tree(1, p, rank, root),
-        segcount(segsize, ts, count),
+        segcount(cx.segment(segsize), ts, count),
         count,
         ts,
     ))
 }
 
 /// Open MPI's binary-tree reduce, 32 KiB segments.
-fn binary(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn binary(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     Ok(generic(
         kary_tree(2, p, rank, root),
-        segcount(32 << 10, a.dtype_size, a.count),
+        segcount(cx.segment(32 << 10), a.dtype_size, a.count),
         a.count,
         a.dtype_size,
     ))
 }
 
 /// Open MPI's in-order binomial-tree reduce, unsegmented or 1 KiB segments.
-fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn binomial(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
     let segsize: u64 = if (p < 8 && msg < 20480) || msg < 2048 || count <= 1 {
@@ -106,7 +108,7 @@ fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
     };
     Ok(generic(
         in_order_bmtree(p, rank, root),
-        segcount(segsize, ts, count),
+        segcount(cx.segment(segsize), ts, count),
         count,
         ts,
     ))
