@@ -481,6 +481,30 @@ mod tests {
         s.split_whitespace().map(str::to_string).collect()
     }
 
+    /// `--collectives` is the replay's, taken before the benchmark's arguments, and only
+    /// with `--predict`; a name the simulator does not know is refused before any run.
+    #[test]
+    fn collectives_go_to_the_replay() {
+        let p = parse(&v("--predict p.toml --collectives openmpi4 m1 T5")).unwrap();
+        assert_eq!(p.collectives.as_deref(), Some("openmpi4"));
+        assert_eq!(p.rest, v("m1 T5"));
+        let e = bench(BenchArgs {
+            args: v("--collectives openmpi4 m1"),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("only with --predict"), "{e}");
+        let e = bench(BenchArgs {
+            args: v("--predict /nonexistent.toml --collectives tuned m1"),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--collectives tuned") && e.contains("openmpi4"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn our_options_then_the_benchmarks() {
         let p = parse(&v("-np 4 --mpirun mpirun.openmpi m1 M100 --json")).unwrap();
