@@ -341,21 +341,7 @@ pub fn sender_sample(
             peer.send(&empty[..]);
             0.0
         }
-        Op::ReduceLocal => {
-            world.barrier();
-            if me != 0 {
-                return 0.0;
-            }
-            let t1 = mpi::time();
-            for _ in 0..REDUCE_LOCAL_CALLS {
-                mpi::collective::reduce_local_into(
-                    &send[..n],
-                    &mut recv[..n],
-                    SystemOperation::sum(),
-                );
-            }
-            (mpi::time() - t1) / REDUCE_LOCAL_CALLS as f64
-        }
+        Op::ReduceLocal => reduce_local_sample(world, &send[..n], &mut recv[..n]),
         Op::MessageRate => mpi::request::scope(|scope| {
             if me == 1 {
                 let from = world.process_at_rank(0);
@@ -385,6 +371,20 @@ pub fn sender_sample(
         }),
         _ => 0.0,
     }
+}
+
+/// REDUCE LOCAL's sample: after a barrier, rank 0 sums `send` into `recv`
+/// [`REDUCE_LOCAL_CALLS`] times; the seconds per call (other ranks return 0).
+fn reduce_local_sample(world: &SimpleCommunicator, send: &[i32], recv: &mut [i32]) -> f64 {
+    world.barrier();
+    if world.rank() != 0 {
+        return 0.0;
+    }
+    let t1 = mpi::time();
+    for _ in 0..REDUCE_LOCAL_CALLS {
+        mpi::collective::reduce_local_into(send, &mut *recv, SystemOperation::sum());
+    }
+    (mpi::time() - t1) / REDUCE_LOCAL_CALLS as f64
 }
 
 /// One message from rank 0 to rank 1 (`send` on rank 0, `receive` on rank 1), caches
