@@ -4,7 +4,7 @@
 # operation and length, the measured median next to each variant's prediction, so that a
 # change of the model is seen apart from the noise of the measurement (the predictions use
 # `mpiscope bench --predict`'s matching: slowest rank's mean per call of the timed loop's
-# callsite; SEND & RECV per round trip).
+# callsite; SEND & RECV: the slowest rank's send and receive time per round trip).
 #   without-reduction: the platform without `mpiscope/reduction` (reductions free)
 #   calibrated:        the platform as calibrated
 #   openmpi4:          the platform as calibrated, `--collectives openmpi4`
@@ -59,8 +59,14 @@ for (key, ints), r in rows.items():
             pred = max([s["slowest_rank_mean_s"] for s in g[i] if s["calls"] >= timed], default=0.0) if len(g) == len(lengths) else None
         else:
             parts = [sized(v, x, 2 * per_rank) for x in f]
-            pred = (sum(s["seconds"] for part in parts for s in part[i]) / sum(s["calls"] for s in parts[0][i])
-                    if all(len(x) == len(lengths) for x in parts) else None)
+            pred = None
+            if all(len(x) == len(lengths) for x in parts):
+                # The slowest rank's send and receive time per round trip.
+                per = defaultdict(float)
+                for part in parts:
+                    for s in part[i]:
+                        per[s["slowest_rank"]] += s["slowest_rank_mean_s"]
+                pred = max(per.values())
         if pred is None:
             cells.append(f"{'-':>26}")
         else:
