@@ -421,6 +421,21 @@ fn bench_predict_closes_the_loop() {
     assert_eq!(sizes, [8, 64, 512, 4096], "{replay}");
     assert!(keep.join("results.json").is_file() && keep.join("run").is_dir());
 
+    // The replay's decision rules: Open MPI 4.1's as Open MPI runs them.
+    let o = Command::new(mpiscope())
+        .args(["bench", "-np", "2", "--predict"])
+        .arg(&platform)
+        .args(["--collectives", "openmpi4"])
+        .args(["--bytes", "m8", "M4096", "K8", "T5", "--json"])
+        .args(["--only", "broadcast,allreduce"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 4, "{rows:?}");
+    assert!(rows.iter().all(|r| r["predicted_s"].as_f64() > Some(0.0)));
+
     // The benchmark's own output options are refused: --predict writes the results.
     let o = Command::new(mpiscope())
         .args(["bench", "--predict"])
