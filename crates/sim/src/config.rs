@@ -156,12 +156,13 @@ mod tests {
     fn platform_options_become_the_configuration() {
         let p = platform(
             "\"smpi/send-is-detached-thresh\" = 512\n\"smpi/bw-factor\" = \"0:0.5\"\n\
-             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"\n\"mpiscope/core-efficiency\" = \"1 0.75\"",
+             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"\n\"mpiscope/core-efficiency\" = \"1 0.75\"\n\
+             \"mpiscope/reduction\" = 3.2e-11",
         );
         let c = SimConfig::for_platform(&p, "flow").unwrap();
         assert_eq!(c.eager_threshold, 512);
         assert_eq!(c.core_efficiency, vec![1.0, 0.75]);
-        assert_eq!(c.reduction_per_byte, 0.0);
+        assert_eq!(c.reduction_per_byte, 3.2e-11);
         let flow = c.network.params::<FlowConfig>().unwrap();
         assert_eq!(flow.bw_factors, vec![(0, 0.5)]);
         let c = SimConfig::for_platform(&p, "loggp").unwrap();
@@ -186,6 +187,7 @@ mod tests {
     fn defaults_without_options_and_errors_name_the_option() {
         let c = SimConfig::for_platform(&platform(""), "flow").unwrap();
         assert_eq!(c.eager_threshold, 65536);
+        assert_eq!(c.reduction_per_byte, 0.0);
         assert_eq!(c.network, NetworkKind::new(FlowConfig::default()));
         let e = SimConfig::for_platform(&platform("\"mpiscope/loggp\" = \"1,2\""), "loggp")
             .unwrap_err();

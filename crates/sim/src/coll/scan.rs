@@ -6,12 +6,13 @@
 //!   them in posting order (SimGrid takes the non-commutative path with `MPI_OP_NULL`).
 //! * `rdb`: MPICH's recursive doubling (sendrecv with `rank xor mask`), for scan and exscan.
 //!
-//! Reductions are [`super::POp::Combine`]s: `linear` combines the buffer of every lower
-//! rank once they are all in; `rdb` combines each received buffer into its partial scan,
+//! Reductions are [`super::POp::Combine`]s: `linear` combines the buffers of the lower
+//! ranks once they are all in (one fewer for exscan, whose result leaves its own out); `rdb`
+//! combines each received buffer into its partial scan,
 //! and again into its result when it comes from a lower rank.
 
 use super::ops::{Lazy, Ops};
-use super::{tag, Algorithm, Built, CollArgs, Cx};
+use super::{tag, Algorithm, Built, CollArgs, Collective, Cx};
 
 /// Scan / exscan algorithms.
 pub(crate) const ALGORITHMS: &[Algorithm] =
@@ -29,6 +30,13 @@ fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, b) = (a.size, a.rank, a.bytes());
     let n = p as u64 - 1;
     let r = rank as u64;
+    // Buffers combined: those of the lower ranks, into this rank's own (scan) or into the
+    // first of them (exscan).
+    let combined = if a.kind == Collective::Exscan {
+        r.saturating_sub(1)
+    } else {
+        r
+    };
     Ok(Lazy::steps(2 * n, move |i, o| {
         if i < r {
             o.irecv(i as u32, b, tag::SCAN);
@@ -37,7 +45,7 @@ fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
         } else {
             o.wait((i - n) as u32);
             if i + 1 == 2 * n {
-                o.combine(b * r);
+                o.combine(b * combined);
             }
         }
     }))
