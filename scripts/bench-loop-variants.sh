@@ -45,12 +45,16 @@ rows = {}
 for r in bench["results"]:
     if r.get("skipped") is None and r.get("ints") is not None and r["key"] in fns:
         rows[(r["key"], r["ints"])] = r
-print(f"{'OPERATION':<14} {'N(int)':>8} {'MEASURED':>10} " + " ".join(f"{v:>26}" for v in variants))
+print("# MEASURED: MPITEST's corrected median; ALONE: the operation alone (--in-call), when measured;")
+print("# per model: predicted, error against MEASURED / against ALONE")
+print(f"{'OPERATION':<14} {'N(int)':>8} {'MEASURED':>10} {'ALONE':>10} " + " ".join(f"{v:>32}" for v in variants))
 within = {v: 0 for v in variants}
+within_alone = {v: 0 for v in variants}
 for (key, ints), r in rows.items():
     lengths = sorted({x["ints"] for x in bench["results"] if x["key"] == key and x.get("skipped") is None})
     i = lengths.index(ints)
     m = r["time"]["median"]
+    alone = (r.get("in_call") or {}).get("median")
     cells = []
     for v in variants:
         f = fns[key]
@@ -68,11 +72,15 @@ for (key, ints), r in rows.items():
                         per[s["slowest_rank"]] += s["slowest_rank_mean_s"]
                 pred = max(per.values())
         if pred is None:
-            cells.append(f"{'-':>26}")
+            cells.append(f"{'-':>32}")
         else:
             e = pred / m - 1
             within[v] += abs(e) <= 0.15
-            cells.append(f"{pred * 1e6:>12.3f} us {e * 100:+9.1f}%")
-    print(f"{r['operation']:<14} {ints:>8} {m * 1e6:>7.3f} us " + " ".join(cells))
-print("within 15%: " + ", ".join(f"{v} {within[v]} of {len(rows)}" for v in variants))
+            ea = "-" if alone is None else f"{(pred / alone - 1) * 100:+.1f}%"
+            within_alone[v] += alone is not None and abs(pred / alone - 1) <= 0.15
+            cells.append(f"{pred * 1e6:>10.3f} us {e * 100:+8.1f}% / {ea:>8}")
+    a = "-" if alone is None else f"{alone * 1e6:.3f}"
+    print(f"{r['operation']:<14} {ints:>8} {m * 1e6:>7.3f} us {a:>10} " + " ".join(cells))
+print("within 15% of MEASURED: " + ", ".join(f"{v} {within[v]} of {len(rows)}" for v in variants))
+print("within 15% of ALONE: " + ", ".join(f"{v} {within_alone[v]} of {len(rows)}" for v in variants))
 PY

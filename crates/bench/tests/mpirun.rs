@@ -302,3 +302,42 @@ fn reduce_local_times_the_operator() {
         assert!(times[2].1 > times[0].1 && times[2].1 < 1e-3, "{j}");
     }
 }
+
+/// `--in-call`: the operation alone next to MPITEST's corrected time, in `--json` only when
+/// asked for.
+#[test]
+fn in_call_times_the_operation_alone() {
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "--bytes",
+            "m8",
+            "M64",
+            "K8",
+            "--only",
+            "allreduce,broadcast,send_recv",
+            "T10",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let r = mpirun(2, &args(&["--in-call"]));
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(j["params"]["in_call"], true, "{j}");
+    let rows = j["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{j}");
+    for row in rows {
+        let alone = row["in_call"]["median"].as_f64().unwrap();
+        // The operation alone: positive, and less than the sample with its barriers.
+        assert!(
+            alone > 0.0 && alone < row["raw"]["median"].as_f64().unwrap(),
+            "{row}"
+        );
+    }
+    let r = mpirun(2, &args(&[]));
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(j["params"].get("in_call").is_none(), "{j}");
+    assert!(j["results"][0].get("in_call").is_none(), "{j}");
+}

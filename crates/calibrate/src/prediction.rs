@@ -6,7 +6,9 @@
 //! `np x iterations x reps` of them; the benchmark's own bookkeeping calls are fewer), the
 //! k-th smallest size going with the k-th smallest length. The prediction is the slowest
 //! rank's mean time per call there, what the benchmark's per-iteration slowest-rank
-//! samples measure. SEND & RECV is predicted as the slowest rank's send and receive time
+//! samples measure; when the benchmark also timed each operation alone (`--in-call`: no
+//! trailing barrier, no barrier correction, the statistic closest to the replay's time
+//! inside the call), the prediction is compared with that too. SEND & RECV is predicted as the slowest rank's send and receive time
 //! per round trip: per rank, the sum of the mean times of its send and receive callsites
 //! (rank 0 is inside MPI for the whole round trip; rank 1 only from its receive on, so the
 //! time of both ranks together is not two round trips when the sends return at once);
@@ -34,6 +36,12 @@ pub struct Comparison {
     pub predicted_s: Option<f64>,
     /// `predicted / measured median - 1`.
     pub error: Option<f64>,
+    /// Measured median of the operation alone (`mpiscope-bench --in-call`: before the
+    /// trailing barrier, no barrier correction), seconds; what the replay's time inside the
+    /// call predicts most directly.
+    pub measured_in_call_s: Option<f64>,
+    /// `predicted / measured in call - 1`.
+    pub error_in_call: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +164,7 @@ pub fn compare(
                 .all(|p| p.len() == lengths.len())
                 .then(|| round_trip(parts.iter().flat_map(|p| &p[index])))
         };
+        let in_call = row.in_call.as_ref().map(|t| t.median);
         out.push(Comparison {
             operation: row.operation.clone(),
             key: row.key.clone(),
@@ -164,6 +173,8 @@ pub fn compare(
             measured_mean_s: row.time.mean,
             predicted_s: predicted,
             error: predicted.map(|p| p / row.time.median - 1.0),
+            measured_in_call_s: in_call,
+            error_in_call: predicted.zip(in_call).map(|(p, m)| p / m - 1.0),
         });
     }
     Ok(out)
@@ -211,7 +222,8 @@ mod tests {
                  "time": {"mean": 1e-6, "median": 1e-6}},
                 row("ALLREDUCE", "allreduce", 1, 2e-6),
                 row("ALLREDUCE", "allreduce", 1024, 10e-6),
-                row("BROADCAST", "broadcast", 1, 1e-6),
+                {"operation": "BROADCAST", "key": "broadcast", "ints": 1,
+                 "time": {"mean": 1.1e-6, "median": 1e-6}, "in_call": {"median": 2e-6}},
                 row("SEND & RECV", "send_recv", 1, 4e-6),
             ]
         })
@@ -277,6 +289,10 @@ mod tests {
         let rt = c.iter().find(|x| x.key == "send_recv").unwrap();
         assert!((rt.predicted_s.unwrap() - 4e-6).abs() < 1e-15);
         assert!((get("broadcast", 1).predicted_s.unwrap() - 1.5e-6).abs() < 1e-15);
+        // Measured alone too (`--in-call`): the error against it beside MPITEST's.
+        assert_eq!(get("broadcast", 1).measured_in_call_s, Some(2e-6));
+        assert!((get("broadcast", 1).error_in_call.unwrap() + 0.25).abs() < 1e-9);
+        assert_eq!(get("allreduce", 1).error_in_call, None);
         assert!(c.iter().all(|x| x.key != "barrier"));
         // Without the replay's calls a row is measured, not predicted.
         let none = json!({"callsites": []}).to_string();

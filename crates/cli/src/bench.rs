@@ -282,10 +282,12 @@ fn predict(a: Parsed) -> Result<i32> {
         if x == "--output" || x.starts_with("--output=") || seed_output {
             bail!("--predict writes the benchmark's results itself: drop `{x}` (use --keep DIR to keep them)");
         }
-        if x != "--json" && x != "--csv" {
+        if x != "--json" && x != "--csv" && x != "--in-call" {
             bench_args.push(x.clone());
         }
     }
+    // Each operation also timed alone: the statistic closest to the replay's.
+    bench_args.push("--in-call".into());
     // A private directory of an unpredictable name (nothing planted under a guessed name
     // can redirect the run), removed with everything in it at the end; or the user's.
     let (dir, _private) = match &a.keep {
@@ -396,28 +398,37 @@ fn predict_in(
         return Ok(0);
     }
     let mut s = format!(
-        "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks\n\
-         {:<14} {:>10} {:>14} {:>14} {:>9}\n",
+        "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks;\n\
+         # IN CALL: the operation alone, before the trailing barrier (no barrier correction)\n\
+         {:<14} {:>10} {:>14} {:>14} {:>9} {:>14} {:>9}\n",
         platform.display(),
         a.np,
         "OPERATION",
         "N(int)",
         "MEASURED (us)",
         "PREDICTED (us)",
+        "ERROR",
+        "IN CALL (us)",
         "ERROR"
     );
+    let percent = |e: Option<f64>| e.map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
     for r in &rows {
         let (p, e) = match (r.predicted_s, r.error) {
             (Some(p), Some(e)) => (format!("{:.3}", p * 1e6), format!("{:+.1}%", e * 100.0)),
             _ => ("-".into(), "unmatched".into()),
         };
+        let alone = r
+            .measured_in_call_s
+            .map_or("-".to_string(), |m| format!("{:.3}", m * 1e6));
         s += &format!(
-            "{:<14} {:>10} {:>14.3} {:>14} {:>9}\n",
+            "{:<14} {:>10} {:>14.3} {:>14} {:>9} {:>14} {:>9}\n",
             r.operation,
             r.ints,
             r.measured_median_s * 1e6,
             p,
-            e
+            e,
+            alone,
+            percent(r.error_in_call)
         );
     }
     crate::outputs::write_stdout(&s)?;

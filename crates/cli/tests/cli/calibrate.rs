@@ -403,6 +403,9 @@ fn bench_predict_closes_the_loop() {
         // (The barrier-corrected median can be slightly negative on a loaded machine: the
         // correction is biased; only that it was measured is checked.)
         assert!(r["measured_median_s"].as_f64().unwrap().is_finite(), "{r}");
+        // Each operation was also timed alone (the benchmark ran with --in-call).
+        let alone = r["measured_in_call_s"].as_f64().unwrap();
+        assert!(alone.is_finite() && r["error_in_call"].is_f64(), "{r}");
     }
     // (Predictions replay the traced run's own compute gaps, so on a loaded machine they
     // carry its noise: no ordering between sizes is asserted.)
