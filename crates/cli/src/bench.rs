@@ -397,12 +397,22 @@ fn predict_in(
         crate::outputs::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
         return Ok(0);
     }
+    crate::outputs::write_stdout(&table(platform, a.np, &rows))?;
+    Ok(0)
+}
+
+/// `--predict`'s table: measured, predicted and their errors per operation and length.
+fn table(
+    platform: &std::path::Path,
+    np: u32,
+    rows: &[mpiscope_calibrate::prediction::Comparison],
+) -> String {
     let mut s = format!(
         "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks;\n\
          # IN CALL: the operation alone, before the trailing barrier (no barrier correction)\n\
          {:<14} {:>10} {:>14} {:>14} {:>9} {:>14} {:>9}\n",
         platform.display(),
-        a.np,
+        np,
         "OPERATION",
         "N(int)",
         "MEASURED (us)",
@@ -412,7 +422,7 @@ fn predict_in(
         "ERROR"
     );
     let percent = |e: Option<f64>| e.map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
-    for r in &rows {
+    for r in rows {
         let (p, e) = match (r.predicted_s, r.error) {
             (Some(p), Some(e)) => (format!("{:.3}", p * 1e6), format!("{:+.1}%", e * 100.0)),
             _ => ("-".into(), "unmatched".into()),
@@ -431,8 +441,7 @@ fn predict_in(
             percent(r.error_in_call)
         );
     }
-    crate::outputs::write_stdout(&s)?;
-    Ok(0)
+    s
 }
 
 #[cfg(test)]
