@@ -10,6 +10,10 @@
 //! a sample starts while the slowest rank is still in the operation, so it costs less than a
 //! free-standing barrier and `t` slightly underestimates; both raw and corrected values are
 //! reported.
+//! * Beyond MPITEST (`--in-call`), the operation alone: `t_in = t3 - t1 - DT`, `t3` read
+//!   right after the operation, before the trailing barrier: what a simulator reports as
+//!   the time inside the call, without the barrier's correction. The extra read is then
+//!   also taken out of `t` (`t = t2 - t1 - 2 DT - DB`).
 
 use crate::stats::Summary;
 
@@ -85,16 +89,21 @@ pub struct Samples {
     pub raw: Vec<f64>,
     /// `t2 - t1 - DT - DB`, seconds.
     pub corrected: Vec<f64>,
+    /// `t3 - t1 - DT`, the operation alone (empty unless asked for), seconds.
+    pub in_call: Vec<f64>,
 }
 
 /// Runs `op` `warmup` times untimed, then `iters` timed samples by MPITEST's scheme, each
-/// timing `reps` back-to-back runs of `op` (1 in MPITEST) and divided by `reps`.
+/// timing `reps` back-to-back runs of `op` (1 in MPITEST) and divided by `reps`; with
+/// `in_call` the operation alone too (`t3 - t1 - DT`, `t3` read before the trailing barrier;
+/// the corrected time then takes out both reads).
 pub fn measure<H: Harness>(
     h: &mut H,
     o: &Overheads,
     warmup: u32,
     iters: u32,
     reps: u32,
+    in_call: bool,
     mut op: impl FnMut(&mut H),
 ) -> Samples {
     let reps = reps.max(1);
@@ -105,18 +114,26 @@ pub fn measure<H: Harness>(
     let mut s = Samples {
         raw: Vec::with_capacity(iters as usize),
         corrected: Vec::with_capacity(iters as usize),
+        in_call: Vec::with_capacity(if in_call { iters as usize } else { 0 }),
     };
+    let r = f64::from(reps);
     for _ in 0..iters {
         h.barrier();
         let t1 = h.now();
         for _ in 0..reps {
             op(h);
         }
+        let extra = if in_call {
+            let t3 = h.now();
+            s.in_call.push((t3 - t1 - o.dt) / r);
+            o.dt
+        } else {
+            0.0
+        };
         h.barrier();
         let t2 = h.now();
-        let r = f64::from(reps);
         s.raw.push((t2 - t1) / r);
-        s.corrected.push((t2 - t1 - o.dt - o.db) / r);
+        s.corrected.push((t2 - t1 - o.dt - extra - o.db) / r);
     }
     s
 }
@@ -178,7 +195,7 @@ mod tests {
         let mut f = fake();
         let o = overheads(&mut f, 10);
         let (reads, barriers) = (f.reads, f.barriers);
-        let s = measure(&mut f, &o, 3, 20, 1, |h| h.t += 7e-5);
+        let s = measure(&mut f, &o, 3, 20, 1, false, |h| h.t += 7e-5);
         assert_eq!(s.corrected.len(), 20);
         for (raw, c) in s.raw.iter().zip(&s.corrected) {
             assert!(close(*c, 7e-5), "corrected {c}");
@@ -189,11 +206,28 @@ mod tests {
         assert_eq!(f.reads - reads, 40);
     }
 
+    /// `--in-call`: the operation alone, and the corrected time as without it.
+    #[test]
+    fn the_operation_alone_before_the_trailing_barrier() {
+        let mut f = fake();
+        let o = overheads(&mut f, 10);
+        let s = measure(&mut f, &o, 1, 8, 2, true, |h| h.t += 7e-5);
+        assert_eq!(s.in_call.len(), 8);
+        for ((c, i), raw) in s.corrected.iter().zip(&s.in_call).zip(&s.raw) {
+            assert!(close(*i, 7e-5), "in call {i}");
+            assert!(close(*c, 7e-5), "corrected {c}");
+            assert!(close(*raw, 7e-5 + (2.0 * 2e-8 + 3e-6) / 2.0), "raw {raw}");
+        }
+        assert!(measure(&mut f, &o, 0, 3, 1, false, |h| h.t += 1e-6)
+            .in_call
+            .is_empty());
+    }
+
     #[test]
     fn repetitions_share_one_correction() {
         let mut f = fake();
         let o = overheads(&mut f, 10);
-        let s = measure(&mut f, &o, 0, 5, 10, |h| h.t += 1e-6);
+        let s = measure(&mut f, &o, 0, 5, 10, false, |h| h.t += 1e-6);
         for (raw, c) in s.raw.iter().zip(&s.corrected) {
             assert!(close(*c, 1e-6), "corrected {c}");
             assert!(close(*raw, 1e-6 + (2e-8 + 3e-6) / 10.0), "raw {raw}");

@@ -63,7 +63,16 @@ pub enum Op {
     /// memory rather than from the caches that SEND & RECV's repeats keep warm (HPL's row
     /// swaps: 4 GB/s here where SEND & RECV gives 15).
     ColdSend,
+    /// Beyond MPITEST: the sum of N integers into N others on one process
+    /// (`MPI_Reduce_local`, the operator the library's reductions apply to each buffer they
+    /// receive), timed on rank 0 alone over [`REDUCE_LOCAL_CALLS`] calls, per call. What a
+    /// reduction costs beyond its messages: the simulator's `mpiscope/reduction`.
+    ReduceLocal,
 }
+
+/// Calls of REDUCE LOCAL per sample (one call of a few integers is shorter than the
+/// timer's resolution).
+pub const REDUCE_LOCAL_CALLS: usize = 16;
 
 /// Integers per block of VECTOR SEND's datatype (4 KiB, a column of 512 doubles).
 pub const VECTOR_BLOCK: usize = 1024;
@@ -99,12 +108,13 @@ pub const ALL: [Op; 13] = [
 ];
 
 /// Operations beyond MPITEST, run only when named in `--only`.
-pub const EXTRA: [Op; 5] = [
+pub const EXTRA: [Op; 6] = [
     Op::EagerSend,
     Op::MessageRate,
     Op::BusySignal,
     Op::VectorSend,
     Op::ColdSend,
+    Op::ReduceLocal,
 ];
 
 impl Op {
@@ -129,6 +139,7 @@ impl Op {
             Op::BusySignal => "SIGNAL WITH BUSY CORES",
             Op::VectorSend => "VECTOR SEND",
             Op::ColdSend => "COLD SEND",
+            Op::ReduceLocal => "REDUCE LOCAL",
         }
     }
 
@@ -153,6 +164,7 @@ impl Op {
             Op::BusySignal => "busy_signal",
             Op::VectorSend => "vector_send",
             Op::ColdSend => "cold_send",
+            Op::ReduceLocal => "reduce_local",
         }
     }
 
@@ -195,7 +207,12 @@ impl Op {
     pub fn sender_timed(self) -> bool {
         matches!(
             self,
-            Op::EagerSend | Op::MessageRate | Op::BusySignal | Op::VectorSend | Op::ColdSend
+            Op::EagerSend
+                | Op::MessageRate
+                | Op::BusySignal
+                | Op::VectorSend
+                | Op::ColdSend
+                | Op::ReduceLocal
         )
     }
 
@@ -324,6 +341,7 @@ pub fn sender_sample(
             peer.send(&empty[..]);
             0.0
         }
+        Op::ReduceLocal => reduce_local_sample(world, &send[..n], &mut recv[..n]),
         Op::MessageRate => mpi::request::scope(|scope| {
             if me == 1 {
                 let from = world.process_at_rank(0);
@@ -353,6 +371,20 @@ pub fn sender_sample(
         }),
         _ => 0.0,
     }
+}
+
+/// REDUCE LOCAL's sample: after a barrier, rank 0 sums `send` into `recv`
+/// [`REDUCE_LOCAL_CALLS`] times; the seconds per call (other ranks return 0).
+fn reduce_local_sample(world: &SimpleCommunicator, send: &[i32], recv: &mut [i32]) -> f64 {
+    world.barrier();
+    if world.rank() != 0 {
+        return 0.0;
+    }
+    let t1 = mpi::time();
+    for _ in 0..REDUCE_LOCAL_CALLS {
+        mpi::collective::reduce_local_into(send, &mut *recv, SystemOperation::sum());
+    }
+    (mpi::time() - t1) / REDUCE_LOCAL_CALLS as f64
 }
 
 /// One message from rank 0 to rank 1 (`send` on rank 0, `receive` on rank 1), caches
@@ -496,6 +528,10 @@ pub fn run(
         Op::BusySignal | Op::VectorSend | Op::ColdSend => {
             sender_sample(op, world, n, send, recv);
         }
+        // Outside its own timing (validation), one call on every rank.
+        Op::ReduceLocal => {
+            mpi::collective::reduce_local_into(&send[..n], &mut recv[..n], SystemOperation::sum())
+        }
     }
 }
 
@@ -530,6 +566,7 @@ pub fn validate(
     let sum = |i: usize| (0..np).map(|r| value(r, 0, i)).sum::<i32>();
     match op {
         Op::Allreduce => check(&recv[..n], &sum),
+        Op::ReduceLocal => check(&recv[..n], &|i| value(me, 0, i) - 1),
         Op::Reduce if me == 0 => check(&recv[..n], &sum),
         Op::Broadcast => check(&recv[..n], &|i| value(0, 0, i)),
         Op::Gather if me == 0 => check(&recv[..n * np], &|i| value(i / n, 0, i % n)),

@@ -58,6 +58,12 @@ pub struct Params {
     /// Check each operation's result once, outside the timed loop.
     #[arg(long)]
     pub validate: bool,
+    /// Also time the operation alone (`in_call` in `--json`): from after the leading
+    /// barrier to its end, before the trailing one, per iteration the slowest rank; what a
+    /// simulator reports as the time inside the call. One more timer read per sample
+    /// (taken out of the corrected time too).
+    #[arg(long)]
+    pub in_call: bool,
     /// Flag a result as unstable when its 95% interval is wider than this fraction of the
     /// median.
     #[arg(long, default_value_t = 0.25)]
@@ -116,7 +122,15 @@ pub fn rewrite_seed_syntax(args: impl IntoIterator<Item = String>) -> Vec<String
 fn takes_value(option: &str) -> bool {
     !matches!(
         option,
-        "--bytes" | "--validate" | "--json" | "--csv" | "--force" | "--help" | "--version"
+        "--bytes"
+            | "--validate"
+            | "--in-call"
+            | "--one-buffer"
+            | "--json"
+            | "--csv"
+            | "--force"
+            | "--help"
+            | "--version"
     )
 }
 

@@ -42,6 +42,10 @@ pub struct Row {
     pub time: Summary,
     /// Raw times (`t2 - t1`), seconds.
     pub raw: Summary,
+    /// With `--in-call`: the operation alone (`t3 - t1 - DT`, before the trailing barrier),
+    /// seconds, per iteration the slowest rank.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_call: Option<Summary>,
     /// `bytes / median corrected time`, MB/s (10^6 bytes per second).
     pub bandwidth_mb_s: Option<f64>,
     /// The 95% interval of the median is wide: the measurement was disturbed.
@@ -69,6 +73,7 @@ impl Row {
             iterations: 0,
             time: Summary::of(&[]),
             raw: Summary::of(&[]),
+            in_call: None,
             bandwidth_mb_s: None,
             unstable: false,
             skipped: None,
@@ -119,6 +124,9 @@ pub struct ParamsOut {
     pub reps: u32,
     /// SEND & RECV sends from its receive buffer.
     pub one_buffer: bool,
+    /// The operations were also timed alone (`--in-call`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_call: bool,
     /// How late EAGER SEND's receiver posts its receive, seconds.
     pub eager_probe_delay: f64,
 }
@@ -137,6 +145,7 @@ impl From<&Params> for ParamsOut {
             warmup: p.warmup,
             reps: p.reps,
             one_buffer: p.one_buffer,
+            in_call: p.in_call,
             eager_probe_delay: crate::ops::EAGER_PROBE_DELAY,
         }
     }

@@ -157,6 +157,8 @@ impl<'a> Sweep<'a> {
         let samples = self.samples(op, ints as usize, iters, o);
         let corrected = slowest(self.world, &samples.corrected);
         let raw = slowest(self.world, &samples.raw);
+        // Every rank took the same kind of samples, so every rank joins this gather or none.
+        let in_call = (!samples.in_call.is_empty()).then(|| slowest(self.world, &samples.in_call));
         if params.validate && !op.lengthless() {
             row.valid = Some(self.validate(op, ints as usize));
         }
@@ -164,6 +166,7 @@ impl<'a> Sweep<'a> {
             row.iterations = iters;
             row.time = Summary::of(&corrected);
             row.raw = Summary::of(&raw);
+            row.in_call = in_call.map(|s| Summary::of(&s));
             row.unstable = row.time.unstable(params.unstable_above);
             if row.bytes > 0 && row.time.median > 0.0 {
                 row.bandwidth_mb_s = Some(row.bytes as f64 / row.time.median / 1e6);
@@ -182,6 +185,7 @@ impl<'a> Sweep<'a> {
                 Samples {
                     raw: s.clone(),
                     corrected: s,
+                    in_call: Vec::new(),
                 }
             }
             Op::Barrier => {
@@ -189,6 +193,7 @@ impl<'a> Sweep<'a> {
                 Samples {
                     raw: s.iter().map(|x| x + o.dt).collect(),
                     corrected: s,
+                    in_call: Vec::new(),
                 }
             }
             op if op.sender_timed() => {
@@ -202,17 +207,20 @@ impl<'a> Sweep<'a> {
                 // Only the sender's clock counts: one timer read is the correction.
                 let per = match op {
                     Op::MessageRate => ops::RATE_WINDOW as f64,
+                    Op::ReduceLocal => ops::REDUCE_LOCAL_CALLS as f64,
                     Op::BusySignal => 2.0,
                     _ => 1.0,
                 };
                 Samples {
                     corrected: raw.iter().map(|t| t - o.dt / per).collect(),
                     raw,
+                    in_call: Vec::new(),
                 }
             }
             _ => {
                 let (world, send, recv) = (self.world, &self.send, &mut self.recv);
-                method::measure(&mut self.h, o, params.warmup, iters, params.reps, |_| {
+                let (warmup, reps) = (params.warmup, params.reps);
+                method::measure(&mut self.h, o, warmup, iters, reps, params.in_call, |_| {
                     ops::run(op, world, ints, send, recv, params.one_buffer)
                 })
             }

@@ -259,3 +259,85 @@ fn vector_send_cold_send_and_busy_signal() {
     assert_eq!(busy.len(), 1, "{j}");
     assert!(busy[0] > 0.0 && busy[0] < 30e-3, "{j}");
 }
+
+/// REDUCE LOCAL: the library's sum of integers on one process, checked (`--validate`),
+/// per call, and slower for a large vector than for a small one; a single process runs it.
+#[test]
+fn reduce_local_times_the_operator() {
+    for np in [1, 2] {
+        let r = mpirun(
+            np,
+            &[
+                "--bytes",
+                "m64",
+                "M262144",
+                "K64",
+                "--only",
+                "reduce_local",
+                "T20",
+                "--validate",
+                "--json",
+            ],
+        );
+        assert!(r.status.success(), "{}", text(&r.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+        let rows = j["results"].as_array().unwrap();
+        let times: Vec<(u64, f64)> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r["operation"], "REDUCE LOCAL", "{r}");
+                assert_eq!(r["valid"], true, "{r}");
+                (
+                    r["bytes"].as_u64().unwrap(),
+                    r["time"]["median"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            times.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [64, 4096, 262144],
+            "{j}"
+        );
+        // 256 KiB of sums take longer than 64 bytes of them, and less than a millisecond.
+        assert!(times[2].1 > times[0].1 && times[2].1 < 1e-3, "{j}");
+    }
+}
+
+/// `--in-call`: the operation alone next to MPITEST's corrected time, in `--json` only when
+/// asked for.
+#[test]
+fn in_call_times_the_operation_alone() {
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "--bytes",
+            "m8",
+            "M64",
+            "K8",
+            "--only",
+            "allreduce,broadcast,send_recv",
+            "T10",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let r = mpirun(2, &args(&["--in-call"]));
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(j["params"]["in_call"], true, "{j}");
+    let rows = j["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 6, "{j}");
+    for row in rows {
+        let alone = row["in_call"]["median"].as_f64().unwrap();
+        // The operation alone: positive, and less than the sample with its barriers.
+        assert!(
+            alone > 0.0 && alone < row["raw"]["median"].as_f64().unwrap(),
+            "{row}"
+        );
+    }
+    let r = mpirun(2, &args(&[]));
+    assert!(r.status.success(), "{}", text(&r.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(j["params"].get("in_call").is_none(), "{j}");
+    assert!(j["results"][0].get("in_call").is_none(), "{j}");
+}

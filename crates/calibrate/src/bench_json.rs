@@ -46,6 +46,9 @@ pub(crate) struct BenchRow {
     pub ints: Option<u64>,
     /// Corrected times.
     pub time: BenchTime,
+    /// The operation alone (`--in-call`), when measured.
+    #[serde(default)]
+    pub in_call: Option<BenchTime>,
     /// Why the row was not measured.
     #[serde(default)]
     pub skipped: Option<String>,

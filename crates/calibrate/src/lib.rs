@@ -14,6 +14,7 @@ mod large;
 pub mod nnls;
 pub mod prediction;
 pub mod protocol;
+pub mod reduction;
 pub mod scheduler;
 pub mod strided;
 
@@ -495,7 +496,13 @@ mod tests {
             contiguous: 3e9,
             runs_gigabytes_per_second: Vec::new(),
         };
-        let extra = scheduler::config_lines(1.3996e-3) + &strided.config_lines();
+        let reduction = reduction::Reduction {
+            seconds_per_byte: 1.0 / 3.1e10,
+            samples: 4,
+        };
+        let extra = scheduler::config_lines(1.3996e-3)
+            + &strided.config_lines()
+            + &reduction.config_lines();
         let text = net.platform_toml(2, "r.json", Some(&model), Some(&protocol), &extra);
         let p = mpiscope_sim::platform::toml::from_toml_str(&text, "c.toml").unwrap();
         assert!(p.warnings.is_empty(), "{:?}", p.warnings);
@@ -514,6 +521,7 @@ mod tests {
                 panel: model.panel.map(|f| f.cost()),
                 pack: Some(strided.extra_per_byte),
                 laswp: model.laswp.map(|f| f.cost()),
+                reduction: Some(reduction.seconds_per_byte),
             }
         );
     }

@@ -6,9 +6,14 @@
 //! `np x iterations x reps` of them; the benchmark's own bookkeeping calls are fewer), the
 //! k-th smallest size going with the k-th smallest length. The prediction is the slowest
 //! rank's mean time per call there, what the benchmark's per-iteration slowest-rank
-//! samples measure. SEND & RECV is predicted as the time of its send and receive
-//! callsites per round trip; BARRIER and the pairwise operations other than SEND & RECV
-//! are not matched (their calls cannot be told apart from the method's own barriers).
+//! samples measure; when the benchmark also timed each operation alone (`--in-call`: no
+//! trailing barrier, no barrier correction, the statistic closest to the replay's time
+//! inside the call), the prediction is compared with that too. SEND & RECV is predicted as the slowest rank's send and receive time
+//! per round trip: per rank, the sum of the mean times of its send and receive callsites
+//! (rank 0 is inside MPI for the whole round trip; rank 1 only from its receive on, so the
+//! time of both ranks together is not two round trips when the sends return at once);
+//! BARRIER and the pairwise operations other than SEND & RECV are not matched (their calls
+//! cannot be told apart from the method's own barriers).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +36,12 @@ pub struct Comparison {
     pub predicted_s: Option<f64>,
     /// `predicted / measured median - 1`.
     pub error: Option<f64>,
+    /// Measured median of the operation alone (`mpiscope-bench --in-call`: before the
+    /// trailing barrier, no barrier correction), seconds; what the replay's time inside the
+    /// call predicts most directly.
+    pub measured_in_call_s: Option<f64>,
+    /// `predicted / measured in call - 1`.
+    pub error_in_call: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -43,6 +54,8 @@ struct Site {
     calls: u64,
     seconds: f64,
     slowest_rank_mean_s: f64,
+    #[serde(default)]
+    slowest_rank: Option<u32>,
     #[serde(default)]
     function: Option<String>,
     #[serde(default)]
@@ -145,15 +158,13 @@ pub fn compare(
                     .fold(0.0, f64::max)
             })
         } else {
-            // A round trip: both ranks are inside MPI for all of it, so the pair's send and
-            // receive time summed over both ranks is two round trips.
             let parts: Vec<Vec<Vec<Site>>> = fns.iter().map(|f| sized(f, 2 * per_rank)).collect();
-            parts.iter().all(|p| p.len() == lengths.len()).then(|| {
-                let total = |g: &[Site], f: fn(&Site) -> f64| g.iter().map(f).sum::<f64>();
-                let seconds: f64 = parts.iter().map(|p| total(&p[index], |s| s.seconds)).sum();
-                seconds / total(&parts[0][index], |s| s.calls as f64)
-            })
+            parts
+                .iter()
+                .all(|p| p.len() == lengths.len())
+                .then(|| round_trip(parts.iter().flat_map(|p| &p[index])))
         };
+        let in_call = row.in_call.as_ref().map(|t| t.median);
         out.push(Comparison {
             operation: row.operation.clone(),
             key: row.key.clone(),
@@ -162,9 +173,35 @@ pub fn compare(
             measured_mean_s: row.time.mean,
             predicted_s: predicted,
             error: predicted.map(|p| p / row.time.median - 1.0),
+            measured_in_call_s: in_call,
+            error_in_call: predicted.zip(in_call).map(|(p, m)| p / m - 1.0),
         });
     }
     Ok(out)
+}
+
+/// The slowest rank's send and receive time per round trip, from the callsites of one
+/// size (one send and one receive per rank and round trip): per rank, the sum of its
+/// callsites' mean times. Without the ranks (older replay reports), the time of both ranks
+/// per send, which is the round trip only when both are inside MPI for all of it.
+fn round_trip<'a>(sites: impl Iterator<Item = &'a Site> + Clone) -> f64 {
+    let mut per_rank: std::collections::BTreeMap<u32, f64> = Default::default();
+    let mut ranked = true;
+    for s in sites.clone() {
+        match s.slowest_rank {
+            Some(r) => *per_rank.entry(r).or_default() += s.slowest_rank_mean_s,
+            None => ranked = false,
+        }
+    }
+    if ranked && !per_rank.is_empty() {
+        return per_rank.into_values().fold(0.0, f64::max);
+    }
+    let seconds: f64 = sites.clone().map(|s| s.seconds).sum();
+    let sends: u64 = sites
+        .filter(|s| s.function.as_deref() == Some("MPI_Send"))
+        .map(|s| s.calls)
+        .sum();
+    seconds / sends.max(1) as f64
 }
 
 #[cfg(test)]
@@ -185,7 +222,8 @@ mod tests {
                  "time": {"mean": 1e-6, "median": 1e-6}},
                 row("ALLREDUCE", "allreduce", 1, 2e-6),
                 row("ALLREDUCE", "allreduce", 1024, 10e-6),
-                row("BROADCAST", "broadcast", 1, 1e-6),
+                {"operation": "BROADCAST", "key": "broadcast", "ints": 1,
+                 "time": {"mean": 1.1e-6, "median": 1e-6}, "in_call": {"median": 2e-6}},
                 row("SEND & RECV", "send_recv", 1, 4e-6),
             ]
         })
@@ -203,6 +241,13 @@ mod tests {
                "slowest_rank_mean_s": slowest, "function": function, "bytes": bytes})
     }
 
+    /// A callsite of one rank (`slowest_rank`), `calls` calls of `mean` seconds each.
+    fn ranked(function: &str, rank: u32, calls: u64, mean: f64) -> serde_json::Value {
+        json!({"callsite": 2 + rank, "calls": calls, "seconds": mean * calls as f64,
+               "slowest_rank": rank, "slowest_rank_mean_s": mean, "function": function,
+               "bytes": 4})
+    }
+
     #[test]
     fn matches_sizes_in_order_and_ignores_bookkeeping_calls() {
         let replay = json!({"callsites": [
@@ -215,10 +260,12 @@ mod tests {
             // Root and other ranks at different lines: the slower one counts.
             site("MPI_Bcast", 4, 11, 0.0, 0.5e-6),
             site("MPI_Bcast", 4, 11, 0.0, 1.5e-6),
-            // Round trips: 11 per rank pair; 2 ranks x 11 sends and receives, two lines.
-            site("MPI_Send", 4, 11, 22e-6, 0.0),
-            site("MPI_Send", 4, 11, 22e-6, 0.0),
-            site("MPI_Recv", 4, 22, 44e-6, 0.0),
+            // Round trips: 11 per rank pair; each rank's send and receive at lines of their
+            // own. Rank 0 is in MPI for the whole round trip (4 us), rank 1 from its receive.
+            ranked("MPI_Send", 0, 11, 0.2e-6),
+            ranked("MPI_Recv", 0, 11, 3.8e-6),
+            ranked("MPI_Recv", 1, 11, 2.0e-6),
+            ranked("MPI_Send", 1, 11, 0.1e-6),
         ]})
         .to_string();
         let c = compare(&bench(), "b.json", &replay, "r.json").unwrap();
@@ -226,9 +273,26 @@ mod tests {
         assert!((get("allreduce", 1).predicted_s.unwrap() - 2.2e-6).abs() < 1e-15);
         assert!((get("allreduce", 1).error.unwrap() - 0.1).abs() < 1e-9);
         assert!((get("allreduce", 1024).predicted_s.unwrap() - 11e-6).abs() < 1e-15);
-        // 88 us of send and receive time over 22 sends: 4 us per round trip.
+        // Rank 0's 0.2 + 3.8 us, not both ranks' 6.1 us over two sends.
         assert!((get("send_recv", 1).predicted_s.unwrap() - 4e-6).abs() < 1e-15);
+        // A replay report without the ranks: both ranks' time per send.
+        let old = json!({"callsites": [
+            {"calls": 11, "seconds": 22e-6, "slowest_rank_mean_s": 0.0,
+             "function": "MPI_Send", "bytes": 4},
+            {"calls": 11, "seconds": 22e-6, "slowest_rank_mean_s": 0.0,
+             "function": "MPI_Send", "bytes": 4},
+            {"calls": 22, "seconds": 44e-6, "slowest_rank_mean_s": 0.0,
+             "function": "MPI_Recv", "bytes": 4},
+        ]})
+        .to_string();
+        let c = compare(&bench(), "b.json", &old, "r.json").unwrap();
+        let rt = c.iter().find(|x| x.key == "send_recv").unwrap();
+        assert!((rt.predicted_s.unwrap() - 4e-6).abs() < 1e-15);
         assert!((get("broadcast", 1).predicted_s.unwrap() - 1.5e-6).abs() < 1e-15);
+        // Measured alone too (`--in-call`): the error against it beside MPITEST's.
+        assert_eq!(get("broadcast", 1).measured_in_call_s, Some(2e-6));
+        assert!((get("broadcast", 1).error_in_call.unwrap() + 0.25).abs() < 1e-9);
+        assert_eq!(get("allreduce", 1).error_in_call, None);
         assert!(c.iter().all(|x| x.key != "barrier"));
         // Without the replay's calls a row is measured, not predicted.
         let none = json!({"callsites": []}).to_string();

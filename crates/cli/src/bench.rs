@@ -23,7 +23,8 @@ pub struct BenchArgs {
     /// more launcher argument, repeatable), `--binary PATH` (default: `mpiscope-bench` next
     /// to `mpiscope`), `--bind-to core` (rank i bound to core i modulo the cores, as
     /// `busy_signal` needs; default: the launcher's choice), `--predict PLATFORM` (trace
-    /// the run, replay it on PLATFORM and compare), `--keep DIR` (keep the trace, results
+    /// the run, replay it on PLATFORM and compare), `--collectives NAME` (the replay's
+    /// decision rules, as `mpiscope replay --collectives`), `--keep DIR` (keep the trace, results
     /// and replay of `--predict` in DIR), `--force` (replace an output file of another
     /// kind; with `--keep`, an earlier trace there too), `-q`, `--quiet` (no messages of
     /// mpiscope's own), then the arguments of `mpiscope-bench`, in [MPITEST]'s syntax or
@@ -45,6 +46,8 @@ struct Parsed {
     binary: Option<PathBuf>,
     bind_to_core: bool,
     predict: Option<PathBuf>,
+    /// `--collectives` of the replay (`None`: replay's default).
+    collectives: Option<String>,
     keep: Option<PathBuf>,
     force: bool,
     rest: Vec<String>,
@@ -59,6 +62,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
         binary: None,
         bind_to_core: false,
         predict: None,
+        collectives: None,
         keep: None,
         force: false,
         rest: Vec::new(),
@@ -108,6 +112,7 @@ fn parse(args: &[String]) -> Result<Parsed> {
                 }
             }
             "--predict" => p.predict = Some(PathBuf::from(value(i)?)),
+            "--collectives" => p.collectives = Some(value(i)?),
             "--keep" => p.keep = Some(PathBuf::from(value(i)?)),
             _ => {
                 p.rest = args[i..].to_vec();
@@ -122,6 +127,13 @@ fn parse(args: &[String]) -> Result<Parsed> {
 /// Runs `mpiscope bench`; returns the benchmark's exit code.
 pub fn bench(args: BenchArgs) -> Result<i32> {
     let a = parse(&args.args)?;
+    if let Some(c) = &a.collectives {
+        if a.predict.is_none() {
+            bail!("--collectives {c}: the replay's decision rules, only with --predict");
+        }
+        c.parse::<mpiscope_sim::coll::Selector>()
+            .map_err(|e| anyhow::anyhow!("--collectives {c}: {e}"))?;
+    }
     if a.predict.is_some() {
         return predict(a);
     }
@@ -270,10 +282,12 @@ fn predict(a: Parsed) -> Result<i32> {
         if x == "--output" || x.starts_with("--output=") || seed_output {
             bail!("--predict writes the benchmark's results itself: drop `{x}` (use --keep DIR to keep them)");
         }
-        if x != "--json" && x != "--csv" {
+        if x != "--json" && x != "--csv" && x != "--in-call" {
             bench_args.push(x.clone());
         }
     }
+    // Each operation also timed alone: the statistic closest to the replay's.
+    bench_args.push("--in-call".into());
     // A private directory of an unpredictable name (nothing planted under a guessed name
     // can redirect the run), removed with everything in it at the end; or the user's.
     let (dir, _private) = match &a.keep {
@@ -360,6 +374,13 @@ fn predict_in(
             .arg(platform)
             .arg("--mapping")
             .arg(format!("sequential:{}", a.np))
+            .args(
+                a.collectives
+                    .as_deref()
+                    .map(|c| ["--collectives", c])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(["--callsites-by-size", "--json", "--quiet"]),
         "mpiscope replay",
     )?;
@@ -376,33 +397,51 @@ fn predict_in(
         crate::outputs::write_stdout(&(serde_json::to_string_pretty(&rows)? + "\n"))?;
         return Ok(0);
     }
+    crate::outputs::write_stdout(&table(platform, a.np, &rows))?;
+    Ok(0)
+}
+
+/// `--predict`'s table: measured, predicted and their errors per operation and length.
+fn table(
+    platform: &std::path::Path,
+    np: u32,
+    rows: &[mpiscope_calibrate::prediction::Comparison],
+) -> String {
     let mut s = format!(
-        "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks\n\
-         {:<14} {:>10} {:>14} {:>14} {:>9}\n",
+        "# measured (median, slowest rank, barrier-corrected) and predicted on {}, {} ranks;\n\
+         # IN CALL: the operation alone, before the trailing barrier (no barrier correction)\n\
+         {:<14} {:>10} {:>14} {:>14} {:>9} {:>14} {:>9}\n",
         platform.display(),
-        a.np,
+        np,
         "OPERATION",
         "N(int)",
         "MEASURED (us)",
         "PREDICTED (us)",
+        "ERROR",
+        "IN CALL (us)",
         "ERROR"
     );
-    for r in &rows {
+    let percent = |e: Option<f64>| e.map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0));
+    for r in rows {
         let (p, e) = match (r.predicted_s, r.error) {
             (Some(p), Some(e)) => (format!("{:.3}", p * 1e6), format!("{:+.1}%", e * 100.0)),
             _ => ("-".into(), "unmatched".into()),
         };
+        let alone = r
+            .measured_in_call_s
+            .map_or("-".to_string(), |m| format!("{:.3}", m * 1e6));
         s += &format!(
-            "{:<14} {:>10} {:>14.3} {:>14} {:>9}\n",
+            "{:<14} {:>10} {:>14.3} {:>14} {:>9} {:>14} {:>9}\n",
             r.operation,
             r.ints,
             r.measured_median_s * 1e6,
             p,
-            e
+            e,
+            alone,
+            percent(r.error_in_call)
         );
     }
-    crate::outputs::write_stdout(&s)?;
-    Ok(0)
+    s
 }
 
 #[cfg(test)]
@@ -460,6 +499,30 @@ mod tests {
 
     fn v(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()
+    }
+
+    /// `--collectives` is the replay's, taken before the benchmark's arguments, and only
+    /// with `--predict`; a name the simulator does not know is refused before any run.
+    #[test]
+    fn collectives_go_to_the_replay() {
+        let p = parse(&v("--predict p.toml --collectives openmpi4 m1 T5")).unwrap();
+        assert_eq!(p.collectives.as_deref(), Some("openmpi4"));
+        assert_eq!(p.rest, v("m1 T5"));
+        let e = bench(BenchArgs {
+            args: v("--collectives openmpi4 m1"),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("only with --predict"), "{e}");
+        let e = bench(BenchArgs {
+            args: v("--predict /nonexistent.toml --collectives tuned m1"),
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--collectives tuned") && e.contains("openmpi4"),
+            "{e}"
+        );
     }
 
     #[test]

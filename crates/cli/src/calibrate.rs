@@ -9,6 +9,7 @@ use clap::Args;
 use mpiscope_calibrate::cold::Cold;
 use mpiscope_calibrate::compute::{ComputeModel, KernelSample};
 use mpiscope_calibrate::protocol::Protocol;
+use mpiscope_calibrate::reduction::Reduction;
 use mpiscope_calibrate::strided::Strided;
 use mpiscope_calibrate::{fit, points_from_bench, Fit, Network, Point};
 
@@ -136,6 +137,7 @@ struct Calibrated {
     protocol: Option<Protocol>,
     wake_up: Option<f64>,
     strided: Option<Strided>,
+    reduction: Option<Reduction>,
     kernels: Vec<KernelSample>,
     compute: Option<ComputeModel>,
 }
@@ -158,6 +160,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     let protocol = Protocol::from_bench(&text, &path)?;
     let wake_up = wake_up(&a, &text, &path, net.latency)?;
     let strided = strided(&a, &text, &path, contiguous)?;
+    let reduction = Reduction::from_bench(&text, &path)?;
     let (kernels, compute) = compute(&a, np)?;
     let c = Calibrated {
         points,
@@ -169,6 +172,7 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
         protocol,
         wake_up,
         strided,
+        reduction,
         kernels,
         compute,
     };
@@ -181,6 +185,9 @@ pub fn calibrate(a: CalibrateArgs) -> Result<i32> {
     }
     if let Some(s) = &c.strided {
         extra += &s.config_lines();
+    }
+    if let Some(r) = &c.reduction {
+        extra += &r.config_lines();
     }
     let platform = c.net.platform_toml(
         np.max(1),
@@ -299,6 +306,7 @@ impl Calibrated {
             protocol,
             wake_up,
             strided,
+            reduction,
             kernels,
             compute,
             ..
@@ -312,6 +320,7 @@ impl Calibrated {
             "protocol": protocol,
             "oversubscribed_wake_up_s": wake_up,
             "strided": strided,
+            "reduction": reduction,
             "cold": cold.map(|c| serde_json::json!({
                 "bytes_per_second": c.bytes_per_second(),
                 "from_bytes": cold_from,
@@ -336,6 +345,7 @@ impl Calibrated {
             protocol,
             wake_up,
             strided,
+            reduction,
             compute,
             ..
         } = self;
@@ -405,6 +415,13 @@ impl Calibrated {
                         rates.join(", ")
                     )
                 }
+            );
+        }
+        if let Some(r) = reduction {
+            s += &format!(
+                "a reduction operator (REDUCE LOCAL) combines {:.2} GB/s ({:.3e} s per byte)\n",
+                r.bytes_per_second() / 1e9,
+                r.seconds_per_byte
             );
         }
         if let Some(d) = wake_up {

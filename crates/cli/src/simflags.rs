@@ -184,7 +184,9 @@ fn overhead_and_gap(s: &str) -> Result<(f64, f64)> {
 /// The modeled MPI library: how it runs collectives, when a send returns at once.
 #[derive(Args, Debug, Clone, Default)]
 pub struct MpiArgs {
-    /// Collective decision rules: Open MPI's (`ompi`, or `openmpi`) or MPICH's.
+    /// Collective decision rules: Open MPI's (`ompi`, or `openmpi`: as SimGrid 3.32 runs
+    /// them), MPICH's, or `openmpi4` (Open MPI 4.1's rules as Open MPI runs them: buffers
+    /// sent whole where SimGrid segments them, a linear broadcast from the root).
     #[arg(long, default_value = "ompi", value_parser = collectives())]
     pub collectives: String,
     /// Force an algorithm: `bcast=binomial` (repeatable; names as SimGrid's
@@ -203,6 +205,7 @@ fn collectives() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new([
         PossibleValue::new("ompi").alias("openmpi"),
         PossibleValue::new("mpich"),
+        PossibleValue::new("openmpi4"),
     ])
 }
 

@@ -19,6 +19,7 @@
 //! | `mpiscope/panel` | `"p c"` | LU panel factorization time `p n^2 (m - n/3) + c m n` |
 //! | `mpiscope/pack` | seconds per byte | a strided message's extra cost over a contiguous one |
 //! | `mpiscope/laswp` | `"g c"` | HPL's row gather, `(g + c)` seconds per element moved |
+//! | `mpiscope/reduction` | seconds per byte | a reduction operator combining a received buffer into the partial result |
 //!
 //! The dgemm model's `d m k` and `e n k` terms are the per-call packing of its operands
 //! `A` (m x k) and `B` (k x n), which an HPL update of NB-wide chunks pays once per chunk;
@@ -49,11 +50,13 @@ pub enum Key {
     Pack,
     /// `mpiscope/laswp`: a [`KernelCost`] per element moved.
     Laswp,
+    /// `mpiscope/reduction`: seconds per byte a reduction operator combines.
+    Reduction,
 }
 
 impl Key {
     /// Every key, in the order readers check them and warnings suggest them.
-    pub const ALL: [Key; 8] = [
+    pub const ALL: [Key; 9] = [
         Key::LogGp,
         Key::CoreEfficiency,
         Key::OversubscribedWakeUp,
@@ -62,6 +65,7 @@ impl Key {
         Key::Panel,
         Key::Pack,
         Key::Laswp,
+        Key::Reduction,
     ];
 
     /// The kernel models, the HPL skeleton's keys, in the order it checks them.
@@ -78,6 +82,7 @@ impl Key {
             Key::Panel => "mpiscope/panel",
             Key::Pack => "mpiscope/pack",
             Key::Laswp => "mpiscope/laswp",
+            Key::Reduction => "mpiscope/reduction",
         }
     }
 
@@ -160,6 +165,8 @@ pub struct Calibration {
     pub pack: Option<f64>,
     /// `mpiscope/laswp`.
     pub laswp: Option<KernelCost>,
+    /// `mpiscope/reduction`, seconds per byte (at least 0).
+    pub reduction: Option<f64>,
 }
 
 impl Calibration {
@@ -180,7 +187,8 @@ impl Calibration {
                 Key::LogGp => c.loggp = Some(parse_loggp(v)?),
                 Key::CoreEfficiency => c.core_efficiency = Some(parse_efficiency(v)?),
                 Key::OversubscribedWakeUp => c.oversubscribed_wake_up = Some(parse_wake_up(v)?),
-                Key::Pack => c.pack = Some(parse_pack(v)?),
+                Key::Pack => c.pack = Some(parse_per_byte(key, v)?),
+                Key::Reduction => c.reduction = Some(parse_per_byte(key, v)?),
                 Key::Dgemm => c.dgemm = Some(parse_dgemm(v)?),
                 Key::Dtrsm => c.dtrsm = Some(parse_kernel(key, v)?),
                 Key::Panel => c.panel = Some(parse_kernel(key, v)?),
@@ -229,6 +237,7 @@ impl Calibration {
             }
             Key::OversubscribedWakeUp => format!("{:e}", self.oversubscribed_wake_up?),
             Key::Pack => format!("{:e}", self.pack?),
+            Key::Reduction => format!("{:e}", self.reduction?),
             Key::Dgemm | Key::Dtrsm | Key::Panel | Key::Laswp => {
                 let k = self.kernel(key)?;
                 if k.per_a_element == 0.0 && k.per_b_element == 0.0 {
@@ -295,13 +304,16 @@ fn parse_wake_up(v: &str) -> Result<f64, String> {
 }
 
 /// A non-negative number of seconds per byte.
-fn parse_pack(v: &str) -> Result<f64, String> {
+fn parse_per_byte(key: Key, v: &str) -> Result<f64, String> {
     v.trim()
         .parse::<f64>()
         .ok()
         .filter(|x| x.is_finite() && *x >= 0.0)
         .ok_or_else(|| {
-            format!("mpiscope/pack `{v}` is not a non-negative number (seconds per byte)")
+            format!(
+                "{} `{v}` is not a non-negative number (seconds per byte)",
+                key.name()
+            )
         })
 }
 
@@ -371,6 +383,7 @@ pub(crate) fn sample() -> Calibration {
         panel: cost(1.0 / 6e9, 0.0),
         pack: Some(1.9298245614035085e-10),
         laswp: cost(1.0 / 3e8, 0.0),
+        reduction: Some(1.0 / 7.3e9),
     }
 }
 
@@ -401,7 +414,7 @@ mod tests {
     fn lines_are_what_readers_parse() {
         let c = sample();
         let lines = c.to_config();
-        assert_eq!(lines.lines().count(), 8, "{lines}");
+        assert_eq!(lines.lines().count(), 9, "{lines}");
         // The values without the TOML quoting, as a platform reader hands them over.
         let pairs: Vec<(String, String)> = lines
             .lines()
@@ -449,6 +462,8 @@ mod tests {
                 "non-negative number of seconds",
             ),
             ("mpiscope/pack", "x", "seconds per byte"),
+            ("mpiscope/reduction", "-1e-10", "seconds per byte"),
+            ("mpiscope/reduction", "fast", "seconds per byte"),
             ("mpiscope/dgemm", "1 x", "is not two to four numbers"),
             ("mpiscope/dgemm", "1", "is not two to four numbers"),
             ("mpiscope/dgemm", "1 2 3 4 5", "is not two to four numbers"),

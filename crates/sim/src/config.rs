@@ -44,6 +44,10 @@ pub struct SimConfig {
     /// `k mod cores` (`mpirun --bind-to core --map-by core`); otherwise a host's
     /// computations share all its cores.
     pub bind_to_core: bool,
+    /// Seconds per byte a reduction operator combines (`mpiscope/reduction`): what a
+    /// collective's [`crate::coll::POp::Combine`] costs, computed on the rank's core
+    /// (0: reductions cost nothing, as in a SimGrid replay).
+    pub reduction_per_byte: f64,
 }
 
 impl Default for SimConfig {
@@ -58,6 +62,7 @@ impl Default for SimConfig {
             core_efficiency: Vec::new(),
             oversubscribed_wake_up: 0.0,
             bind_to_core: false,
+            reduction_per_byte: 0.0,
         }
     }
 }
@@ -69,7 +74,8 @@ impl SimConfig {
     /// `mpiscope/loggp` values when present), which reads its own options. Options read
     /// besides: `smpi/send-is-detached-thresh` (default 65536 as in SMPI),
     /// `mpiscope/core-efficiency` (per-core speed factors with 1, 2, ... busy cores),
-    /// `mpiscope/oversubscribed-wake-up` (seconds) and SMPI's per-call costs
+    /// `mpiscope/oversubscribed-wake-up` (seconds), `mpiscope/reduction` (seconds per byte
+    /// of a reduction operator) and SMPI's per-call costs
     /// ([`CallCosts::read`], SimGrid's defaults under `smpi`, none charged under the other
     /// models). Errors name the option.
     pub fn for_platform(platform: &Platform, network: &str) -> Result<SimConfig, String> {
@@ -107,8 +113,14 @@ impl SimConfig {
                 ))
             }
         };
-        let measured =
-            Calibration::read(options, &[Key::CoreEfficiency, Key::OversubscribedWakeUp])?;
+        let measured = Calibration::read(
+            options,
+            &[
+                Key::CoreEfficiency,
+                Key::OversubscribedWakeUp,
+                Key::Reduction,
+            ],
+        )?;
         let core_efficiency = measured.core_efficiency.unwrap_or_default();
         let oversubscribed_wake_up = measured.oversubscribed_wake_up.unwrap_or(0.0);
         Ok(SimConfig {
@@ -117,6 +129,7 @@ impl SimConfig {
             costs,
             core_efficiency,
             oversubscribed_wake_up,
+            reduction_per_byte: measured.reduction.unwrap_or(0.0),
             ..SimConfig::default()
         })
     }
@@ -143,11 +156,13 @@ mod tests {
     fn platform_options_become_the_configuration() {
         let p = platform(
             "\"smpi/send-is-detached-thresh\" = 512\n\"smpi/bw-factor\" = \"0:0.5\"\n\
-             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"\n\"mpiscope/core-efficiency\" = \"1 0.75\"",
+             \"mpiscope/loggp\" = \"1e-6,2e-7,3e-7,1e-9\"\n\"mpiscope/core-efficiency\" = \"1 0.75\"\n\
+             \"mpiscope/reduction\" = 3.2e-11",
         );
         let c = SimConfig::for_platform(&p, "flow").unwrap();
         assert_eq!(c.eager_threshold, 512);
         assert_eq!(c.core_efficiency, vec![1.0, 0.75]);
+        assert_eq!(c.reduction_per_byte, 3.2e-11);
         let flow = c.network.params::<FlowConfig>().unwrap();
         assert_eq!(flow.bw_factors, vec![(0, 0.5)]);
         let c = SimConfig::for_platform(&p, "loggp").unwrap();
@@ -172,6 +187,7 @@ mod tests {
     fn defaults_without_options_and_errors_name_the_option() {
         let c = SimConfig::for_platform(&platform(""), "flow").unwrap();
         assert_eq!(c.eager_threshold, 65536);
+        assert_eq!(c.reduction_per_byte, 0.0);
         assert_eq!(c.network, NetworkKind::new(FlowConfig::default()));
         let e = SimConfig::for_platform(&platform("\"mpiscope/loggp\" = \"1,2\""), "loggp")
             .unwrap_err();

@@ -141,6 +141,86 @@ fn large_messages_take_the_cold_rate() {
     );
 }
 
+/// With REDUCE LOCAL measured, the platform carries the operator's cost per byte
+/// (`mpiscope/reduction`: the median over the sizes of at least 4 KiB), and the summary says it.
+#[test]
+fn reductions_take_the_measured_rate() {
+    let tmp = tempdir();
+    let sizes: Vec<u64> = (0..18).map(|i| 8u64 << i).collect();
+    let mut j: serde_json::Value = serde_json::from_str(&bench_json(&sizes)).unwrap();
+    // 30 GB/s from 4 KiB up; a call's fixed cost below (left out).
+    for (b, t) in [
+        (64u64, 2e-8),
+        (4096, 4096.0 / 30e9),
+        (65536, 65536.0 / 30e9),
+    ] {
+        j["results"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({
+                "repeat": 1, "operation": "REDUCE LOCAL", "key": "reduce_local", "ints": b / 4,
+                "bytes": b, "iterations": 100, "time": {"n": 100, "mean": t, "median": t},
+            }));
+    }
+    let results = tmp.path().join("results.json");
+    std::fs::write(&results, j.to_string()).unwrap();
+    let platform = tmp.path().join("calibrated.toml");
+    let o = calibrate(&results, &platform, &["--json", "--no-compute"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fit: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let per_byte = fit["reduction"]["seconds_per_byte"].as_f64().unwrap();
+    assert!((per_byte * 30e9 - 1.0).abs() < 1e-9, "{fit}");
+    assert_eq!(fit["reduction"]["samples"], 2, "{fit}");
+    let text = std::fs::read_to_string(&platform).unwrap();
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("\"mpiscope/reduction\" = "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(line.parse::<f64>().unwrap(), per_byte);
+    let o = calibrate(&results, &tmp.path().join("again.toml"), &["--no-compute"]);
+    let summary = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        summary.contains("a reduction operator (REDUCE LOCAL) combines 30.00 GB/s"),
+        "{summary}"
+    );
+    // An allreduce of 65,536 integers by recursive doubling: each rank combines the whole
+    // vector once, on its own core, after the exchange; without the key it is free.
+    let ti = tmp.path().join("allreduce");
+    std::fs::create_dir_all(&ti).unwrap();
+    for r in 0..2 {
+        let actions = format!("{r} init\n{r} allreduce 65536 0 1\n{r} finalize\n");
+        std::fs::write(ti.join(format!("r{r}")), actions).unwrap();
+    }
+    std::fs::write(ti.join("index.txt"), "r0\nr1\n").unwrap();
+    let free = tmp.path().join("free.toml");
+    let without: String = text
+        .lines()
+        .filter(|l| !l.starts_with("\"mpiscope/reduction\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&free, without).unwrap();
+    let makespan = |platform: &Path| {
+        let o = Command::new(mpiscope())
+            .arg("replay")
+            .arg(ti.join("index.txt"))
+            .arg("--platform")
+            .arg(platform)
+            .args(["--mapping", "sequential:2", "--algorithm", "allreduce=rdb"])
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        j["makespan_s"].as_f64().unwrap()
+    };
+    let extra = makespan(&platform) - makespan(&free);
+    let want = 262144.0 * per_byte;
+    assert!(
+        (extra - want).abs() <= 1e-3 * want,
+        "{extra} s, want {want} s"
+    );
+}
+
 #[test]
 fn calibrate_a_real_benchmark_run() {
     let _g = mpi_lock();
@@ -323,6 +403,9 @@ fn bench_predict_closes_the_loop() {
         // (The barrier-corrected median can be slightly negative on a loaded machine: the
         // correction is biased; only that it was measured is checked.)
         assert!(r["measured_median_s"].as_f64().unwrap().is_finite(), "{r}");
+        // Each operation was also timed alone (the benchmark ran with --in-call).
+        let alone = r["measured_in_call_s"].as_f64().unwrap();
+        assert!(alone.is_finite() && r["error_in_call"].is_f64(), "{r}");
     }
     // (Predictions replay the traced run's own compute gaps, so on a loaded machine they
     // carry its noise: no ordering between sizes is asserted.)
@@ -340,6 +423,21 @@ fn bench_predict_closes_the_loop() {
     sizes.dedup();
     assert_eq!(sizes, [8, 64, 512, 4096], "{replay}");
     assert!(keep.join("results.json").is_file() && keep.join("run").is_dir());
+
+    // The replay's decision rules: Open MPI 4.1's as Open MPI runs them.
+    let o = Command::new(mpiscope())
+        .args(["bench", "-np", "2", "--predict"])
+        .arg(&platform)
+        .args(["--collectives", "openmpi4"])
+        .args(["--bytes", "m8", "M4096", "K8", "T5", "--json"])
+        .args(["--only", "broadcast,allreduce"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 4, "{rows:?}");
+    assert!(rows.iter().all(|r| r["predicted_s"].as_f64() > Some(0.0)));
 
     // The benchmark's own output options are refused: --predict writes the results.
     let o = Command::new(mpiscope())

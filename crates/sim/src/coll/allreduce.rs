@@ -6,12 +6,16 @@
 //! * `lr`: logical ring (reduce-scatter then allgather of ⌊count/p⌋-element blocks, tags
 //!   `tag+i`); `count < p` runs `redbcast`; the `count mod p` remainder is allreduced again
 //!   through the selector.
-//! * `ompi_ring_segmented`: Open MPI's segmented ring (1 MiB segments); runs `lr` when the
-//!   count is below p segments.
+//! * `ompi_ring_segmented`: Open MPI's segmented ring (1 MiB segments, none under
+//!   `openmpi4`); runs `lr` when the count is below p segments.
 //! * `rab_rdb`: Rabenseifner (recursive-halving reduce-scatter, recursive-doubling
 //!   allgather), blocks of ⌊count/P⌋ with the remainder on the last one (SimGrid).
 //! * `mpich_rab`: the same with MPICH's block sizes (the remainder spread over the first
 //!   blocks), MPICH's long-message allreduce.
+//!
+//! Every buffer a rank reduces into its partial result is a [`super::POp::Combine`] after
+//! the receive that brought it: the whole vector per recursive-doubling step, the block
+//! received in each reduce-scatter step of the rings and of Rabenseifner's halving.
 
 use super::ops::{
     add_mod, floor_pow2, rab_doubling_step, rab_halving_step, segcount, sub_mod, Lazy, Ops, Seq,
@@ -63,6 +67,7 @@ fn fold(o: &mut Ops, rank: u64, rem: u64, bytes: u64) -> Option<u64> {
             None
         } else {
             o.recv((rank - 1) as u32, bytes, TAG);
+            o.combine(bytes);
             Some(rank / 2)
         }
     } else {
@@ -94,6 +99,7 @@ fn rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
         while mask < pof2 {
             let dst = unfold(nr ^ mask, rem);
             o.sendrecv(a.rank, dst, bytes, TAG, dst, bytes, TAG);
+            o.combine(bytes);
             mask <<= 1;
         }
     }
@@ -115,6 +121,9 @@ fn lr(a: &CollArgs, cx: &mut Cx) -> Built {
     let ring = Lazy::steps(2 * steps, move |i, o| {
         let t = TAG.wrapping_add((i % steps) as i32);
         o.sendrecv(rank, right, blk, t, left, blk, t);
+        if i < steps {
+            o.combine(blk);
+        }
     });
     let remainder = a.count % p as u64;
     if remainder == 0 {
@@ -137,7 +146,7 @@ fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Built {
     let p = a.size as u64;
     let ts = a.dtype_size;
     let count = a.count;
-    let sc = segcount(1 << 20, ts, count);
+    let sc = segcount(cx.segment(1 << 20), ts, count);
     if sc == 0 || count < p * sc {
         // (count 0 divides by zero in SimGrid; we run lr, hence redbcast)
         cx.enter("lr");
@@ -170,10 +179,12 @@ fn ring_segmented(a: &CollArgs, cx: &mut Cx) -> Built {
                 // step k+1 of Open MPI's loop: receive block rank-k-1, forward block rank-k
                 let r = o.irecv(left, phase_seg(blk(k + 1), ph), t);
                 o.wait(prev);
+                o.combine(phase_seg(blk(k), ph));
                 o.send(right, phase_seg(blk(k), ph), t);
                 prev = r;
             } else {
                 o.wait(prev);
+                o.combine(phase_seg(blk(k), ph));
             }
         } else {
             let k = i - phases * p;
@@ -237,6 +248,7 @@ fn rab(a: &CollArgs, mpich: bool) -> Box<dyn Program> {
                 rab_halving_step(nr < nd, mask, pof2, &mut send_idx, &mut recv_idx, last_idx);
             let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(a.rank, dst, sc, TAG, dst, rc, TAG);
+            o.combine(rc);
             send_idx = recv_idx;
             mask <<= 1;
             if mask < pof2 {

@@ -15,6 +15,9 @@
 //! * `scatter_LR_allgather`: MPICH's binomial scatter then ring allgather.
 //! * `mvapich2_knomial_intra_node`: 4-nomial tree (aborts SimGrid 3.32 in replay, §8).
 //! * `flattree`: the root sends to every rank.
+//!
+//! Under [`super::Selector::OpenMpi4`] `NTSL`, `NTSB` and `ompi_pipeline` send each buffer
+//! whole, as Open MPI 4.1's fixed rules run them (no segment size).
 
 use super::ops::{add_mod, kary_tree, rdb_allgather, segcount, sub_mod, Lazy, Ops, Seq};
 use super::{tag, Algorithm, Built, CollArgs, Collective, Cx, Program};
@@ -87,8 +90,11 @@ fn ntsb(a: &CollArgs, cx: &mut Cx) -> Built {
 fn nts(a: &CollArgs, cx: &mut Cx, binary: bool) -> Built {
     let (p, rank) = (a.size, a.rank);
     let ts = a.dtype_size;
-    let segment = NTS_SEGMENT.checked_div(ts).map_or(1, |s| s.max(1));
     let count = a.count;
+    let segment = match cx.segment(NTS_SEGMENT) {
+        0 => count.max(1),
+        bytes => bytes.checked_div(ts).map_or(1, |s| s.max(1)),
+    };
     let pipe = count / segment;
     let remainder = count % segment;
     let seg_bytes = segment * ts;
@@ -191,7 +197,7 @@ fn nts(a: &CollArgs, cx: &mut Cx, binary: bool) -> Built {
 }
 
 /// Open MPI's pipeline bcast on the chain from the root (`bcast-ompi-pipeline.cpp`).
-fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn pipeline(a: &CollArgs, cx: &mut Cx) -> Built {
     let p = a.size;
     let ts = a.dtype_size;
     let count = a.count;
@@ -209,7 +215,7 @@ fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
     } else {
         128 << 10
     };
-    let sc = segcount(segsize, ts, count).max(1);
+    let sc = segcount(cx.segment(segsize), ts, count).max(1);
     let n = count.div_ceil(sc);
     let seg = move |s: u64| {
         if s + 1 == n {

@@ -104,8 +104,12 @@ pub enum POp {
     Wait(u32),
     /// Wait for every request posted and not yet waited.
     WaitAll,
-    /// Computation of this many flops (a reduction operator's work, when modeled).
+    /// Computation of this many flops.
     Compute(f64),
+    /// The reduction operator applied to this many bytes: a buffer received (or this
+    /// rank's own) combined into the partial result. The engine charges the platform's
+    /// measured cost per byte (`mpiscope/reduction`), nothing without it.
+    Combine(u64),
 }
 
 /// The operations one rank performs in one collective.
@@ -210,6 +214,12 @@ pub enum Selector {
     Ompi,
     /// MPICH's decision rules.
     Mpich,
+    /// Open MPI 4.1's `tuned` component as it runs: the same fixed decision rules as
+    /// [`Selector::Ompi`], with Open MPI's own parameters where SimGrid substitutes its
+    /// own: no segmentation (the fixed rules pass a segment size of 0, so the pipelined
+    /// trees send each buffer whole) and a broadcast's `basic_linear` as the root sending
+    /// to every rank (SimGrid's `NTSL` is a chain of 8 KiB segments).
+    OpenMpi4,
 }
 
 /// Why a collective could not be built.
@@ -337,6 +347,17 @@ impl<'f> Cx<'f> {
                 })
             }
             _ => Ok(select::choose(args, self.selector)),
+        }
+    }
+
+    /// The segment size (bytes) of a segmented algorithm whose SimGrid version uses
+    /// `bytes`: 0 (one segment: the whole buffer) under [`Selector::OpenMpi4`], whose fixed
+    /// rules pass no segment size.
+    pub(crate) fn segment(&self, bytes: u64) -> u64 {
+        if self.selector == Selector::OpenMpi4 {
+            0
+        } else {
+            bytes
         }
     }
 

@@ -304,13 +304,14 @@ pub fn parse_forced(spec: &str) -> Result<(Collective, &'static str), String> {
 
 impl Selector {
     /// Every selector.
-    pub const ALL: [Selector; 2] = [Selector::Ompi, Selector::Mpich];
+    pub const ALL: [Selector; 3] = [Selector::Ompi, Selector::Mpich, Selector::OpenMpi4];
 
-    /// The name on the command line (`ompi`, `mpich`).
+    /// The name on the command line (`ompi`, `mpich`, `openmpi4`).
     pub fn name(self) -> &'static str {
         match self {
             Selector::Ompi => "ompi",
             Selector::Mpich => "mpich",
+            Selector::OpenMpi4 => "openmpi4",
         }
     }
 }
@@ -318,12 +319,13 @@ impl Selector {
 impl FromStr for Selector {
     type Err = String;
 
-    /// `ompi` (or `openmpi`) or `mpich`.
+    /// `ompi` (or `openmpi`), `mpich` or `openmpi4`.
     fn from_str(s: &str) -> Result<Selector, String> {
         match s {
             "ompi" | "openmpi" => Ok(Selector::Ompi),
             "mpich" => Ok(Selector::Mpich),
-            _ => Err("expected ompi or mpich".to_string()),
+            "openmpi4" => Ok(Selector::OpenMpi4),
+            _ => Err("expected ompi, mpich or openmpi4".to_string()),
         }
     }
 }

@@ -67,6 +67,13 @@ impl Ops {
         self.ops.push(POp::WaitAll);
     }
 
+    /// The reduction operator on `bytes` (nothing for an empty buffer).
+    pub(crate) fn combine(&mut self, bytes: u64) {
+        if bytes > 0 {
+            self.ops.push(POp::Combine(bytes));
+        }
+    }
+
     /// `sendrecv` as SimGrid does it: with oneself (both peers are `me`) it is a free local
     /// copy (no operation); otherwise an isend and an irecv started together, then both
     /// waited.

@@ -1,11 +1,15 @@
 //! MPI_Reduce algorithms (SimGrid 3.32 `reduce/reduce-ompi.cpp`, `reduce-binomial.cpp`,
 //! `smpi_default_selector.cpp`; MPICH 3.3 `reduce_intra_reduce_scatter_gather.c`; design note
-//! §7.3, §7.6). Reductions cost nothing (replay passes `MPI_OP_NULL`).
+//! §7.3, §7.6). Every buffer a rank reduces into its partial result is a
+//! [`super::POp::Combine`], after the receive that brought it (free unless the platform
+//! measured the operator's cost).
 //!
 //! * Open MPI's generic segmented tree reduce on four trees: `ompi_chain` (fanout ⌊p/2⌋,
 //!   64 KiB segments), `ompi_pipeline` (linear chain, 1/32/64 KiB), `ompi_binary` (binary
 //!   tree, 32 KiB), `ompi_binomial` (in-order binomial tree, unsegmented or 1 KiB);
 //!   `ompi_in_order_binary` (in-order binary tree rooted at p−1, then p−1 sends to the root).
+//!   Under [`super::Selector::OpenMpi4`] the trees send each buffer whole (Open MPI 4.1's
+//!   fixed rules pass no segment size).
 //! * `ompi_basic_linear`: everyone sends to the root, which receives from p−1, p−2, …, 0.
 //! * `binomial`: MPICH's binomial reduce.
 //! * `scatter_gather`: MPICH's Rabenseifner reduce (recursive-halving reduce-scatter, then
@@ -49,9 +53,9 @@ pub(crate) const ALIASES: &[(&str, &str)] = &[
 const TAG: i32 = tag::REDUCE;
 
 /// Open MPI's chain reduce: fanout ⌊p/2⌋, 64 KiB segments.
-fn chain(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn chain(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
-    let sc = segcount(64 << 10, a.dtype_size, a.count);
+    let sc = segcount(cx.segment(64 << 10), a.dtype_size, a.count);
     Ok(generic(
         chain_tree(p / 2, p, rank, root),
         sc,
@@ -61,7 +65,7 @@ fn chain(a: &CollArgs, _cx: &mut Cx) -> Built {
 }
 
 /// Open MPI's pipeline reduce: the linear chain, 1, 32 or 64 KiB segments.
-fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn pipeline(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
     let size = p as f64;
@@ -74,25 +78,25 @@ fn pipeline(a: &CollArgs, _cx: &mut Cx) -> Built {
     };
     Ok(generic(
         chain_tree(1, p, rank, root),
-        segcount(segsize, ts, count),
+        segcount(cx.segment(segsize), ts, count),
         count,
         ts,
     ))
 }
 
 /// Open MPI's binary-tree reduce, 32 KiB segments.
-fn binary(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn binary(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     Ok(generic(
         kary_tree(2, p, rank, root),
-        segcount(32 << 10, a.dtype_size, a.count),
+        segcount(cx.segment(32 << 10), a.dtype_size, a.count),
         a.count,
         a.dtype_size,
     ))
 }
 
 /// Open MPI's in-order binomial-tree reduce, unsegmented or 1 KiB segments.
-fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
+fn binomial(a: &CollArgs, cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let (ts, count, msg) = (a.dtype_size, a.count, a.bytes());
     let segsize: u64 = if (p < 8 && msg < 20480) || msg < 2048 || count <= 1 {
@@ -104,7 +108,7 @@ fn binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
     };
     Ok(generic(
         in_order_bmtree(p, rank, root),
-        segcount(segsize, ts, count),
+        segcount(cx.segment(segsize), ts, count),
         count,
         ts,
     ))
@@ -135,7 +139,7 @@ fn simgrid_default(a: &CollArgs, _cx: &mut Cx) -> Built {
 
 /// Open MPI's generic segmented tree reduce (`smpi_coll_tuned_ompi_reduce_generic`, note
 /// §7.3): segments of `sc` elements of `ts` bytes, two receive slots on inner nodes, blocking
-/// sends of each segment to the parent.
+/// sends of each segment to the parent; each child's segment is combined once received.
 fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
     let nseg = if count == 0 {
         0
@@ -157,15 +161,17 @@ fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
         };
         return Lazy::steps(nseg, move |s, o| o.send(parent, seg(s), TAG));
     }
-    let mut slot: [Option<u32>; 2] = [None, None];
+    // Each slot: the request and its segment's bytes.
+    let mut slot: [Option<(u32, u64)>; 2] = [None, None];
     let mut inbi = 0usize;
     Lazy::steps(nseg + 1, move |s, o| {
         for (i, &child) in children.iter().enumerate() {
             if s < nseg {
-                slot[inbi] = Some(o.irecv(child, seg(s), TAG));
+                slot[inbi] = Some((o.irecv(child, seg(s), TAG), seg(s)));
             }
-            if let Some(r) = slot[inbi ^ 1].take() {
+            if let Some((r, bytes)) = slot[inbi ^ 1].take() {
                 o.wait(r);
+                o.combine(bytes);
             }
             if i == 0 && s > 0 {
                 if let Some(parent) = parent {
@@ -180,7 +186,8 @@ fn generic(tree: Tree, sc: u64, count: u64, ts: u64) -> Box<dyn Program> {
     })
 }
 
-/// Open MPI's basic linear reduce: the root receives from p−1 first, then p−2, …, 0.
+/// Open MPI's basic linear reduce: the root receives from p−1 first (into its result), then
+/// p−2, …, 0, combining each (its own buffer in its turn).
 fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
     let (p, rank, root) = (a.size, a.rank, a.root);
     let bytes = a.bytes();
@@ -194,6 +201,9 @@ fn linear(a: &CollArgs, _cx: &mut Cx) -> Built {
         let src = p - 1 - i as u32;
         if src != root {
             o.recv(src, bytes, TAG);
+        }
+        if i > 0 {
+            o.combine(bytes);
         }
     }))
 }
@@ -213,6 +223,7 @@ fn mpich_binomial(a: &CollArgs, _cx: &mut Cx) -> Built {
             let src = rel | mask;
             if src < p {
                 o.recv(((src + root as u64) % p) as u32, bytes, TAG);
+                o.combine(bytes);
             }
         } else {
             o.send((((rel & !mask) + root as u64) % p) as u32, bytes, TAG);
@@ -254,6 +265,7 @@ fn scatter_gather(a: &CollArgs, _cx: &mut Cx) -> Built {
             newrank = -1;
         } else {
             o.recv((rank + 1) as u32, count * ts, TAG);
+            o.combine(count * ts);
             newrank = (rank / 2) as i64;
         }
     } else {
@@ -270,6 +282,7 @@ fn scatter_gather(a: &CollArgs, _cx: &mut Cx) -> Built {
                 rab_halving_step(nr < nd, mask, pof2, &mut send_idx, &mut recv_idx, last_idx);
             let (sc, rc) = (sum(s0, s1), sum(r0, r1));
             o.sendrecv(rank as u32, dst, sc, TAG, dst, rc, TAG);
+            o.combine(rc);
             send_idx = recv_idx;
             mask <<= 1;
             if mask < pof2 {
@@ -341,6 +354,7 @@ pub(crate) fn flat(a: &CollArgs) -> Box<dyn Program> {
     Lazy::steps(p as u64, move |i, o| {
         if i + 1 == p as u64 {
             o.waitall();
+            o.combine(bytes * (p as u64 - 1));
         } else {
             let src = if (i as u32) < root {
                 i as u32

@@ -15,6 +15,10 @@
 //!   non-power-of-two fix-up.
 //! * `mpich_rhalving`: MPICH's recursive halving (its default for commutative operations
 //!   below 512 KiB).
+//!
+//! Every buffer a rank reduces into its partial result is a [`super::POp::Combine`] after
+//! the receive that brought it (the folded vector, the half received in each halving step,
+//! each block received on the ring or from a pair).
 
 use std::sync::Arc;
 
@@ -157,6 +161,7 @@ fn recursive_halving(a: &CollArgs, b: &Blocks, mpich: bool) -> Box<dyn Program> 
             None
         } else {
             o.recv((rank - 1) as u32, total, TAG);
+            o.combine(total);
             Some(rank / 2)
         }
     } else {
@@ -181,8 +186,10 @@ fn recursive_halving(a: &CollArgs, b: &Blocks, mpich: bool) -> Box<dyn Program> 
             if mpich {
                 if sc != 0 && rc != 0 {
                     o.sendrecv(a.rank, peer, sc, TAG, peer, rc, TAG);
+                    o.combine(rc);
                 } else if rc != 0 {
                     o.recv(peer, rc, TAG);
+                    o.combine(rc);
                 } else if sc != 0 {
                     o.send(peer, sc, TAG);
                 }
@@ -190,6 +197,7 @@ fn recursive_halving(a: &CollArgs, b: &Blocks, mpich: bool) -> Box<dyn Program> 
                 let r = o.irecv(peer, rc, TAG);
                 o.send(peer, sc, TAG);
                 o.wait(r);
+                o.combine(rc);
             }
             send_idx = recv_idx;
             last_idx = recv_idx + mask;
@@ -224,10 +232,12 @@ fn ring(a: &CollArgs, b: Arc<Blocks>) -> Box<dyn Program> {
             // Open MPI's step k+1: receive block rank-k-2, forward block rank-k-1
             let r = o.irecv(left, blk(k + 2), TAG);
             o.wait(prev);
+            o.combine(blk(k + 1));
             o.send(right, blk(k + 1), TAG);
             prev = r;
         } else {
             o.wait(prev);
+            o.combine(blk(k + 1));
         }
     })
 }
@@ -261,6 +271,7 @@ fn butterfly(a: &CollArgs, b: &Blocks) -> Box<dyn Program> {
             None
         } else {
             o.recv((rank - 1) as u32, total, TAG);
+            o.combine(total);
             Some(rank / 2)
         }
     } else {
@@ -282,6 +293,7 @@ fn butterfly(a: &CollArgs, b: &Blocks) -> Box<dyn Program> {
                 let sc = sum(send_idx, send_idx + nblocks - 1);
                 let rc = sum(recv_idx, recv_idx + nblocks - 1);
                 o.sendrecv(a.rank, peer, sc, TAG, peer, rc, TAG);
+                o.combine(rc);
                 send_idx = recv_idx;
                 mask <<= 1;
             }
@@ -336,6 +348,7 @@ fn mpich_pair(a: &CollArgs, _cx: &mut Cx) -> Built {
             b.size[rank as usize],
             TAG,
         );
+        o.combine(b.size[rank as usize]);
     }))
 }
 
@@ -353,6 +366,7 @@ fn mpich_rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
         let my_root = (rank >> i) << i;
         let send = total - b.range(my_root, my_root + mask);
         let recv = total - b.range(dst_root, dst_root + mask);
+        let mut received = dst < p;
         if dst < p {
             o.sendrecv(a.rank, dst as u32, send, TAG, dst as u32, recv, TAG);
         }
@@ -368,10 +382,14 @@ fn mpich_rdb(a: &CollArgs, _cx: &mut Cx) -> Built {
                     o.send(d as u32, recv, TAG);
                 } else if d < r && d < tree_root + completed && r >= tree_root + completed {
                     o.recv(d as u32, recv, TAG);
+                    received = true;
                 }
                 tmp >>= 1;
                 k = k.saturating_sub(1);
             }
+        }
+        if received {
+            o.combine(recv);
         }
         mask <<= 1;
         i += 1;

@@ -7,6 +7,10 @@
 //! * [`Selector::Mpich`]: MPICH 3.3's `MPIR_*_intra_auto` rules with the default CVARs
 //!   (SMP-aware paths off), the same as MPICH 4's default `coll_selection.json` for
 //!   intra-communicators apart from allreduce's short-message bound (we keep 3.3's 2 KiB).
+//! * [`Selector::OpenMpi4`]: the `ompi` tables (Open MPI 4.1's `coll_tuned_decision_fixed.c`,
+//!   which SimGrid transcribes), with a broadcast's `basic_linear` (SimGrid's `NTSL`, a
+//!   chain) run as Open MPI runs it, the root sending to every rank (`flattree`); the
+//!   builders leave their segments out under this selector ([`super::Cx::segment`]).
 //!
 //! The message size `S` is computed as SimGrid does: bytes of the buffer (bcast, reduce,
 //! allreduce), the per-peer send block (alltoall, allgather), the root's receive block or the
@@ -21,6 +25,11 @@ pub(crate) fn choose(a: &CollArgs, selector: Selector) -> &'static str {
     match selector {
         Selector::Ompi => ompi(a),
         Selector::Mpich => mpich(a),
+        Selector::OpenMpi4 => match (a.kind, ompi(a)) {
+            // Open MPI's basic linear bcast: the root isends to every rank.
+            (Collective::Bcast, "NTSL") => "flattree",
+            (_, name) => name,
+        },
     }
 }
 

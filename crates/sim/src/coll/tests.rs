@@ -249,7 +249,7 @@ fn execute(
                             }
                         }
                     }
-                    POp::Compute(_) => {}
+                    POp::Compute(_) | POp::Combine(_) => {}
                 }
             }
         }

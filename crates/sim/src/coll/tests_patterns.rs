@@ -645,3 +645,52 @@ fn linear_algorithms_are_lazy() {
     }
     assert_eq!(n, 2 * (P as usize - 1) + 1);
 }
+
+/// `openmpi4`: the `ompi` tables, buffers sent whole, a linear broadcast from the root.
+#[test]
+fn openmpi4_sends_buffers_whole() {
+    use Collective::*;
+    let o4 = Selector::OpenMpi4;
+    // bcast 256 KiB at 2 ranks: basic_linear, SimGrid's NTSL in 32 segments of 8 KiB.
+    let a = args(Bcast, 2, 0, 262144);
+    assert_eq!(sends(&ops(&a, Selector::Ompi, None)).len(), 32);
+    assert_eq!(algorithm_name(&a, o4, None).unwrap(), "flattree");
+    assert_eq!(sends(&ops(&a, o4, None)), vec![(1, 262144)]);
+    // bcast 32 KiB at 2 ranks: binary tree, 4 segments under ompi, one message here.
+    let a = args(Bcast, 2, 0, 32768);
+    assert_eq!(ompi(Bcast, 2, 32768), "NTSB");
+    assert_eq!(sends(&ops(&a, Selector::Ompi, None)).len(), 4);
+    assert_eq!(sends(&ops(&a, o4, None)), vec![(1, 32768)]);
+    // bcast 16 KiB at 4 ranks: linear from the root to each rank, not a chain.
+    assert_eq!(ompi(Bcast, 4, 16384), "NTSL");
+    assert_eq!(
+        sends(&ops(&args(Bcast, 4, 0, 16384), o4, None)),
+        vec![(1, 16384), (2, 16384), (3, 16384)]
+    );
+    // reduce 256 KiB at 2 ranks: pipeline, 64 KiB segments under ompi.
+    let leaf = args(Reduce, 2, 1, 262144);
+    assert_eq!(sends(&ops(&leaf, Selector::Ompi, None)).len(), 4);
+    assert_eq!(sends(&ops(&leaf, o4, None)), vec![(0, 262144)]);
+    // reduce 32 KiB at 4 ranks: chain, one message per child, combined once each.
+    let root = ops(&args(Reduce, 4, 0, 32768), o4, None);
+    assert_eq!(recvs(&root), vec![(1, 32768), (3, 32768)]);
+    let combined: Vec<u64> = root
+        .iter()
+        .filter_map(|op| match *op {
+            POp::Combine(b) => Some(b),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(combined, vec![32768, 32768]);
+    // The other collectives choose as ompi does.
+    for (kind, p, bytes) in [(Allreduce, 2, 4096), (Allgather, 4, 64), (Gather, 2, 8)] {
+        let a = args(kind, p, 0, bytes);
+        assert_eq!(
+            algorithm_name(&a, o4, None).unwrap(),
+            ompi(kind, p, bytes),
+            "{kind:?} {p} {bytes}"
+        );
+    }
+    assert_eq!("openmpi4".parse::<Selector>(), Ok(o4));
+    assert_eq!(o4.name(), "openmpi4");
+}

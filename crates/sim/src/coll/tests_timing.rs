@@ -186,7 +186,7 @@ fn simulate_forced(call: impl Fn(u32) -> CollArgs, p: u32, forced: Option<&str>)
                             }
                             continue;
                         }
-                        POp::Compute(_) => continue,
+                        POp::Compute(_) | POp::Combine(_) => continue,
                     };
                     let id = post(
                         &mut reqs,

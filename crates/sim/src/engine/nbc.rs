@@ -9,7 +9,9 @@
 //! were started, and its end completes the request the rank waits on. Both use a matching
 //! context of their own ([`COLL_CTX`]), so their messages never meet the rank's.
 
-use super::state::{Background, Block, CollRun, Kind, Req, ReqIdx, WaitList, COLL_CTX, NBC_CTX};
+use super::state::{
+    Background, Block, CollRun, Kind, Req, ReqIdx, WaitList, COLL_CTX, NBC_CTX, REDUCTION,
+};
 use super::Simulation;
 use crate::coll::{self, CollArgs, Collective, POp};
 use crate::result::SimError;
@@ -123,6 +125,11 @@ impl Simulation<'_> {
                 self.execs.insert(e, r);
                 self.block(r, Block::Exec(e), "compute");
             }
+            CollStep::Reduce(flops) => {
+                let e = self.start_exec(r, flops);
+                self.execs.insert(e, r);
+                self.block(r, Block::Exec(e), REDUCTION);
+            }
         }
         self.ranks[r as usize].coll = Some(run);
         Ok(())
@@ -212,7 +219,7 @@ impl Simulation<'_> {
                     b.release = release;
                     return Ok(false);
                 }
-                CollStep::Compute(flops) => {
+                CollStep::Compute(flops) | CollStep::Reduce(flops) => {
                     let e = self.start_exec(r, flops);
                     self.background_execs.insert(e, r);
                     b.exec = Some(e);
@@ -291,6 +298,18 @@ impl Simulation<'_> {
             }
             Some(POp::Compute(flops)) if flops > 0.0 => CollStep::Compute(flops),
             Some(POp::Compute(_)) => CollStep::Continue,
+            Some(POp::Combine(bytes)) => {
+                // Seconds on a core of its own, as flops at the host's nominal speed (so a
+                // shared core stretches it as it does any computation).
+                let seconds = bytes as f64 * self.config.reduction_per_byte;
+                let speed = self.platform.hosts[self.ranks[r as usize].host as usize].speed;
+                let flops = seconds * speed;
+                if flops > 0.0 {
+                    CollStep::Reduce(flops)
+                } else {
+                    CollStep::Continue
+                }
+            }
         })
     }
 }
@@ -303,6 +322,8 @@ enum CollStep {
     Wait(Vec<ReqIdx>, bool),
     /// This many flops computed.
     Compute(f64),
+    /// This many flops of a reduction operator computed (inside the MPI call).
+    Reduce(f64),
     /// The program is over.
     Done,
 }

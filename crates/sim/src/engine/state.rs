@@ -27,6 +27,11 @@ pub(super) type ReqIdx = u32;
 /// its collectives' in `2 c + COLL_CTX`, so the two never meet (as MPI requires).
 pub(super) const COLL_CTX: u32 = 1;
 
+/// What a rank computing a blocking collective's reduction ([`crate::coll::POp::Combine`])
+/// is blocked in: time inside the MPI call (its callsite's, communication in the rank's
+/// breakdown), not the program's computation.
+pub(super) const REDUCTION: &str = "reduction";
+
 /// Fraction of a chunk under which [`Action::ComputeWhilePolling`](crate::workload::Action::ComputeWhilePolling) counts a send arriving
 /// as arriving at the end of the chunk just computed (rounding of computation dates).
 pub(super) const CHUNK_TIE: f64 = 1e-9;

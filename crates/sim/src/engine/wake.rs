@@ -11,7 +11,7 @@
 
 use std::cmp::Reverse;
 
-use super::state::Block;
+use super::state::{Block, REDUCTION};
 use super::Simulation;
 use crate::result::Span;
 use crate::time::Time;
@@ -87,6 +87,10 @@ impl Simulation<'_> {
         let now = self.now;
         let rank = &mut self.ranks[r as usize];
         match block {
+            Block::Exec(_) if rank.blocked_name == REDUCTION => {
+                rank.result.comm_s += dt;
+                rank.callsite_entry().seconds += dt;
+            }
             Block::Exec(_) => rank.result.compute_s += dt,
             Block::Sleep(_) | Block::None => {}
             Block::Overhead(_) | Block::Iprobe(_) => {

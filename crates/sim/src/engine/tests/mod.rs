@@ -4,6 +4,7 @@
 mod costs;
 mod nbc;
 mod polling;
+mod reduction;
 mod sched;
 
 use std::collections::{HashMap, VecDeque};
