@@ -193,11 +193,32 @@ impl Record {
     }
 
     /// Parses the lines of an `access-<rank>.jsonl` file; errors name the line.
+    /// A record names at most [`CAPACITY`] sub-messages (the tracer records no more), and
+    /// its touches only those.
     pub fn parse_lines(text: &str) -> Result<Vec<Record>, String> {
         text.lines()
             .enumerate()
             .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1)))
+            .map(|(i, l)| {
+                let r: Record =
+                    serde_json::from_str(l).map_err(|e| format!("line {}: {e}", i + 1))?;
+                if r.subs as usize > CAPACITY {
+                    return Err(format!(
+                        "line {}: {} sub-messages (at most {CAPACITY})",
+                        i + 1,
+                        r.subs
+                    ));
+                }
+                if let Some(t) = r.touches.iter().find(|t| t.0 >= r.subs) {
+                    return Err(format!(
+                        "line {}: a touch of sub-message {} of {}",
+                        i + 1,
+                        t.0,
+                        r.subs
+                    ));
+                }
+                Ok(r)
+            })
             .collect()
     }
 }
@@ -315,6 +336,18 @@ mod tests {
                 .collect(),
             covered: true,
         }
+    }
+
+    #[test]
+    fn records_beyond_the_tracer_s_capacity_are_refused() {
+        let big = format!(
+            r#"{{"rank":0,"call":0,"kind":"alltoall","callsite":"a+0x1","subs":{},"touches":[]}}"#,
+            CAPACITY + 1
+        );
+        assert!(Record::parse_lines(&big).unwrap_err().starts_with("line 1:"));
+        let stray = r#"{"rank":0,"call":0,"kind":"alltoall","callsite":"a+0x1","subs":2,"touches":[[2,5]]}"#;
+        let e = Record::parse_lines(&format!("\n{stray}")).unwrap_err();
+        assert!(e.starts_with("line 2:") && e.contains("sub-message 2 of 2"), "{e}");
     }
 
     #[test]
