@@ -344,10 +344,15 @@ mod tests {
             r#"{{"rank":0,"call":0,"kind":"alltoall","callsite":"a+0x1","subs":{},"touches":[]}}"#,
             CAPACITY + 1
         );
-        assert!(Record::parse_lines(&big).unwrap_err().starts_with("line 1:"));
+        assert!(Record::parse_lines(&big)
+            .unwrap_err()
+            .starts_with("line 1:"));
         let stray = r#"{"rank":0,"call":0,"kind":"alltoall","callsite":"a+0x1","subs":2,"touches":[[2,5]]}"#;
         let e = Record::parse_lines(&format!("\n{stray}")).unwrap_err();
-        assert!(e.starts_with("line 2:") && e.contains("sub-message 2 of 2"), "{e}");
+        assert!(
+            e.starts_with("line 2:") && e.contains("sub-message 2 of 2"),
+            "{e}"
+        );
     }
 
     #[test]
