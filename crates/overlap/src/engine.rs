@@ -454,11 +454,16 @@ pub fn start() {
                 // spinning progress thread steals whole scheduler quanta from the ranks. A new
                 // operation wakes the thread at once (`unpark` in `run`).
                 let busy = progress_all();
-                std::thread::park_timeout(std::time::Duration::from_micros(if busy {
-                    20
+                if busy {
+                    std::thread::park_timeout(std::time::Duration::from_micros(20));
+                } else if OUTSTANDING.load(Ordering::Acquire) == 0 {
+                    // Nothing in flight (a program whose calls all run blocking): sleep until
+                    // `run` hands over an operation or `stop` ends the thread, instead of
+                    // waking a thousand times a second for nothing.
+                    std::thread::park();
                 } else {
-                    1000
-                }));
+                    std::thread::park_timeout(std::time::Duration::from_micros(1000));
+                }
             }
         });
     if let Ok(h) = h {
@@ -481,6 +486,8 @@ pub fn stop() {
     ACTIVE.store(false, Ordering::Release);
     STOP.store(true, Ordering::Release);
     if let Some(h) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        // It may sleep with nothing in flight.
+        h.thread().unpark();
         let _ = h.join();
     }
 }
