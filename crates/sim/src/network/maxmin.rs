@@ -513,7 +513,8 @@ impl System {
             k.usage = usage;
             k.live = usage > 0.0;
             if k.live {
-                self.heap.set(c, TotalF64(k.rem / k.usage));
+                // Ordered once, by one linear pass, at the first pop.
+                self.heap.set_unordered(c, TotalF64(k.rem / k.usage));
             }
         }
     }
