@@ -499,7 +499,7 @@ pub const SMPI: Registration = Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::{Host, Link, Routing};
+    use crate::platform::{Host, Link, LinkId, Routing};
 
     /// Hosts 0 and 1 joined by link 0 (both ways).
     #[derive(Debug)]
