@@ -109,7 +109,7 @@ pub(super) struct HplRank {
     /// The [`phase`] of the last action returned ([`Run::phases`]).
     phase: u32,
     /// The action to return after the [`Action::Callsite`] that marks its new phase.
-    stash: Option<Action>,
+    stash: Option<Box<Action>>,
 }
 
 impl HplRank {
@@ -140,7 +140,7 @@ impl HplRank {
             return Some(Ok(action));
         }
         self.phase = phase;
-        self.stash = Some(action);
+        self.stash = Some(Box::new(action));
         Some(Ok(Action::Callsite(phase)))
     }
 
@@ -604,7 +604,7 @@ impl RankWorkload for HplRank {
     fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
         // The action behind a phase's callsite (whose outcome is nothing).
         if let Some(a) = self.stash.take() {
-            return Some(Ok(a));
+            return Some(Ok(*a));
         }
         self.take_outcome(last);
         loop {

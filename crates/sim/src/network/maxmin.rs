@@ -46,7 +46,9 @@ struct Cons {
     local: u64,
 }
 
+/// One cache line each (the solver's loops touch many variables once).
 #[derive(Debug, Clone)]
+#[repr(align(64))]
 struct Var {
     penalty: f64,
     bound: f64,
