@@ -303,10 +303,9 @@ mod tests {
                         let within = |first: u32, k: u32| k <= first + key || k % 2 == 1;
                         let mut want = Vec::new();
                         let mut first = None;
-                        loop {
-                            let Some((k, i)) = model.iter().map(|(&i, &k)| (k, i)).min() else { break };
+                        while let Some((k, i)) = model.iter().map(|(&i, &k)| (k, i)).min() {
                             let f = *first.get_or_insert(k);
-                            if want.len() > 0 && !within(f, k) { break; }
+                            if !want.is_empty() && !within(f, k) { break; }
                             want.push(i);
                             model.remove(&i);
                         }

@@ -470,8 +470,10 @@ impl System {
         let mut saturated = std::mem::take(&mut self.saturated);
         let mut unfixed = self.comp_vars.len();
         // Each round: the constraints that saturate at the lowest level, ties within EPS.
-        let ties =
-            |TotalF64(level): TotalF64, TotalF64(next): TotalF64| !(next > level * (1.0 + EPS));
+        let ties = |TotalF64(level): TotalF64, TotalF64(next): TotalF64| {
+            // Not above (NaN included), as the loop of pops this replaced tested.
+            next.partial_cmp(&(level * (1.0 + EPS))) != Some(std::cmp::Ordering::Greater)
+        };
         while let Some(TotalF64(level)) = self.heap.pop_group(ties, &mut saturated) {
             self.stats.pops += saturated.len() as u64;
             self.stats.rounds += 1;
