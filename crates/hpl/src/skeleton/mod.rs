@@ -30,6 +30,7 @@
 
 mod grid;
 mod kernels;
+mod op;
 pub mod phase;
 mod plans;
 mod rank;

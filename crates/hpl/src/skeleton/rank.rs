@@ -13,12 +13,13 @@ use crate::dat::{Pivots, Polls, Run, Swap};
 
 use super::grid::{local, sub};
 use super::kernels::Kernels;
+use super::op::Op;
 use super::phase;
 use super::plans::{bcast_plan, pivot_plan, share, swap00_plan, swap01_plan, Msg};
 
-const TAG_BCAST: i64 = 1000;
-const TAG_SWAP: i64 = 2000;
-const TAG_PIVOT: i64 = 3000;
+const TAG_BCAST: u32 = 1000;
+const TAG_SWAP: u32 = 2000;
+const TAG_PIVOT: u32 = 3000;
 /// How much of a strided message Open MPI's shared-memory transport moves per scheduling
 /// opportunity of its two ends when their cores are time-shared with computing ranks:
 /// `scripts/probe-oversubscribed-transfer.sh` moves 2 MiB in 128 ms, 64 KiB per 4 ms tick.
@@ -27,7 +28,7 @@ const PACK_FRAGMENT_BYTES: u64 = 65536;
 /// One queued thing to do.
 #[derive(Debug)]
 enum Item {
-    Act(Action),
+    Act(Op),
     /// The following actions are of this [`phase`] (queued only when [`Run::phases`]).
     Phase(u32),
     /// HPL_bcast: make progress on the pending broadcast without blocking.
@@ -58,7 +59,7 @@ enum Item {
 #[derive(Debug)]
 struct Pending {
     probe: Option<(u32, i64)>,
-    actions: Vec<Action>,
+    actions: Vec<Op>,
 }
 
 /// The process grid and the run, shared by ranks.
@@ -108,7 +109,7 @@ pub(super) struct HplRank {
     /// The [`phase`] of the last action returned ([`Run::phases`]).
     phase: u32,
     /// The action to return after the [`Action::Callsite`] that marks its new phase.
-    stash: Option<Action>,
+    stash: Option<Box<Action>>,
 }
 
 impl HplRank {
@@ -139,7 +140,7 @@ impl HplRank {
             return Some(Ok(action));
         }
         self.phase = phase;
-        self.stash = Some(action);
+        self.stash = Some(Box::new(action));
         Some(Ok(Action::Callsite(phase)))
     }
 
@@ -149,7 +150,7 @@ impl HplRank {
     }
 
     /// Actions of messages among the ranks of this process row (`by_col`) or column.
-    fn actions(&mut self, msgs: &[Msg], by_col: bool, tag: i64, out: &mut Vec<Action>) {
+    fn actions(&mut self, msgs: &[Msg], by_col: bool, tag: u32, out: &mut Vec<Op>) {
         let s = self.s.clone();
         let (row, col) = (self.row, self.col);
         let peer = |x: u32| {
@@ -165,20 +166,18 @@ impl HplRank {
                     peer: x,
                     bytes,
                     sync,
-                } => out.push(Action::Send {
+                } => out.push(Op::Send {
                     dst: peer(x),
                     tag,
                     bytes,
-                    comm: 0,
-                    req: None,
+                    req: 0,
                     sync,
                 }),
-                Msg::Recv { peer: x, bytes } => out.push(Action::Recv {
-                    src: i64::from(peer(x)),
+                Msg::Recv { peer: x, bytes } => out.push(Op::Recv {
+                    src: peer(x),
                     tag,
                     bytes,
-                    comm: 0,
-                    req: None,
+                    req: 0,
                 }),
                 Msg::Exchange {
                     to,
@@ -186,13 +185,12 @@ impl HplRank {
                     from,
                     recv,
                     sync: false,
-                } => out.push(Action::Sendrecv {
+                } => out.push(Op::Sendrecv {
                     dst: peer(to),
-                    send_bytes: send,
-                    src: i64::from(peer(from)),
-                    recv_bytes: recv,
+                    src: peer(from),
                     tag,
-                    comm: 0,
+                    send,
+                    recv,
                 }),
                 Msg::Exchange {
                     to,
@@ -202,28 +200,26 @@ impl HplRank {
                     sync,
                 } => {
                     let (r, w) = (self.req(), self.req());
-                    out.push(Action::Recv {
-                        src: i64::from(peer(from)),
+                    out.push(Op::Recv {
+                        src: peer(from),
                         tag,
                         bytes: recv,
-                        comm: 0,
-                        req: Some(r),
+                        req: r,
                     });
-                    out.push(Action::Send {
+                    out.push(Op::Send {
                         dst: peer(to),
                         tag,
                         bytes: send,
-                        comm: 0,
-                        req: Some(w),
+                        req: w,
                         sync,
                     });
-                    out.push(Action::Wait { reqs: vec![r, w] });
+                    out.push(Op::Wait2(r, w));
                 }
             }
         }
     }
 
-    fn push(&mut self, a: Action, phase: u32) {
+    fn push(&mut self, a: Op, phase: u32) {
         if self.s.run.phases {
             self.queue.push_back(Item::Phase(phase));
         }
@@ -257,16 +253,16 @@ impl HplRank {
         let mut acts = Vec::new();
         let flops = self.column_flops(k, i);
         if flops > 0.0 {
-            acts.push(Action::Compute { flops });
+            acts.push(Op::Compute(flops));
         }
         let timed = aggregate && i == 1;
         if timed {
-            acts.push(Action::Clock);
+            acts.push(Op::Clock);
         }
         let pivots = pivot_plan(p, cur, self.row, jb);
-        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as i64, &mut acts);
+        self.actions(&pivots, false, TAG_PIVOT + (k % 8) as u32, &mut acts);
         if timed {
-            acts.push(Action::Clock);
+            acts.push(Op::Clock);
         }
         self.prepend(acts, phase::FACTOR);
     }
@@ -302,11 +298,11 @@ impl HplRank {
         let flops: f64 = (2..jb - 1).map(|i| self.column_flops(k, i)).sum();
         let mut acts = Vec::new();
         if flops > 0.0 {
-            acts.push(Action::Compute { flops });
+            acts.push(Op::Compute(flops));
         }
         let secs = mpiscope_sim::Time(exchange_ps).secs() * (jb - 3) as f64;
         if secs > 0.0 {
-            acts.push(Action::Sleep { secs });
+            acts.push(Op::Sleep(secs));
         }
         self.prepend(acts, phase::FACTOR);
     }
@@ -324,7 +320,7 @@ impl HplRank {
             self.col,
             mp * jb + jb * jb + jb + 1,
         );
-        let tag = TAG_BCAST + (k % 8) as i64;
+        let tag = TAG_BCAST + (k % 8) as u32;
         let mut actions = Vec::new();
         self.actions(&plan.msgs, true, tag, &mut actions);
         if let Some(pack) = self.s.kernels.pack {
@@ -335,16 +331,14 @@ impl HplRank {
             let root_world = s.world(self.row, root);
             let mut with_pack = Vec::with_capacity(actions.len() * 2);
             for a in actions {
-                let extra = match &a {
-                    Action::Send { bytes, dst, .. } if self.col == root => Some((*bytes, *dst)),
-                    Action::Recv { src, bytes, .. } if *src == i64::from(root_world) => {
-                        Some((*bytes, root_world))
-                    }
+                let extra = match a {
+                    Op::Send { bytes, dst, .. } if self.col == root => Some((bytes, dst)),
+                    Op::Recv { src, bytes, .. } if src == root_world => Some((bytes, root_world)),
                     _ => None,
                 };
                 with_pack.push(a);
                 if let Some((bytes, other_end)) = extra {
-                    with_pack.push(Action::Pack {
+                    with_pack.push(Op::Pack {
                         secs: pack * bytes as f64,
                         fragments: bytes.div_ceil(PACK_FRAGMENT_BYTES).max(1) as u32,
                         with: Some(other_end),
@@ -353,7 +347,7 @@ impl HplRank {
             }
             actions = with_pack;
         }
-        let probe = plan.probe.map(|c| (s.world(self.row, c), tag));
+        let probe = plan.probe.map(|c| (s.world(self.row, c), i64::from(tag)));
         self.pending = Some(Pending { probe, actions });
     }
 
@@ -383,7 +377,7 @@ impl HplRank {
             } else {
                 swap00_plan(p, cur, self.row, jb, n)
             };
-            let tag = TAG_SWAP + (k % 8) as i64;
+            let tag = TAG_SWAP + (k % 8) as u32;
             let mut acts = Vec::new();
             let mut phase = 0;
             for m in plan {
@@ -402,7 +396,7 @@ impl HplRank {
                         };
                         let flops = s.kernels.laswp_flops(rows, n, self.speed);
                         if flops > 0.0 {
-                            self.push(Action::Compute { flops }, phase::SWAP);
+                            self.push(Op::Compute(flops), phase::SWAP);
                         }
                     }
                     Some(m) => {
@@ -466,7 +460,7 @@ impl HplRank {
         true
     }
 
-    fn prepend(&mut self, actions: Vec<Action>, phase: u32) {
+    fn prepend(&mut self, actions: Vec<Op>, phase: u32) {
         for a in actions.into_iter().rev() {
             self.queue.push_front(Item::Act(a));
         }
@@ -610,7 +604,7 @@ impl RankWorkload for HplRank {
     fn next(&mut self, last: Outcome) -> Option<Result<Action, WorkloadError>> {
         // The action behind a phase's callsite (whose outcome is nothing).
         if let Some(a) = self.stash.take() {
-            return Some(Ok(a));
+            return Some(Ok(*a));
         }
         self.take_outcome(last);
         loop {
@@ -625,7 +619,7 @@ impl RankWorkload for HplRank {
                 return Some(Ok(Action::Finalize));
             };
             match item {
-                Item::Act(a) => return Some(Ok(a)),
+                Item::Act(a) => return Some(Ok(Action::from(a))),
                 Item::Phase(p) => {
                     if p != self.phase {
                         self.phase = p;

@@ -76,7 +76,7 @@ impl Simulation<'_> {
             }
             if let Some(action) = self.ranks[r as usize].deferred.take() {
                 // Its cost paid.
-                self.perform(r, action)?;
+                self.perform(r, *action)?;
                 continue;
             }
             let mut last = std::mem::take(&mut self.ranks[r as usize].last);

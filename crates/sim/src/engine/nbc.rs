@@ -44,7 +44,7 @@ impl Simulation<'_> {
             name: coll_name(args.kind),
         };
         let Some(h) = req else {
-            self.ranks[r as usize].coll = Some(run);
+            self.ranks[r as usize].coll = Some(Box::new(run));
             return Ok(());
         };
         // Non-blocking: the rank goes on; the handle completes at the end.

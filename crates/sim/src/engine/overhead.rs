@@ -41,7 +41,7 @@ impl Simulation<'_> {
 
     /// Rank `r` pays `secs` in `name`, then executes `action`.
     pub(super) fn pay_then(&mut self, r: u32, secs: f64, name: &'static str, action: Action) {
-        self.ranks[r as usize].deferred = Some(action);
+        self.ranks[r as usize].deferred = Some(Box::new(action));
         self.overhead(r, secs, name);
     }
 

@@ -212,17 +212,44 @@ pub(super) struct Background {
 
 /// A simulated rank: where it runs, what it waits for, its requests and collectives in
 /// progress, and what it has spent so far.
+///
+/// Laid out in declaration order, what every wake-up and run reads first (a run of
+/// thousands of ranks touches each rank's record between long stretches of others'), the
+/// rarely used and the large after; records start on a cache line.
+#[repr(C, align(64))]
 pub(super) struct Rank {
-    /// Its host.
-    pub(super) host: HostId,
-    /// The core it is bound to ([`SimConfig::bind_to_core`]).
-    pub(super) core: Option<u32>,
-    /// Where it waits for a core ([`Block::Scheduled`]): its core's or its host's queue.
-    pub(super) cpu_queue: u32,
     /// What it waits for.
     pub(super) block: Block,
+    /// Since when it waits.
+    pub(super) blocked_since: Time,
     /// It has finalized.
     pub(super) done: bool,
+    /// Its workload marks each MPI call with an
+    /// [`Action::Callsite`](crate::workload::Action::Callsite) (traces and their structural
+    /// forms): calls are counted by those marks, else one per MPI action (TI traces, HPL).
+    pub(super) marks_calls: bool,
+    /// It made the barrier of `smpi/finalization-barrier`.
+    pub(super) final_barrier: bool,
+    /// Where it waits for a core ([`Block::Scheduled`]): its core's or its host's queue.
+    pub(super) cpu_queue: u32,
+    /// Its current callsite ([`Action::Callsite`](crate::workload::Action::Callsite)).
+    pub(super) callsite: u32,
+    /// The entry of `by_callsite` used last.
+    pub(super) last_callsite: usize,
+    /// Seconds of probes it owes after a polled computation, paid when it runs again (a
+    /// computation is never started while ranks are being woken: its id, just freed by
+    /// another rank's, must not be taken before that rank sees its computation ended).
+    pub(super) probe_debt: f64,
+    /// Non-blocking collectives in progress, in the order they were started.
+    pub(super) background: Vec<Background>,
+    /// The blocking collective it is in.
+    pub(super) coll: Option<Box<CollRun>>,
+    /// The action to execute once the cost it pays first ([`Block::Overhead`],
+    /// [`Block::Iprobe`]) is paid.
+    pub(super) deferred: Option<Box<crate::workload::Action>>,
+    /// The other end of the [`Action::Pack`](crate::workload::Action::Pack) it is in, met
+    /// when its own copy ends.
+    pub(super) pack_with: Option<u32>,
     /// The outcome to hand its workload with the next action.
     pub(super) last: Outcome,
     /// The probe ending an [`Action::ComputeWhilePolling`](crate::workload::Action) that
@@ -231,42 +258,20 @@ pub(super) struct Rank {
     pub(super) final_probe: Option<(i64, i64, u32)>,
     /// The [`Action::Pack`](crate::workload::Action::Pack) it is in, fragment by fragment.
     pub(super) packing: Option<Packing>,
-    /// The other end of the [`Action::Pack`](crate::workload::Action::Pack) it is in, met
-    /// when its own copy ends.
-    pub(super) pack_with: Option<u32>,
-    /// The action to execute once the cost it pays first ([`Block::Overhead`],
-    /// [`Block::Iprobe`]) is paid.
-    pub(super) deferred: Option<crate::workload::Action>,
-    /// It made the barrier of `smpi/finalization-barrier`.
-    pub(super) final_barrier: bool,
     /// The probe it makes once the computation it costs ([`Block::Iprobe`]) ends.
     pub(super) probing: Option<Probing>,
-    /// Seconds of probes it owes after a polled computation, paid when it runs again (a
-    /// computation is never started while ranks are being woken: its id, just freed by
-    /// another rank's, must not be taken before that rank sees its computation ended).
-    pub(super) probe_debt: f64,
-    /// Its workload's request handles.
-    pub(super) user_reqs: IdMap<ReqHandle, ReqIdx>,
-    /// The blocking collective it is in.
-    pub(super) coll: Option<CollRun>,
-    /// Non-blocking collectives in progress, in the order they were started.
-    pub(super) background: Vec<Background>,
-    /// Since when it waits.
-    pub(super) blocked_since: Time,
-    /// In what it waits (`compute`, `MPI_Send`, ...), for timelines and reports.
-    pub(super) blocked_name: &'static str,
-    /// Its current callsite ([`Action::Callsite`](crate::workload::Action::Callsite)).
-    pub(super) callsite: u32,
     /// Per callsite this rank used; few entries, searched linearly from the last one used.
     pub(super) by_callsite: Vec<SiteTotals>,
-    /// Its workload marks each MPI call with an
-    /// [`Action::Callsite`](crate::workload::Action::Callsite) (traces and their structural
-    /// forms): calls are counted by those marks, else one per MPI action (TI traces, HPL).
-    pub(super) marks_calls: bool,
-    /// The entry of `by_callsite` used last.
-    pub(super) last_callsite: usize,
     /// Its results so far.
     pub(super) result: RankResult,
+    /// Its host.
+    pub(super) host: HostId,
+    /// The core it is bound to ([`SimConfig::bind_to_core`]).
+    pub(super) core: Option<u32>,
+    /// In what it waits (`compute`, `MPI_Send`, ...), for timelines and reports.
+    pub(super) blocked_name: &'static str,
+    /// Its workload's request handles.
+    pub(super) user_reqs: IdMap<ReqHandle, ReqIdx>,
 }
 
 /// What one rank did at one callsite.

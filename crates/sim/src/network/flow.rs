@@ -23,8 +23,9 @@ use std::collections::BTreeMap;
 
 use super::keyed_heap::KeyedHeap;
 use super::maxmin::{ConsId, System, VarId};
+use super::paths::PathCache;
 use super::{NetworkKind, NetworkModel, NetworkParams, Registration, TransferId};
-use crate::platform::{HostId, LinkId, Platform, PlatformError, Sharing};
+use crate::platform::{HostId, Platform, PlatformError, Sharing};
 use crate::time::Time;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,8 +64,8 @@ pub struct FlowModel {
     heap: KeyedHeap<Time>,
     var_flow: Vec<u32>,
     changed: Vec<VarId>,
-    route: Vec<LinkId>,
-    back: Vec<LinkId>,
+    /// Route data per host pair.
+    paths: PathCache,
     carried: Vec<f64>,
     now: Time,
     needs_solve: bool,
@@ -85,8 +86,7 @@ impl FlowModel {
             heap: KeyedHeap::new(),
             var_flow: Vec::new(),
             changed: Vec::new(),
-            route: Vec::new(),
-            back: Vec::new(),
+            paths: PathCache::default(),
             carried: vec![0.0; platform.links.len()],
             now: Time::ZERO,
             needs_solve: false,
@@ -202,47 +202,24 @@ impl NetworkModel for FlowModel {
         bytes: u64,
     ) -> Result<TransferId, PlatformError> {
         self.now = now;
-        let latency = platform.route(src, dst, &mut self.route)?;
-        let padded = bytes.saturating_add(self.config.envelope);
-        let (lat_f, bw_f) = self.config.factors(padded);
         // The constraint list of the flow slot about to be reused keeps its capacity.
         let mut uses = match self.free.last() {
             Some(&id) => std::mem::take(&mut self.flows[id as usize].uses),
             None => Vec::new(),
         };
-        uses.clear();
-        uses.extend(self.route.iter().map(|&l| (l as ConsId, 1.0)));
-        let mut bound = f64::INFINITY;
-        for &l in &self.route {
-            bound = bound.min(platform.links[l as usize].bandwidth);
-        }
-        if self.config.crosstraffic > 0.0 {
-            platform.route(dst, src, &mut self.back)?;
-            uses.extend(
-                self.back
-                    .iter()
-                    .map(|&l| (l as ConsId, self.config.crosstraffic)),
-            );
-        }
-        if latency > 0.0 && self.config.tcp_gamma > 0.0 {
-            bound = bound.min(self.config.tcp_gamma / (2.0 * latency));
-        }
+        let path = self
+            .paths
+            .path(platform, &self.config, src, dst, &mut uses)?;
+        let latency = path.latency;
+        let padded = bytes.saturating_add(self.config.envelope);
+        let (lat_f, bw_f) = self.config.factors(padded);
         let flow = Flow {
             phase: Phase::Latency,
             remaining: padded as f64,
             rate: 0.0,
             updated: now,
-            penalty: if latency > 0.0 {
-                latency
-                    + self
-                        .route
-                        .iter()
-                        .map(|&l| self.config.weight_s / platform.links[l as usize].bandwidth)
-                        .sum::<f64>()
-            } else {
-                1.0
-            },
-            bound,
+            penalty: path.penalty,
+            bound: path.bound,
             rate_factor: bw_f,
             uses,
             var: None,
@@ -522,7 +499,7 @@ pub const SMPI: Registration = Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::{Host, Link, Routing};
+    use crate::platform::{Host, Link, LinkId, Routing};
 
     /// Hosts 0 and 1 joined by link 0 (both ways).
     #[derive(Debug)]

@@ -24,6 +24,8 @@ pub(crate) struct KeyedHeap<K> {
     /// Keys were set by [`KeyedHeap::set_unordered`]: the order is restored before the
     /// next use.
     unordered: bool,
+    /// Scratch of [`KeyedHeap::pop_group`].
+    group: Vec<(K, u32)>,
 }
 
 impl<K> Default for KeyedHeap<K> {
@@ -32,6 +34,7 @@ impl<K> Default for KeyedHeap<K> {
             heap: Vec::new(),
             pos: Vec::new(),
             unordered: false,
+            group: Vec::new(),
         }
     }
 }
@@ -59,6 +62,58 @@ impl<K: Ord + Copy> KeyedHeap<K> {
         let top = *self.heap.first()?;
         self.remove_at(0);
         Some(top)
+    }
+
+    /// Takes out the smallest entry and then, as repeated pops would, each next smallest
+    /// while `within(first key, its key)` holds; their ids into `out` in `(key, id)` order.
+    /// Returns the first key. Right after [`KeyedHeap::set_unordered`], one linear pass
+    /// picks them out (the others stay unordered) instead of ordering the whole heap.
+    pub(crate) fn pop_group(
+        &mut self,
+        within: impl Fn(K, K) -> bool,
+        out: &mut Vec<u32>,
+    ) -> Option<K> {
+        out.clear();
+        if !self.unordered {
+            let (first, id) = self.pop()?;
+            out.push(id);
+            while let Some(&(key, id)) = self.heap.first() {
+                if !within(first, key) {
+                    break;
+                }
+                self.remove_at(0);
+                out.push(id);
+            }
+            return Some(first);
+        }
+        let first = self.heap.iter().copied().min_by(cmp)?;
+        // Pops would stop at the smallest entry `within` refuses: only the accepted
+        // entries below it come out.
+        let refused = self
+            .heap
+            .iter()
+            .copied()
+            .filter(|e| !within(first.0, e.0))
+            .min_by(cmp);
+        let mut at = 0;
+        let start = self.group.len();
+        while at < self.heap.len() {
+            let e = self.heap[at];
+            if within(first.0, e.0) && refused.is_none_or(|r| less(&e, &r)) {
+                self.pos[e.1 as usize] = ABSENT;
+                self.group.push(e);
+                let last = self.heap.pop().expect("an entry");
+                if at < self.heap.len() {
+                    self.heap[at] = last;
+                    self.pos[last.1 as usize] = at as u32;
+                }
+            } else {
+                at += 1;
+            }
+        }
+        self.group[start..].sort_unstable_by(cmp);
+        out.extend(self.group.drain(start..).map(|(_, id)| id));
+        Some(first.0)
     }
 
     /// Gives `id` the key `key`, inserting it when absent, and leaves the order to be
@@ -199,6 +254,11 @@ fn less<K: Ord>(a: &(K, u32), b: &(K, u32)) -> bool {
     (&a.0, a.1) < (&b.0, b.1)
 }
 
+/// `(key, id)` order, as an ordering.
+fn cmp<K: Ord>(a: &(K, u32), b: &(K, u32)) -> std::cmp::Ordering {
+    (&a.0, a.1).cmp(&(&b.0, b.1))
+}
+
 /// An `f64` ordered by [`f64::total_cmp`] (the solver's levels).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct TotalF64(pub(crate) f64);
@@ -230,7 +290,7 @@ mod tests {
         /// Against a map of the current keys: every pop is the smallest `(key, id)`, after
         /// any sequence of inserts, key changes, removals and pops.
         #[test]
-        fn pops_in_key_then_id_order(ops in prop::collection::vec((0u8..4, 0u32..40, 0u32..20), 1..300)) {
+        fn pops_in_key_then_id_order(ops in prop::collection::vec((0u8..5, 0u32..40, 0u32..20), 1..300)) {
             let mut h = KeyedHeap::new();
             let mut model: BTreeMap<u32, u32> = BTreeMap::new();
             for (op, id, key) in ops {
@@ -238,6 +298,21 @@ mod tests {
                     0 => { h.set(id, key); model.insert(id, key); }
                     1 => { h.set_unordered(id, key); model.insert(id, key); }
                     2 => { h.remove(id); model.remove(&id); }
+                    3 => {
+                        // Pops while the key is within `key` of the first one, or odd.
+                        let within = |first: u32, k: u32| k <= first + key || k % 2 == 1;
+                        let mut want = Vec::new();
+                        let mut first = None;
+                        while let Some((k, i)) = model.iter().map(|(&i, &k)| (k, i)).min() {
+                            let f = *first.get_or_insert(k);
+                            if !want.is_empty() && !within(f, k) { break; }
+                            want.push(i);
+                            model.remove(&i);
+                        }
+                        let mut got = Vec::new();
+                        prop_assert_eq!(h.pop_group(within, &mut got), first);
+                        prop_assert_eq!(got, want);
+                    }
                     _ => {
                         let want = model.iter().map(|(&i, &k)| (k, i)).min();
                         prop_assert_eq!(h.pop(), want);

@@ -46,7 +46,9 @@ struct Cons {
     local: u64,
 }
 
+/// One cache line each (the solver's loops touch many variables once).
 #[derive(Debug, Clone)]
+#[repr(align(64))]
 struct Var {
     penalty: f64,
     bound: f64,
@@ -467,10 +469,14 @@ impl System {
         let mut candidates = std::mem::take(&mut self.candidates);
         let mut saturated = std::mem::take(&mut self.saturated);
         let mut unfixed = self.comp_vars.len();
-        while let Some((TotalF64(level), top)) = self.heap.pop() {
-            self.stats.pops += 1;
+        // Each round: the constraints that saturate at the lowest level, ties within EPS.
+        let ties = |TotalF64(level): TotalF64, TotalF64(next): TotalF64| {
+            // Not above (NaN included), as the loop of pops this replaced tested.
+            next.partial_cmp(&(level * (1.0 + EPS))) != Some(std::cmp::Ordering::Greater)
+        };
+        while let Some(TotalF64(level)) = self.heap.pop_group(ties, &mut saturated) {
+            self.stats.pops += saturated.len() as u64;
             self.stats.rounds += 1;
-            self.saturating_at(level, top, &mut saturated);
             self.unfixed_of(&saturated, mark, &mut candidates);
             let bounded = self.fix_round(level, &saturated, &mut candidates);
             unfixed -= candidates.len();
@@ -513,23 +519,9 @@ impl System {
             k.usage = usage;
             k.live = usage > 0.0;
             if k.live {
-                self.heap.set(c, TotalF64(k.rem / k.usage));
+                // Ordered once, by one linear pass, at the first pop.
+                self.heap.set_unordered(c, TotalF64(k.rem / k.usage));
             }
-        }
-    }
-
-    /// Into `saturated`: constraint `first` and every other current one saturating at
-    /// `level` (ties within the tolerance), taken off the heap.
-    fn saturating_at(&mut self, level: f64, first: ConsId, saturated: &mut Vec<ConsId>) {
-        saturated.clear();
-        saturated.push(first);
-        while let Some((TotalF64(next), c)) = self.heap.peek() {
-            if next > level * (1.0 + EPS) {
-                break;
-            }
-            self.heap.pop();
-            self.stats.pops += 1;
-            saturated.push(c);
         }
     }
 

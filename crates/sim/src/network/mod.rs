@@ -21,6 +21,7 @@ pub mod flow;
 mod keyed_heap;
 pub mod loggp;
 pub mod maxmin;
+mod paths;
 
 use std::any::Any;
 use std::collections::BTreeMap;
