@@ -85,3 +85,14 @@ impl BenchResults {
         })
     }
 }
+
+/// A benchmark JSON of `(key, ints, median seconds)` rows, for unit tests.
+#[cfg(test)]
+pub(crate) fn rows_json(rows: &[(&str, u64, f64)]) -> String {
+    use serde_json::json;
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|&(k, n, t)| json!({"key": k, "ints": n, "time": {"median": t}}))
+        .collect();
+    json!({ "results": rows }).to_string()
+}

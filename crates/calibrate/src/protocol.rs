@@ -108,15 +108,7 @@ impl Protocol {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn bench(rows: &[(&str, u64, f64)]) -> String {
-        let rows: Vec<_> = rows
-            .iter()
-            .map(|&(k, n, t)| json!({"key": k, "ints": n, "time": {"median": t}}))
-            .collect();
-        json!({ "results": rows }).to_string()
-    }
+    use crate::bench_json::rows_json as bench;
 
     #[test]
     fn threshold_and_loggp_from_the_sender_side() {

@@ -378,15 +378,11 @@ fn mdrun_under_tnbc_gives_the_same_energies() {
             std::fs::read(dir.join(format!("{name}.edr"))).unwrap() == plain,
             "{policy}: the energy file differs from the run without T-NBC"
         );
-        let overlapped: Vec<u64> = err
-            .lines()
-            .filter_map(|l| l.split(" overlapped ").nth(1))
-            .filter_map(|r| r.split_whitespace().next()?.parse().ok())
-            .collect();
+        let overlapped = common::tnbc_overlapped(&err);
         assert_eq!(overlapped.len(), 2, "{err}");
         if policy == "always" {
             // Every PME step's transposes.
-            assert!(overlapped.iter().all(|&n| n > u64::from(STEPS)), "{err}");
+            assert!(overlapped.iter().all(|&n| n > STEPS as usize), "{err}");
         }
         eprintln!("mdrun under T-NBC ({policy}): {overlapped:?} collectives overlapped");
     }

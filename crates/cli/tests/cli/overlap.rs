@@ -5,7 +5,9 @@
 //! exactly, runs with priorities give the same results, and `mpiscope overlap predict` reads
 //! a trace.
 
-use crate::common::{build, mpi_lock, mpiscope, profile_dir, run_traced, tempdir, Mpi};
+use crate::common::{
+    build, mpi_lock, mpiscope, profile_dir, run_traced, tempdir, tnbc_overlapped as overlapped, Mpi,
+};
 use std::process::Command;
 
 fn overlap_lib(mpi: Mpi) -> std::path::PathBuf {
@@ -69,20 +71,6 @@ fn run_with(
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
-}
-
-/// The number of overlapped Alltoalls each rank reported.
-fn overlapped(stderr: &str) -> Vec<usize> {
-    // Lines of two ranks may interleave: take the digits after each marker.
-    stderr
-        .split("overlapped ")
-        .skip(1)
-        .map(|r| {
-            let d: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
-            d.parse()
-                .unwrap_or_else(|_| panic!("bad statistics line: {r}"))
-        })
-        .collect()
 }
 
 fn randomized(mpi: Mpi, np: u32, seed: &str) -> Vec<usize> {

@@ -442,3 +442,18 @@ pub fn cluster(dir: &Path, np: u32) -> (PathBuf, PathBuf) {
     .unwrap();
     (platform, hosts)
 }
+
+/// The collectives each rank's T-NBC statistics line (`MPISCOPE_OVERLAP_STATS`) says it
+/// overlapped, in the order the lines come.
+pub fn tnbc_overlapped(stderr: &str) -> Vec<usize> {
+    // Lines of two ranks may interleave: take the digits after each marker.
+    stderr
+        .split("overlapped ")
+        .skip(1)
+        .map(|r| {
+            let d: String = r.chars().take_while(|c| c.is_ascii_digit()).collect();
+            d.parse()
+                .unwrap_or_else(|_| panic!("bad statistics line: {r}"))
+        })
+        .collect()
+}

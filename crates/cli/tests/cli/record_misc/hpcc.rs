@@ -328,12 +328,7 @@ fn hpcc_under_tnbc_passes_its_checks() {
         );
     }
     assert!(out.contains("0 tests completed and failed residual checks"));
-    let overlapped: Vec<u64> = run
-        .stderr
-        .lines()
-        .filter_map(|l| l.split(" overlapped ").nth(1))
-        .filter_map(|r| r.split_whitespace().next()?.parse().ok())
-        .collect();
+    let overlapped = common::tnbc_overlapped(&run.stderr);
     assert_eq!(overlapped.len(), 4, "{}", run.stderr);
     assert!(overlapped.iter().all(|&n| n > 100), "{overlapped:?}");
     eprintln!(
